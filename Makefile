@@ -1,0 +1,24 @@
+# Two entry points for a fresh machine: `make demo` (the main job) and `make test`.
+# Each creates .venv/ on first use and reinstalls only when setup.py changes.
+
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+
+.PHONY: demo test clean
+
+$(INSTALLED): setup.py
+	test -x $(PYTHON) || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+demo: $(INSTALLED)
+	$(PYTHON) -m benchmarks.kernels
+
+# Every Triton kernel runs through Triton's interpreter on machines without a GPU.
+test: $(INSTALLED)
+	FASTCORE_OPS_INTERPRET=1 $(PYTHON) -m pytest -q
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,11 @@
+"""Triton kernels for the operations efficient training adds or makes hot.
+
+Each kernel runs as Triton on CUDA tensors and as its pure-PyTorch reference elsewhere
+(see :mod:`fastcore_ops.kernels.backend`).
+"""
+
+from . import backend  # noqa: F401  (first: it settles Triton's interpreter mode)
+from .bce import bce_with_logits, init_bce_bias_
+from .blurpool import blur_maxpool2d, blurpool2d
+
+__all__ = ["bce_with_logits", "blur_maxpool2d", "blurpool2d", "init_bce_bias_"]

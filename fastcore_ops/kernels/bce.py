@@ -1,0 +1,250 @@
+"""Fused binary cross-entropy with logits, the loss of the ResNet recipes.
+
+    loss = sum over samples n and classes c of BCE(logits[n, c], target[n, c]) / N
+
+Summing over classes and dividing by the batch size keeps the loss (and its gradient)
+at the scale of cross-entropy; the plain mean over N * C makes it vanish as C grows.
+One pass over the logits computes the loss and its gradient together; backward only
+scales the saved gradient. Class-index targets are compared against the column index
+in registers, so the one-hot matrix never exists. Label smoothing is applied on the fly:
+target * (1 - s) + s / C.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from . import backend
+from .checks import check_same_device, check_tensor
+
+# ----------------------------------------------------------------------------------------
+# Triton kernels
+# ----------------------------------------------------------------------------------------
+
+
+@backend.autotune(
+    [
+        triton.Config({"BLOCK_C": 1024}, num_warps=4),
+        triton.Config({"BLOCK_C": 2048}, num_warps=8),
+        triton.Config({"BLOCK_C": 4096}, num_warps=8),
+        triton.Config({"BLOCK_C": 512}, num_warps=2),
+    ],
+    key=["C", "TARGET_IS_INDEX"],
+)
+@triton.jit
+def _bce_forward_kernel(
+    logits_ptr, target_ptr, grad_ptr, row_loss_ptr, C,
+    logits_stride, target_stride, grad_stride,
+    keep, add, inv_batch,
+    TARGET_IS_INDEX: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    # One program per sample; it writes that sample's loss and its row of the gradient.
+    row = tl.program_id(0).to(tl.int64)
+    logits_ptr += row * logits_stride
+    grad_ptr += row * grad_stride
+    if TARGET_IS_INDEX:
+        label = tl.load(target_ptr + row)
+    else:
+        target_ptr += row * target_stride
+    total = tl.zeros((BLOCK_C,), dtype=ACC)
+    for start in range(0, C, BLOCK_C):
+        cols = start + tl.arange(0, BLOCK_C)
+        inside = cols < C
+        x = tl.load(logits_ptr + cols, mask=inside, other=0.0).to(ACC)
+        if TARGET_IS_INDEX:
+            t = (cols == label).to(ACC)
+        else:
+            t = tl.load(target_ptr + cols, mask=inside, other=0.0).to(ACC)
+        t = t * keep + add
+        # Stable for any |x|: exp only ever sees -|x|, so it cannot overflow.
+        e = tl.exp(-tl.abs(x))
+        loss = tl.maximum(x, 0.0) - x * t + tl.log(1.0 + e)
+        sigmoid = tl.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+        tl.store(grad_ptr + cols, ((sigmoid - t) * inv_batch).to(grad_ptr.dtype.element_ty), mask=inside)
+        total += tl.where(inside, loss, 0.0)
+    tl.store(row_loss_ptr + row, tl.sum(total, axis=0))
+
+
+@triton.jit
+def _scale_kernel(grad_ptr, scale_ptr, out_ptr, numel, BLOCK: tl.constexpr):
+    # The loss's backward: the saved gradient times grad_output, read on the device (no sync).
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    inside = offsets < numel
+    scale = tl.load(scale_ptr)
+    grad = tl.load(grad_ptr + offsets, mask=inside, other=0.0)
+    tl.store(out_ptr + offsets, (grad * scale).to(out_ptr.dtype.element_ty), mask=inside)
+
+
+# ----------------------------------------------------------------------------------------
+# Pure-PyTorch reference: the specification the kernels are tested against.
+# ----------------------------------------------------------------------------------------
+
+
+def bce_with_logits_reference(
+    logits: torch.Tensor, target: torch.Tensor, label_smoothing: float = 0.0
+) -> torch.Tensor:
+    """One-hot targets, smoothing and ``F.binary_cross_entropy_with_logits``, summed / N, in fp32 or fp64."""
+    compute_dtype = torch.float64 if logits.dtype == torch.float64 else torch.float32
+    N, C = logits.shape
+    if target.dtype.is_floating_point:
+        dense = target.to(compute_dtype)
+    else:
+        dense = F.one_hot(target.long(), C).to(compute_dtype)
+    dense = dense * (1.0 - label_smoothing) + label_smoothing / C
+    loss = F.binary_cross_entropy_with_logits(logits.to(compute_dtype), dense, reduction="sum")
+    return loss / max(N, 1)
+
+
+# ----------------------------------------------------------------------------------------
+# Custom ops: torch.library registration, fake implementations and autograd
+# ----------------------------------------------------------------------------------------
+
+
+def _loss_dtype(logits: torch.Tensor) -> torch.dtype:
+    return torch.float64 if logits.dtype == torch.float64 else torch.float32
+
+
+@torch.library.custom_op("fastcore_ops::bce_with_logits", mutates_args=())
+def _bce_with_logits_op(
+    logits: torch.Tensor, target: torch.Tensor, label_smoothing: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    N, C = logits.shape
+    # The kernel walks classes with unit stride.
+    logits = logits if logits.stride(1) == 1 else logits.contiguous()
+    target = target if target.dim() == 1 or target.stride(1) == 1 else target.contiguous()
+    grad = torch.empty_like(logits, memory_format=torch.contiguous_format)
+    row_loss = torch.zeros(N, dtype=_loss_dtype(logits), device=logits.device)
+    if N and C:
+        target_is_index = not target.dtype.is_floating_point
+        _bce_forward_kernel[(N,)](
+            logits, target, grad, row_loss, C,
+            logits.stride(0), 0 if target_is_index else target.stride(0), grad.stride(0),
+            1.0 - label_smoothing, label_smoothing / C, 1.0 / N,
+            TARGET_IS_INDEX=target_is_index, ACC=backend.accumulator(logits.dtype),
+        )
+    return row_loss.sum() / max(N, 1), grad
+
+
+@_bce_with_logits_op.register_fake
+def _(logits, target, label_smoothing):
+    loss = logits.new_empty((), dtype=_loss_dtype(logits))
+    return loss, torch.empty_like(logits, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("fastcore_ops::bce_with_logits_backward", mutates_args=())
+def _bce_with_logits_backward_op(saved_grad: torch.Tensor, grad_loss: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(saved_grad)
+    numel = saved_grad.numel()
+    if numel:
+        block = 4096
+        _scale_kernel[(triton.cdiv(numel, block),)](saved_grad, grad_loss, out, numel, BLOCK=block)
+    return out
+
+
+@_bce_with_logits_backward_op.register_fake
+def _(saved_grad, grad_loss):
+    return torch.empty_like(saved_grad)
+
+
+def _bce_setup_context(ctx, inputs, output):
+    ctx.mark_non_differentiable(output[1])
+    ctx.save_for_backward(output[1])
+
+
+def _bce_backward(ctx, grad_loss, _grad_of_grad):
+    (saved_grad,) = ctx.saved_tensors
+    return _bce_with_logits_backward_op(saved_grad, grad_loss), None, None
+
+
+_bce_with_logits_op.register_autograd(_bce_backward, setup_context=_bce_setup_context)
+
+
+# ----------------------------------------------------------------------------------------
+# Public functions
+# ----------------------------------------------------------------------------------------
+
+
+def _check_labels(target: torch.Tensor, num_classes: int) -> None:
+    """Labels must index a class. Raised at once on the CPU; asserted on the device elsewhere (no sync)."""
+    in_range = ((target >= 0) & (target < num_classes)).all()
+    message = f"target holds class indices outside [0, {num_classes}); labels must index a column of logits"
+    if target.device.type == "cpu" and not torch.compiler.is_compiling():
+        if not bool(in_range):
+            raise ValueError(message)
+    else:
+        torch._assert_async(in_range, message)
+
+
+def _check_inputs(logits: torch.Tensor, target: torch.Tensor, label_smoothing: float) -> None:
+    check_tensor("logits", logits, ndim=2)
+    check_tensor("target", target, floating=False)
+    check_same_device(logits=logits, target=target)
+    N, C = logits.shape
+    if target.dtype.is_floating_point:
+        if target.shape != logits.shape:
+            raise ValueError(
+                f"a float target holds per-class probabilities and must have logits' shape {tuple(logits.shape)}, "
+                f"got {tuple(target.shape)}"
+            )
+        if target.requires_grad:
+            raise ValueError("target requires grad, but bce_with_logits treats targets as data; pass target.detach()")
+    elif target.dtype in (torch.int64, torch.int32):
+        if target.shape != (N,):
+            raise ValueError(
+                f"class-index targets must have shape (N,) = ({N},) to match logits, got {tuple(target.shape)}"
+            )
+    else:
+        raise TypeError(f"target must be int64 class indices or float probabilities, got dtype {target.dtype}")
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)):
+        raise TypeError(f"label_smoothing must be a float, got {type(label_smoothing).__name__}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+
+
+def bce_with_logits(logits: torch.Tensor, target: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Binary cross-entropy with logits, summed over classes and samples and divided by N.
+
+    Args:
+        logits: (N, C) scores, any floating dtype; the loss is computed in fp32 (fp64 for fp64).
+        target: (N,) int64 class indices, or (N, C) float probabilities (after MixUp, say).
+        label_smoothing: s in [0, 1]; targets become target * (1 - s) + s / C.
+
+    Returns a 0-d fp32 (fp64 for fp64 logits) loss; an empty batch gives 0.
+
+    Example:
+        >>> logits = torch.randn(256, 1000, requires_grad=True)
+        >>> loss = bce_with_logits(logits, torch.randint(0, 1000, (256,)), label_smoothing=0.1)
+        >>> loss.backward()
+    """
+    _check_inputs(logits, target, label_smoothing)
+    if not target.dtype.is_floating_point and target.numel():
+        _check_labels(target, logits.shape[1])
+    label_smoothing = float(label_smoothing)
+    if backend.use_triton(logits) or logits.numel() == 0:  # empty inputs launch nothing, on any device
+        return _bce_with_logits_op(logits, target, label_smoothing)[0]
+    return bce_with_logits_reference(logits, target, label_smoothing)
+
+
+def init_bce_bias_(classifier: torch.nn.Linear) -> torch.nn.Linear:
+    """Set a classifier's bias to -log(C), the prior that matches ``bce_with_logits``.
+
+    With bias -log(C) every class starts at probability sigmoid(-log C) ~ 1/C, so the
+    first steps are not spent pushing C - 1 negatives down from 0.5.
+
+    Example:
+        >>> head = init_bce_bias_(torch.nn.Linear(2048, 1000))
+        >>> round(head.bias[0].item(), 3)
+        -6.908
+    """
+    if not isinstance(classifier, torch.nn.Linear):
+        raise TypeError(f"classifier must be a torch.nn.Linear, got {type(classifier).__name__}")
+    if classifier.bias is None:
+        raise ValueError("classifier has no bias; build it with torch.nn.Linear(..., bias=True)")
+    with torch.no_grad():
+        classifier.bias.fill_(-math.log(classifier.out_features))
+    return classifier

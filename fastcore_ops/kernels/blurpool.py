@@ -1,0 +1,425 @@
+"""BlurPool: anti-aliased downsampling (Zhang, "Making Convolutional Networks Shift-Invariant Again").
+
+``blurpool2d`` low-pass filters every channel with the 3x3 binomial filter
+([1, 2, 1] outer [1, 2, 1] / 16, zero "same" padding) and keeps every ``stride``-th
+output, in one pass: only the kept outputs are computed, no full-resolution
+intermediate is written. ``blur_maxpool2d`` fuses a stride-1 max pool in front of it,
+which is how BlurPool replaces a strided max pool.
+
+Layouts: any strides (contiguous and channels_last included); outputs follow the input's
+layout. Arithmetic is fp32 for fp16, bf16 and fp32 storage, fp64 for fp64.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from . import backend
+from .checks import check_int, check_tensor
+from .layout import empty_like_layout
+
+# Row-major window offsets are stored in uint8, which bounds the max-pool window.
+_MAX_POOL_KERNEL = 15
+
+
+# ----------------------------------------------------------------------------------------
+# Triton kernels
+#
+# Every kernel works on a [BLOCK_C, BLOCK_P] tile: BLOCK_C channels of one sample by
+# BLOCK_P pixels of a flattened image plane. Strides are runtime arguments, and Triton
+# specialises the one equal to 1, so the same kernel coalesces along pixels for NCHW and
+# along channels for NHWC; the autotuner keys on the strides to pick a tile shape per layout.
+# ----------------------------------------------------------------------------------------
+
+_TILE_CONFIGS = [
+    triton.Config({"BLOCK_C": 4, "BLOCK_P": 256}, num_warps=4),
+    triton.Config({"BLOCK_C": 1, "BLOCK_P": 1024}, num_warps=4),
+    triton.Config({"BLOCK_C": 8, "BLOCK_P": 128}, num_warps=4),
+    triton.Config({"BLOCK_C": 32, "BLOCK_P": 32}, num_warps=4),
+    triton.Config({"BLOCK_C": 64, "BLOCK_P": 16}, num_warps=4),
+    triton.Config({"BLOCK_C": 128, "BLOCK_P": 8}, num_warps=8),
+]
+_TILE_KEY = ["C", "H", "W", "stride_c", "stride_w"]
+_INTERPRETER_TILE = triton.Config({"BLOCK_C": 32, "BLOCK_P": 256})
+
+
+@triton.jit
+def _binomial_tap(k: tl.constexpr):
+    # Taps of [1, 2, 1] / 4 for k = 0, 1, 2, written as arithmetic on the constexpr index.
+    return (2 - (k - 1) * (k - 1)) * 0.25
+
+
+@triton.jit
+def _tile(C, P, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr):
+    """Channel and flattened-pixel indices of this program's tile, and its bounds mask."""
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)[:, None]
+    p = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)[None, :]
+    return c, p, (c < C) & (p < P)
+
+
+@triton.jit
+def _channel_offset(c, stride_n, stride_c):
+    # int64 so that offsets into batches of more than 2**31 elements stay exact.
+    return tl.program_id(2).to(tl.int64) * stride_n + c.to(tl.int64) * stride_c
+
+
+@backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
+@triton.jit
+def _blurpool_forward_kernel(
+    x_ptr, out_ptr, C, H, W, Ho, Wo,
+    stride_n, stride_c, stride_h, stride_w,
+    out_stride_n, out_stride_c, out_stride_h, out_stride_w,
+    STRIDE: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
+):
+    c, p, valid = _tile(C, Ho * Wo, BLOCK_C, BLOCK_P)
+    oh = p // Wo
+    ow = p % Wo
+    x_ptr += _channel_offset(c, stride_n, stride_c)
+    acc = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
+    for kh in tl.static_range(3):
+        ih = oh * STRIDE - 1 + kh
+        row_ok = valid & (ih >= 0) & (ih < H)
+        for kw in tl.static_range(3):
+            iw = ow * STRIDE - 1 + kw
+            ok = row_ok & (iw >= 0) & (iw < W)
+            value = tl.load(x_ptr + ih * stride_h + iw * stride_w, mask=ok, other=0.0)
+            acc += value.to(ACC) * (_binomial_tap(kh) * _binomial_tap(kw))
+    out_ptr += _channel_offset(c, out_stride_n, out_stride_c)
+    tl.store(out_ptr + oh * out_stride_h + ow * out_stride_w, acc.to(out_ptr.dtype.element_ty), mask=valid)
+
+
+@triton.jit
+def _strided_source(position, STRIDE: tl.constexpr, k: tl.constexpr, size):
+    """Index of the strided output whose tap k reads ``position``, and whether it exists.
+
+    Tap k of output o reads position o * STRIDE - 1 + k, so o = (position + 1 - k) / STRIDE
+    when that division is exact and o is in [0, size).
+    """
+    shifted = position + 1 - k
+    nonnegative = shifted >= 0
+    shifted = tl.where(nonnegative, shifted, 0)  # keep the division away from negatives
+    source = shifted // STRIDE
+    return source, nonnegative & (shifted % STRIDE == 0) & (source < size)
+
+
+@backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
+@triton.jit
+def _blurpool_backward_kernel(
+    grad_out_ptr, grad_in_ptr, C, H, W, Ho, Wo,
+    stride_n, stride_c, stride_h, stride_w,
+    in_stride_n, in_stride_c, in_stride_h, in_stride_w,
+    STRIDE: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
+):
+    # Gathers, for each input pixel, the outputs whose taps read it: no atomics, deterministic.
+    c, p, valid = _tile(C, H * W, BLOCK_C, BLOCK_P)
+    ih = p // W
+    iw = p % W
+    grad_out_ptr += _channel_offset(c, stride_n, stride_c)
+    acc = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
+    for kh in tl.static_range(3):
+        oh, row_ok = _strided_source(ih, STRIDE, kh, Ho)
+        for kw in tl.static_range(3):
+            ow, col_ok = _strided_source(iw, STRIDE, kw, Wo)
+            ok = valid & row_ok & col_ok
+            g = tl.load(grad_out_ptr + oh * stride_h + ow * stride_w, mask=ok, other=0.0)
+            acc += g.to(ACC) * (_binomial_tap(kh) * _binomial_tap(kw))
+    grad_in_ptr += _channel_offset(c, in_stride_n, in_stride_c)
+    tl.store(grad_in_ptr + ih * in_stride_h + iw * in_stride_w, acc.to(grad_in_ptr.dtype.element_ty), mask=valid)
+
+
+@triton.jit
+def _window_max(x_ptr, ph, pw, H, W, ok, stride_h, stride_w,
+                KERNEL: tl.constexpr, PADDING: tl.constexpr, ACC: tl.constexpr):
+    """Max of the KERNEL x KERNEL window of stride-1 pooled position (ph, pw) and its offset.
+
+    Ties go to the first position in row-major order and NaN wins, as in PyTorch's
+    max_pool2d; the offset is row-major within the window.
+    """
+    best = tl.full(ph.shape, float("-inf"), ACC)
+    best_offset = tl.full(ph.shape, -1, tl.int32)
+    for i in tl.static_range(KERNEL):
+        ih = ph - PADDING + i
+        row_ok = ok & (ih >= 0) & (ih < H)
+        for j in tl.static_range(KERNEL):
+            iw = pw - PADDING + j
+            inside = row_ok & (iw >= 0) & (iw < W)
+            value = tl.load(x_ptr + ih * stride_h + iw * stride_w, mask=inside, other=float("-inf"))
+            value = value.to(ACC)
+            better = inside & ((best_offset < 0) | (value > best) | (value != value))
+            best = tl.where(better, value, best)
+            best_offset = tl.where(better, i * KERNEL + j, best_offset)
+    return best, best_offset
+
+
+@backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
+@triton.jit
+def _blur_maxpool_forward_kernel(
+    x_ptr, out_ptr, argmax_ptr, C, H, W, Hp, Wp, Ho, Wo,
+    stride_n, stride_c, stride_h, stride_w,
+    out_stride_n, out_stride_c, out_stride_h, out_stride_w,
+    arg_stride_n, arg_stride_c, arg_stride_h, arg_stride_w,
+    KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr,
+    ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
+):
+    # The pooled (Hp x Wp) image is never stored: each blur tap recomputes its window max,
+    # whose loads hit the cache. Only the argmax offsets are kept, one byte each, for backward.
+    c, p, valid = _tile(C, Ho * Wo, BLOCK_C, BLOCK_P)
+    oh = p // Wo
+    ow = p % Wo
+    x_ptr += _channel_offset(c, stride_n, stride_c)
+    argmax_ptr += _channel_offset(c, arg_stride_n, arg_stride_c)
+    acc = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
+    for kh in tl.static_range(3):
+        ph = oh * STRIDE - 1 + kh
+        row_ok = valid & (ph >= 0) & (ph < Hp)
+        for kw in tl.static_range(3):
+            pw = ow * STRIDE - 1 + kw
+            ok = row_ok & (pw >= 0) & (pw < Wp)
+            best, best_offset = _window_max(x_ptr, ph, pw, H, W, ok, stride_h, stride_w, KERNEL, PADDING, ACC)
+            acc += tl.where(ok, best, 0.0) * (_binomial_tap(kh) * _binomial_tap(kw))
+            # Each pooled position is stored by exactly one tap. Tap k reads position
+            # o * STRIDE + (k - 1); tap 1 always owns its position, tap 2 unless stride 1
+            # gives it to the next output's tap 1, tap 0 only from stride 3 on. That is
+            # STRIDE >= 1, 2, 3 for k = 1, 2, 0: STRIDE >= (k + 2) % 3 + 1.
+            if STRIDE >= (kh + 2) % 3 + 1:
+                if STRIDE >= (kw + 2) % 3 + 1:
+                    tl.store(argmax_ptr + ph * arg_stride_h + pw * arg_stride_w, best_offset.to(tl.uint8), mask=ok)
+    out_ptr += _channel_offset(c, out_stride_n, out_stride_c)
+    tl.store(out_ptr + oh * out_stride_h + ow * out_stride_w, acc.to(out_ptr.dtype.element_ty), mask=valid)
+
+
+@backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
+@triton.jit
+def _blur_maxpool_backward_kernel(
+    grad_out_ptr, argmax_ptr, grad_in_ptr, C, H, W, Hp, Wp, Ho, Wo,
+    stride_n, stride_c, stride_h, stride_w,
+    arg_stride_n, arg_stride_c, arg_stride_h, arg_stride_w,
+    in_stride_n, in_stride_c, in_stride_h, in_stride_w,
+    KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr,
+    ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
+):
+    # For each input pixel: every pooled position whose window holds it at its argmax
+    # passes on the blur's gradient at that position. A gather, so no atomics.
+    c, p, valid = _tile(C, H * W, BLOCK_C, BLOCK_P)
+    ih = p // W
+    iw = p % W
+    grad_out_ptr += _channel_offset(c, stride_n, stride_c)
+    argmax_ptr += _channel_offset(c, arg_stride_n, arg_stride_c)
+    acc = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
+    for i in tl.static_range(KERNEL):
+        ph = ih + PADDING - i
+        row_ok = valid & (ph >= 0) & (ph < Hp)
+        for j in tl.static_range(KERNEL):
+            pw = iw + PADDING - j
+            ok = row_ok & (pw >= 0) & (pw < Wp)
+            offset = tl.load(argmax_ptr + ph * arg_stride_h + pw * arg_stride_w, mask=ok, other=255)
+            routed = ok & (offset.to(tl.int32) == i * KERNEL + j)
+            for kh in tl.static_range(3):
+                oh, oh_ok = _strided_source(ph, STRIDE, kh, Ho)
+                for kw in tl.static_range(3):
+                    ow, ow_ok = _strided_source(pw, STRIDE, kw, Wo)
+                    take = routed & oh_ok & ow_ok
+                    g = tl.load(grad_out_ptr + oh * stride_h + ow * stride_w, mask=take, other=0.0)
+                    acc += g.to(ACC) * (_binomial_tap(kh) * _binomial_tap(kw))
+    grad_in_ptr += _channel_offset(c, in_stride_n, in_stride_c)
+    tl.store(grad_in_ptr + ih * in_stride_h + iw * in_stride_w, acc.to(grad_in_ptr.dtype.element_ty), mask=valid)
+
+
+# ----------------------------------------------------------------------------------------
+# Pure-PyTorch references: the specification the kernels are tested against.
+# ----------------------------------------------------------------------------------------
+
+
+def binomial_filter(channels: int, dtype: torch.dtype, device) -> torch.Tensor:
+    """The depthwise 3x3 binomial filter, shape (channels, 1, 3, 3)."""
+    taps = torch.tensor([1.0, 2.0, 1.0], dtype=dtype, device=device)
+    return (torch.outer(taps, taps) / 16).expand(channels, 1, 3, 3)
+
+
+def blurpool2d_reference(x: torch.Tensor, stride: int = 2) -> torch.Tensor:
+    """BlurPool as a depthwise convolution (what the kernel replaces)."""
+    return F.conv2d(x, binomial_filter(x.shape[1], x.dtype, x.device), stride=stride, padding=1, groups=x.shape[1])
+
+
+def blur_maxpool2d_reference(x: torch.Tensor, kernel_size: int = 3, stride: int = 2, padding: int = 1) -> torch.Tensor:
+    """Stride-1 max pooling followed by BlurPool, as two PyTorch ops."""
+    return blurpool2d_reference(F.max_pool2d(x, kernel_size, stride=1, padding=padding), stride)
+
+
+# ----------------------------------------------------------------------------------------
+# Custom ops: torch.library registration, fake implementations and autograd
+#
+# The ops hold only the Triton path; the public functions send other devices to the
+# references, which PyTorch differentiates, compiles and exports by itself.
+# ----------------------------------------------------------------------------------------
+
+
+def _strided_size(size: int, stride: int) -> int:
+    # Outputs of a 3-tap filter with padding 1: (size + 2 - 3) // stride + 1.
+    return (size - 1) // stride + 1
+
+
+def _pooled_size(size: int, kernel_size: int, padding: int) -> int:
+    return size + 2 * padding - kernel_size + 1
+
+
+def _grid(C: int, pixels: int, N: int):
+    return lambda meta: (triton.cdiv(pixels, meta["BLOCK_P"]), triton.cdiv(C, meta["BLOCK_C"]), N)
+
+
+@torch.library.custom_op("fastcore_ops::blurpool2d", mutates_args=())
+def _blurpool2d_op(x: torch.Tensor, stride: int) -> torch.Tensor:
+    N, C, H, W = x.shape
+    Ho, Wo = _strided_size(H, stride), _strided_size(W, stride)
+    out = empty_like_layout(x, (N, C, Ho, Wo))
+    if out.numel():
+        _blurpool_forward_kernel[_grid(C, Ho * Wo, N)](
+            x, out, C, H, W, Ho, Wo, *x.stride(), *out.stride(),
+            STRIDE=stride, ACC=backend.accumulator(x.dtype))
+    return out
+
+
+@_blurpool2d_op.register_fake
+def _(x, stride):
+    N, C, H, W = x.shape
+    return empty_like_layout(x, (N, C, _strided_size(H, stride), _strided_size(W, stride)))
+
+
+@torch.library.custom_op("fastcore_ops::blurpool2d_backward", mutates_args=())
+def _blurpool2d_backward_op(grad_out: torch.Tensor, height: int, width: int, stride: int) -> torch.Tensor:
+    N, C, Ho, Wo = grad_out.shape
+    grad_in = empty_like_layout(grad_out, (N, C, height, width))
+    if grad_in.numel():
+        _blurpool_backward_kernel[_grid(C, height * width, N)](
+            grad_out, grad_in, C, height, width, Ho, Wo, *grad_out.stride(), *grad_in.stride(),
+            STRIDE=stride, ACC=backend.accumulator(grad_out.dtype))
+    return grad_in
+
+
+@_blurpool2d_backward_op.register_fake
+def _(grad_out, height, width, stride):
+    return empty_like_layout(grad_out, (grad_out.shape[0], grad_out.shape[1], height, width))
+
+
+def _blurpool2d_setup_context(ctx, inputs, output):
+    x, ctx.stride = inputs
+    ctx.height, ctx.width = x.shape[2:]
+
+
+def _blurpool2d_backward(ctx, grad_out):
+    return _blurpool2d_backward_op(grad_out, ctx.height, ctx.width, ctx.stride), None
+
+
+_blurpool2d_op.register_autograd(_blurpool2d_backward, setup_context=_blurpool2d_setup_context)
+
+
+@torch.library.custom_op("fastcore_ops::blur_maxpool2d", mutates_args=())
+def _blur_maxpool2d_op(
+    x: torch.Tensor, kernel_size: int, stride: int, padding: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    N, C, H, W = x.shape
+    Hp, Wp = _pooled_size(H, kernel_size, padding), _pooled_size(W, kernel_size, padding)
+    Ho, Wo = _strided_size(Hp, stride), _strided_size(Wp, stride)
+    out = empty_like_layout(x, (N, C, Ho, Wo))
+    argmax = empty_like_layout(x, (N, C, Hp, Wp), dtype=torch.uint8)
+    if out.numel():
+        _blur_maxpool_forward_kernel[_grid(C, Ho * Wo, N)](
+            x, out, argmax, C, H, W, Hp, Wp, Ho, Wo, *x.stride(), *out.stride(), *argmax.stride(),
+            KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(x.dtype))
+    return out, argmax
+
+
+@_blur_maxpool2d_op.register_fake
+def _(x, kernel_size, stride, padding):
+    N, C, H, W = x.shape
+    Hp, Wp = _pooled_size(H, kernel_size, padding), _pooled_size(W, kernel_size, padding)
+    out = empty_like_layout(x, (N, C, _strided_size(Hp, stride), _strided_size(Wp, stride)))
+    return out, empty_like_layout(x, (N, C, Hp, Wp), dtype=torch.uint8)
+
+
+@torch.library.custom_op("fastcore_ops::blur_maxpool2d_backward", mutates_args=())
+def _blur_maxpool2d_backward_op(
+    grad_out: torch.Tensor, argmax: torch.Tensor, height: int, width: int, kernel_size: int, stride: int, padding: int
+) -> torch.Tensor:
+    N, C, Ho, Wo = grad_out.shape
+    Hp, Wp = argmax.shape[2:]
+    grad_in = empty_like_layout(grad_out, (N, C, height, width))
+    if grad_in.numel():
+        _blur_maxpool_backward_kernel[_grid(C, height * width, N)](
+            grad_out, argmax, grad_in, C, height, width, Hp, Wp, Ho, Wo,
+            *grad_out.stride(), *argmax.stride(), *grad_in.stride(),
+            KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(grad_out.dtype))
+    return grad_in
+
+
+@_blur_maxpool2d_backward_op.register_fake
+def _(grad_out, argmax, height, width, kernel_size, stride, padding):
+    return empty_like_layout(grad_out, (grad_out.shape[0], grad_out.shape[1], height, width))
+
+
+def _blur_maxpool2d_setup_context(ctx, inputs, output):
+    x, ctx.kernel_size, ctx.stride, ctx.padding = inputs
+    ctx.height, ctx.width = x.shape[2:]
+    ctx.save_for_backward(output[1])
+
+
+def _blur_maxpool2d_backward(ctx, grad_out, _grad_argmax):
+    (argmax,) = ctx.saved_tensors
+    grad_in = _blur_maxpool2d_backward_op(
+        grad_out, argmax, ctx.height, ctx.width, ctx.kernel_size, ctx.stride, ctx.padding)
+    return grad_in, None, None, None
+
+
+_blur_maxpool2d_op.register_autograd(_blur_maxpool2d_backward, setup_context=_blur_maxpool2d_setup_context)
+
+
+# ----------------------------------------------------------------------------------------
+# Public functions
+# ----------------------------------------------------------------------------------------
+
+
+def blurpool2d(x: torch.Tensor, stride: int = 2) -> torch.Tensor:
+    """Blur each channel with the 3x3 binomial filter and downsample by ``stride``.
+
+    Equal, values and gradients, to a depthwise ``F.conv2d`` with the filter
+    [1, 2, 1] x [1, 2, 1] / 16, padding 1 and the given stride.
+
+    Example:
+        >>> x = torch.randn(8, 64, 56, 56)
+        >>> blurpool2d(x).shape
+        torch.Size([8, 64, 28, 28])
+    """
+    check_tensor("x", x, ndim=4)
+    check_int("stride", stride, minimum=1)
+    if backend.use_triton(x) or x.numel() == 0:  # empty inputs launch nothing, on any device
+        return _blurpool2d_op(x, stride)
+    return blurpool2d_reference(x, stride)
+
+
+def blur_maxpool2d(x: torch.Tensor, kernel_size: int = 3, stride: int = 2, padding: int = 1) -> torch.Tensor:
+    """Anti-aliased max pooling: stride-1 ``max_pool2d`` then ``blurpool2d(·, stride)``, fused.
+
+    Gradients go to each window's arg-max exactly as ``F.max_pool2d``'s do (first maximum
+    in row-major order wins ties).
+
+    Example:
+        >>> x = torch.randn(8, 64, 112, 112)
+        >>> blur_maxpool2d(x).shape  # what replaces ResNet's 3x3 stride-2 max pool
+        torch.Size([8, 64, 56, 56])
+    """
+    check_tensor("x", x, ndim=4)
+    check_int("kernel_size", kernel_size, minimum=1, maximum=_MAX_POOL_KERNEL)
+    check_int("stride", stride, minimum=1)
+    check_int("padding", padding, minimum=0, maximum=kernel_size // 2)
+    for name, size in zip(("height", "width"), x.shape[2:]):
+        if size and _pooled_size(size, kernel_size, padding) < 1:
+            raise ValueError(
+                f"x's {name} {size} is smaller than kernel_size {kernel_size} with padding {padding}; "
+                f"use a smaller kernel_size or more padding"
+            )
+    if backend.use_triton(x) or x.numel() == 0:  # empty inputs launch nothing, on any device
+        return _blur_maxpool2d_op(x, kernel_size, stride, padding)[0]
+    return blur_maxpool2d_reference(x, kernel_size, stride, padding)

@@ -1,0 +1,36 @@
+"""Shared test fixtures. Kernels run through Triton's interpreter unless a GPU is present."""
+
+import os
+
+# Before fastcore_ops is imported anywhere: route CPU tensors through the Triton kernels.
+os.environ.setdefault("FASTCORE_OPS_INTERPRET", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+# Triton's interpreter computes bf16 wrongly on the CPU (fp32 and fp16 are right), so bf16
+# cases run only where a GPU is. The H100 compile test still builds every kernel for bf16.
+bf16_needs_gpu = pytest.mark.skipif(
+    DEVICE != "cuda", reason="bf16 runs only on a GPU: Triton's interpreter computes bf16 wrongly on the CPU"
+)
+
+FLOAT_DTYPES = [
+    pytest.param(torch.float32, id="fp32"),
+    pytest.param(torch.float16, id="fp16"),
+    pytest.param(torch.bfloat16, id="bf16", marks=bf16_needs_gpu),
+]
+
+# Tolerances against an fp32 reference rounded to the storage dtype.
+TOLERANCES = {
+    torch.float32: dict(atol=1e-5, rtol=1e-5),
+    torch.float16: dict(atol=2e-3, rtol=2e-3),
+    torch.bfloat16: dict(atol=2e-2, rtol=2e-2),
+    torch.float64: dict(atol=1e-10, rtol=1e-10),
+}
+
+
+@pytest.fixture
+def device():
+    return DEVICE

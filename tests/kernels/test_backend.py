@@ -1,0 +1,48 @@
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from fastcore_ops.kernels import backend
+
+
+def test_suite_runs_kernels_through_the_interpreter_or_a_gpu():
+    # Without this, the kernel tests would silently test only the references on the CPU.
+    assert backend.INTERPRETING or torch.cuda.is_available()
+
+
+def test_cpu_tensors_use_triton_only_when_interpreting(monkeypatch):
+    x = torch.zeros(2)
+    monkeypatch.setattr(backend, "INTERPRETING", False)
+    assert not backend.use_triton(x)
+    monkeypatch.setattr(backend, "INTERPRETING", True)
+    assert backend.use_triton(x)
+
+
+def test_cuda_tensors_use_triton():
+    x = torch.empty(2, device="meta")
+    assert not backend.use_triton(x)  # neither CPU nor CUDA: the reference path
+    if torch.cuda.is_available():
+        assert backend.use_triton(torch.zeros(2, device="cuda"))
+
+
+def test_accumulator_is_fp64_only_for_fp64():
+    assert backend.accumulator(torch.float64) == tl.float64
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        assert backend.accumulator(dtype) == tl.float32
+
+
+@pytest.mark.skipif(not backend.INTERPRETING, reason="checks the interpreter's single-config autotune")
+def test_autotune_keeps_one_config_under_the_interpreter():
+    configs = [triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})]
+
+    @backend.autotune(configs, key=["n"])
+    @triton.jit
+    def copy(src, dst, n, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        tl.store(dst + offsets, tl.load(src + offsets, mask=offsets < n), mask=offsets < n)
+
+    src, dst = torch.arange(10.0), torch.zeros(10)
+    copy[(1,)](src, dst, 10)
+    assert copy.configs == configs[:1]
+    torch.testing.assert_close(dst, src)

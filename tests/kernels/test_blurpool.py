@@ -1,0 +1,161 @@
+"""BlurPool kernels against their PyTorch references: values, gradients, layouts, dtypes, errors."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastcore_ops.kernels import blur_maxpool2d, blurpool2d
+from fastcore_ops.kernels.blurpool import blur_maxpool2d_reference, blurpool2d_reference
+from tests.conftest import FLOAT_DTYPES, TOLERANCES
+
+SHAPES = [(1, 1, 1, 1), (2, 3, 7, 5), (2, 16, 8, 9), (1, 33, 13, 16)]
+LAYOUTS = [torch.contiguous_format, torch.channels_last]
+
+
+def _input(shape, dtype, layout, device, generator_seed=0, integers=False):
+    g = torch.Generator().manual_seed(generator_seed)
+    # Small integers make ties in max pooling common, which is what the argmax routing must survive.
+    x = torch.randint(-2, 3, shape, generator=g).float() if integers else torch.randn(shape, generator=g)
+    return x.to(device=device, dtype=dtype).contiguous(memory_format=layout).requires_grad_()
+
+
+def _compare(op, reference, x, *args):
+    """Forward and backward of op against reference run in fp32 (fp64 for fp64)."""
+    dtype = x.dtype
+    out = op(x, *args)
+    grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(out.device, dtype)
+    out.backward(grad_out)
+
+    compute = torch.float64 if dtype == torch.float64 else torch.float32
+    x_ref = x.detach().to(compute).requires_grad_()
+    out_ref = reference(x_ref, *args)
+    out_ref.backward(grad_out.to(compute))
+
+    torch.testing.assert_close(out, out_ref.to(dtype), **TOLERANCES[dtype])
+    torch.testing.assert_close(x.grad, x_ref.grad.to(dtype), **TOLERANCES[dtype])
+    return out
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("stride", [1, 2, 3])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_blurpool2d_matches_reference(shape, stride, layout, dtype, device):
+    x = _input(shape, dtype, layout, device)
+    out = _compare(blurpool2d, blurpool2d_reference, x, stride)
+    if layout == torch.channels_last and shape[1] > 1:
+        assert out.is_contiguous(memory_format=torch.channels_last)
+        assert x.grad.is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("kernel_size,stride,padding", [(3, 2, 1), (3, 1, 1), (2, 3, 1), (3, 4, 0)])
+@pytest.mark.parametrize("shape", SHAPES[2:], ids=str)
+def test_blur_maxpool2d_matches_reference(shape, kernel_size, stride, padding, layout, dtype, device):
+    x = _input(shape, dtype, layout, device, integers=True)
+    _compare(blur_maxpool2d, blur_maxpool2d_reference, x, kernel_size, stride, padding)
+
+
+def test_blur_maxpool2d_routes_ties_and_nan_like_max_pool(device):
+    x = torch.zeros(1, 2, 6, 6, device=device)
+    x[0, 1, 2, 3] = float("nan")
+    x.requires_grad_()
+    out = blur_maxpool2d(x)
+    out.backward(torch.ones_like(out))
+    x_ref = x.detach().clone().requires_grad_()
+    ref = blur_maxpool2d_reference(x_ref)
+    ref.backward(torch.ones_like(ref))
+    torch.testing.assert_close(out, ref, equal_nan=True)
+    torch.testing.assert_close(x.grad, x_ref.grad)
+
+
+def test_gradcheck_fp64(device):
+    x = torch.randn(1, 1, 4, 5, dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: blurpool2d(t, 2), (x,), fast_mode=True)
+    # Distinct values keep finite differences away from max-pool ties.
+    x = torch.randperm(20, dtype=torch.float64, device=device).reshape(1, 1, 4, 5).requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: blur_maxpool2d(t, 3, 2, 1), (x,), fast_mode=True)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    n=st.integers(1, 2), c=st.integers(1, 9), h=st.integers(1, 12), w=st.integers(1, 12),
+    stride=st.integers(1, 4), channels_last=st.booleans(),
+)
+def test_random_shapes(n, c, h, w, stride, channels_last):
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    x = _input((n, c, h, w), torch.float32, layout, "cpu", generator_seed=h * 13 + w)
+    _compare(blurpool2d, blurpool2d_reference, x, stride)
+    x = _input((n, c, h, w), torch.float32, layout, "cpu", generator_seed=h * 13 + w, integers=True)
+    _compare(blur_maxpool2d, blur_maxpool2d_reference, x, 3, stride, 1)
+
+
+def test_non_contiguous_input(device):
+    x = torch.randn(2, 8, 10, 12, device=device)[:, ::2, 1:, ::2].requires_grad_()
+    _compare(blurpool2d, blurpool2d_reference, x, 2)
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 8, 8), (2, 0, 8, 8), (2, 3, 0, 8)], ids=str)
+def test_empty_input_gives_empty_output(shape, device):
+    x = torch.zeros(shape, device=device, requires_grad=True)
+    out = blurpool2d(x)
+    assert out.shape == (shape[0], shape[1], (shape[2] - 1) // 2 + 1, (shape[3] - 1) // 2 + 1)
+    out.sum().backward()
+    assert x.grad.shape == x.shape
+    assert blur_maxpool2d(x.detach()).numel() == 0
+
+
+@pytest.mark.parametrize(
+    "call,error,match",
+    [
+        (lambda: blurpool2d(torch.zeros(3, 8, 8)), ValueError, "4 dimensions"),
+        (lambda: blurpool2d(torch.zeros(1, 3, 8, 8, dtype=torch.int64)), TypeError, "floating"),
+        (lambda: blurpool2d([[1.0]]), TypeError, "torch.Tensor"),
+        (lambda: blurpool2d(torch.zeros(1, 3, 8, 8), stride=-1), ValueError, "stride must be at least 1"),
+        (lambda: blurpool2d(torch.zeros(1, 3, 8, 8), stride=0), ValueError, "stride must be at least 1"),
+        (lambda: blurpool2d(torch.zeros(1, 3, 8, 8), stride=2.0), TypeError, "stride must be an int"),
+        (lambda: blur_maxpool2d(torch.zeros(1, 3, 8, 8), 3, 2, 2), ValueError, "padding must be at least 0 and at most 1"),
+        (lambda: blur_maxpool2d(torch.zeros(1, 3, 8, 8), 0), ValueError, "kernel_size must be at least 1"),
+        (lambda: blur_maxpool2d(torch.zeros(1, 3, 8, 8), 16, 2, 0), ValueError, "at most 15"),
+        (lambda: blur_maxpool2d(torch.zeros(1, 3, 2, 8), 5, 2, 0), ValueError, "height 2 is smaller than kernel_size"),
+    ],
+)
+def test_bad_input_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_torch_compile_traces_through_the_custom_ops(device):
+    x = torch.randn(2, 4, 9, 9, device=device, requires_grad=True)
+
+    def f(t):
+        return blur_maxpool2d(blurpool2d(t, 1)).square().sum()
+
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)
+    loss = compiled(x)
+    (grad,) = torch.autograd.grad(loss, x)
+    x_ref = x.detach().clone().requires_grad_()
+    loss_ref = blur_maxpool2d_reference(blurpool2d_reference(x_ref, 1)).square().sum()
+    loss_ref.backward()
+    torch.testing.assert_close(loss, loss_ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grad, x_ref.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_torch_export_keeps_the_custom_ops(device):
+    class Stem(torch.nn.Module):
+        def forward(self, t):
+            return blurpool2d(blur_maxpool2d(t))
+
+    x = torch.randn(2, 3, 16, 16, device=device)
+    exported = torch.export.export(Stem(), (x,))
+    graph = str(exported.graph)
+    assert "fastcore_ops.blur_maxpool2d" in graph and "fastcore_ops.blurpool2d" in graph
+    torch.testing.assert_close(exported.module()(x), blurpool2d_reference(blur_maxpool2d_reference(x)))
+
+
+def test_custom_ops_pass_torch_library_opcheck(device):
+    x = torch.randn(2, 3, 7, 8, device=device, requires_grad=True)
+    torch.library.opcheck(torch.ops.fastcore_ops.blurpool2d, (x, 2))
+    torch.library.opcheck(torch.ops.fastcore_ops.blur_maxpool2d, (x, 3, 2, 1))
