@@ -1,0 +1,1 @@
+"""Runnable benchmarks: ``python -m benchmarks.kernels`` (and, as they land, .surgery, .dataloader)."""

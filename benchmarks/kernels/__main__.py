@@ -1,0 +1,171 @@
+"""``python -m benchmarks.kernels``: every fused kernel against the PyTorch ops it replaces.
+
+On a GPU it times both (``triton.testing.do_bench``), forward and forward+backward, and
+reports the speedup and the achieved bandwidth against the device's peak. Without a GPU it
+says so, times the reference ops on the CPU, and prints each kernel's modelled memory
+traffic next to the reference's, so the expected gain is visible on paper.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import logging
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from ..timing import device_name, peak_bandwidth_gbs, peak_memory_mb, time_ms
+from . import Case, bce, blurpool
+
+log = logging.getLogger("benchmarks.kernels")
+
+
+def all_cases(batch: int, dtype: torch.dtype, device: torch.device, only: set[str] | None) -> list[Case]:
+    found = blurpool.cases(batch, dtype, device) + bce.cases(dtype, device)
+    return [case for case in found if only is None or case.kernel in only]
+
+
+def _forward(fn, inputs):
+    def run():
+        with torch.no_grad():
+            fn(*inputs)
+
+    return run
+
+
+def _forward_backward(fn, inputs):
+    differentiable = [t for t in inputs if t.requires_grad]
+    out = fn(*inputs)
+    grad_out = torch.randn_like(out)
+
+    def run():
+        torch.autograd.grad(fn(*inputs), differentiable, grad_out)
+
+    return run
+
+
+def measure(case: Case, device: torch.device, time_ours: bool) -> dict:
+    inputs = case.make_inputs()
+    row = {"kernel": case.kernel, "size": case.size}
+    for mode, runner, ours_bytes, ref_bytes in (
+        ("fwd", _forward, case.ours_traffic.forward, case.reference_traffic.forward),
+        ("fwd_bwd", _forward_backward, case.ours_traffic.forward_backward, case.reference_traffic.forward_backward),
+    ):
+        reference = runner(case.reference, inputs)
+        row[f"ref_{mode}_ms"] = time_ms(reference, device)
+        row[f"ref_{mode}_model_MB"] = ref_bytes / 1e6
+        row[f"ours_{mode}_model_MB"] = ours_bytes / 1e6
+        row[f"{mode}_traffic_ratio"] = ref_bytes / ours_bytes
+        if time_ours:
+            ours = runner(case.ours, inputs)
+            row[f"ours_{mode}_ms"] = time_ms(ours, device)
+            row[f"{mode}_speedup"] = row[f"ref_{mode}_ms"] / row[f"ours_{mode}_ms"]
+            row[f"ours_{mode}_GBs"] = ours_bytes / row[f"ours_{mode}_ms"] / 1e6
+            if mode == "fwd_bwd":
+                row["ours_peak_MB"] = peak_memory_mb(ours, device)
+                row["ref_peak_MB"] = peak_memory_mb(reference, device)
+        if case.flops is not None:
+            flops = case.flops[0 if mode == "fwd" else 1]
+            row[f"ref_{mode}_TFLOPs"] = flops / row[f"ref_{mode}_ms"] / 1e9
+            if time_ours:
+                row[f"ours_{mode}_TFLOPs"] = flops / row[f"ours_{mode}_ms"] / 1e9
+    row["ref_temporaries_MB"] = case.reference_traffic.temporaries / 1e6
+    row["ours_temporaries_MB"] = case.ours_traffic.temporaries / 1e6
+    return row
+
+
+def _format_table(rows: list[dict], columns: list[str]) -> str:
+    def cell(value):
+        if isinstance(value, float):
+            return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+        return "-" if value is None else str(value)
+
+    table = [columns] + [[cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
+    lines = ["  ".join(v.rjust(w) if i > 1 else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths))) for r in table]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def _plot(rows: list[dict], on_gpu: bool, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    key, title = (("fwd_bwd_speedup", "measured speedup, forward+backward") if on_gpu
+                  else ("fwd_bwd_traffic_ratio", "modelled DRAM traffic, reference / ours, forward+backward"))
+    labels = [f"{r['kernel']} {r['size']}" for r in rows]
+    values = [r[key] for r in rows]
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.2))
+    colors = ["tab:gray" if abs(v - 1) < 0.05 else "tab:green" if v > 1 else "tab:red" for v in values]
+    ax.barh(labels, values, color=colors)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.invert_yaxis()
+    ax.set_xlabel("x (higher is better; 1 = parity)")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.kernels", description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="batch size of the CNN kernels (default 256 on a GPU, 16 on the CPU)")
+    parser.add_argument("--dtype", choices=["float16", "bfloat16", "float32"], default=None,
+                        help="default float16 on a GPU, float32 on the CPU")
+    parser.add_argument("--kernels", default=None, help="comma-separated subset, e.g. blurpool2d,bce_with_logits")
+    parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"), help="folder for CSV, JSON and PNG")
+    args = parser.parse_args(argv)
+
+    device = torch.device(args.device)
+    on_gpu = device.type == "cuda"
+    batch = args.batch or (256 if on_gpu else 16)
+    dtype = getattr(torch, args.dtype or ("float16" if on_gpu else "float32"))
+    only = set(args.kernels.split(",")) if args.kernels else None
+
+    print(f"Device: {device_name(device)}; batch {batch}; {dtype}")
+    if not on_gpu:
+        print("No GPU here: the Triton kernels are not timed (the CPU would only run them through Triton's\n"
+              "interpreter). Timed below: the PyTorch reference ops on the CPU; the speedup to expect on a GPU\n"
+              f"is read from the modelled DRAM traffic (reference / ours). Batch {batch} instead of 256 keeps it short.")
+    peak = peak_bandwidth_gbs(device)
+    rows = [measure(case, device, time_ours=on_gpu)
+            for case in tqdm(all_cases(batch, dtype, device, only), desc="kernels", leave=False)]
+
+    if on_gpu:
+        columns = ["kernel", "size", "ref_fwd_ms", "ours_fwd_ms", "fwd_speedup", "ref_fwd_bwd_ms", "ours_fwd_bwd_ms",
+                   "fwd_bwd_speedup", "ours_fwd_bwd_GBs", "ref_peak_MB", "ours_peak_MB"]
+        for row in rows:
+            row["peak_GBs"] = peak
+            row["ours_fwd_bwd_%peak"] = 100 * row["ours_fwd_bwd_GBs"] / peak
+        columns.append("ours_fwd_bwd_%peak")
+    else:
+        columns = ["kernel", "size", "ref_fwd_ms", "ref_fwd_bwd_ms", "ref_fwd_bwd_model_MB", "ours_fwd_bwd_model_MB",
+                   "fwd_bwd_traffic_ratio", "ref_temporaries_MB", "ours_temporaries_MB"]
+    print(_format_table(rows, columns))
+    if not on_gpu and any(abs(row["fwd_bwd_traffic_ratio"] - 1) < 0.05 for row in rows):
+        print("A traffic ratio of 1 means both sides already move the minimum bytes (blurpool2d: read the input,\n"
+              "write the strided output); a GPU speedup there comes only from reaching the bandwidth bound\n"
+              "better than cuDNN's depthwise convolution does, which only a GPU run can show.")
+    if peak:
+        print(f"Device peak DRAM bandwidth: {peak:.0f} GB/s")
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    meta = {"device": device_name(device), "batch": batch, "dtype": str(dtype), "gpu": on_gpu}
+    (args.out / "kernels.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    with open(args.out / "kernels.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=sorted({k for row in rows for k in row}))
+        writer.writeheader()
+        writer.writerows(rows)
+    _plot(rows, on_gpu, args.out / "kernels.png")
+    print(f"Wrote {args.out / 'kernels.csv'}, {args.out / 'kernels.json'} and {args.out / 'kernels.png'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""BlurPool cases: the ResNet-50 layers BlurPool surgery touches, at the benchmark's batch size."""
+
+from __future__ import annotations
+
+import torch
+
+from fastcore_ops.kernels import blur_maxpool2d, blurpool2d
+from fastcore_ops.kernels.blurpool import blur_maxpool2d_reference, blurpool2d_reference
+
+from . import Case, Traffic, element_size
+
+# Inputs of ResNet-50's strided convolutions with >= 16 input channels (each gets a blur in
+# front): the stride-2 3x3 conv of each stage's first bottleneck and its 1x1 downsample.
+STRIDED_CONV_INPUTS = [(128, 56), (256, 28), (512, 14), (256, 56), (512, 28), (1024, 14)]
+# The stem's max pool input, which blur_maxpool2d replaces.
+MAXPOOL_INPUT = (64, 112)
+
+
+def _make(shape, dtype, layout, device):
+    def make():
+        x = torch.randn(shape, device=device, dtype=dtype).contiguous(memory_format=layout)
+        return (x.requires_grad_(),)
+
+    return make
+
+
+def cases(batch: int, dtype: torch.dtype, device: torch.device) -> list[Case]:
+    b = element_size(dtype)
+    result = []
+    for layout, layout_name in ((torch.channels_last, "nhwc"), (torch.contiguous_format, "nchw")):
+        for channels, size in STRIDED_CONV_INPUTS:
+            full = batch * channels * size * size * b
+            half = batch * channels * ((size - 1) // 2 + 1) ** 2 * b
+            # Both read the input once and write the strided output once; backward reads the
+            # output gradient and writes the input gradient. On paper they are equal: the gain
+            # is in how well each implementation reaches that bound.
+            traffic = Traffic(full + half, 2 * (full + half))
+            result.append(Case(
+                "blurpool2d", f"{batch}x{channels}x{size}x{size} {layout_name}",
+                _make((batch, channels, size, size), dtype, layout, device),
+                lambda x: blurpool2d(x, 2), lambda x: blurpool2d_reference(x, 2), traffic, traffic,
+            ))
+        channels, size = MAXPOOL_INPUT
+        full = batch * channels * size * size
+        half = batch * channels * (size // 2) ** 2
+        ours = Traffic(
+            forward=full * b + half * b + full,  # read x, write out and the 1-byte argmax
+            forward_backward=full * b + half * b + full + half * b + full + full * b,
+            temporaries=full,  # the uint8 argmax
+        )
+        reference = Traffic(
+            # max_pool2d writes the pooled image and int64 indices; the blur reads the pooled image.
+            forward=full * b + full * b + full * 8 + full * b + half * b,
+            # conv backward writes the pooled gradient; max-pool backward zero-fills the input
+            # gradient, then reads the pooled gradient and the indices to scatter into it.
+            forward_backward=(full * b + full * b + full * 8 + full * b + half * b)
+            + (half * b + full * b) + (full * b + full * b + full * 8 + full * b),
+            temporaries=full * (2 * b + 8),
+        )
+        result.append(Case(
+            "blur_maxpool2d", f"{batch}x{channels}x{size}x{size} {layout_name}",
+            _make((batch, channels, size, size), dtype, layout, device),
+            blur_maxpool2d, blur_maxpool2d_reference, ours, reference,
+        ))
+    return result
