@@ -2,9 +2,11 @@
 
 import os
 
-# Before fastcore_ops is imported anywhere: route CPU tensors through the Triton kernels.
+# Route CPU tensors through the Triton kernels. fastcore_ops must then be imported before
+# any test module imports triton, since Triton fixes interpreting at import.
 os.environ.setdefault("FASTCORE_OPS_INTERPRET", "1")
 
+import fastcore_ops  # noqa: E402, F401
 import pytest  # noqa: E402
 import torch  # noqa: E402
 

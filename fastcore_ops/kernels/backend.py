@@ -15,14 +15,21 @@ Example:
 from __future__ import annotations
 
 import os
+import sys
 
 import torch
 
 INTERPRET_VARIABLE = "FASTCORE_OPS_INTERPRET"
 
-# Triton decides between compiling and interpreting when a kernel is decorated, so
-# the variable must be in place before any kernel module is imported.
-if os.environ.get(INTERPRET_VARIABLE, "0") == "1":
+# Triton decides between compiling and interpreting when a function is decorated, its own
+# library functions (tl.zeros, ...) included, so the variable must be set before Triton is
+# first imported.
+if os.environ.get(INTERPRET_VARIABLE, "0") == "1" and os.environ.get("TRITON_INTERPRET") != "1":
+    if "triton" in sys.modules:
+        raise RuntimeError(
+            f"{INTERPRET_VARIABLE}=1 asks for Triton's interpreter, but triton was imported before fastcore_ops "
+            f"without TRITON_INTERPRET=1; import fastcore_ops first, or set TRITON_INTERPRET=1 in the environment"
+        )
     os.environ["TRITON_INTERPRET"] = "1"
 
 import triton  # noqa: E402  (must come after TRITON_INTERPRET is settled)

@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 import triton
@@ -46,3 +50,12 @@ def test_autotune_keeps_one_config_under_the_interpreter():
     copy[(1,)](src, dst, 10)
     assert copy.configs == configs[:1]
     torch.testing.assert_close(dst, src)
+
+
+def test_interpreter_request_after_triton_import_is_a_clear_error():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env[backend.INTERPRET_VARIABLE] = "1"
+    result = subprocess.run([sys.executable, "-c", "import triton; import fastcore_ops"], env=env,
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "import fastcore_ops first" in result.stderr
