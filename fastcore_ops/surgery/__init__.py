@@ -1,0 +1,25 @@
+"""Model surgery: rewrite a model in place, before training, with one call.
+
+    >>> from fastcore_ops import apply_surgery
+    >>> print(apply_surgery(model, ["blurpool", "squeeze_excite"], optimizers=opt))
+
+Each surgery lives in its own module with the modules it adds and the policy that finds
+where they go; :mod:`.core` holds what they share.
+"""
+
+from .blurpool import apply_blurpool
+from .channels_last import apply_channels_last
+from .core import apply_surgery, list_surgeries
+from .report import SurgeryReport
+from .squeeze_excite import apply_squeeze_excite
+from .stochastic_depth import apply_stochastic_depth
+
+__all__ = [
+    "SurgeryReport",
+    "apply_blurpool",
+    "apply_channels_last",
+    "apply_squeeze_excite",
+    "apply_stochastic_depth",
+    "apply_surgery",
+    "list_surgeries",
+]

@@ -1,0 +1,376 @@
+"""The machinery every surgery shares: registry, options, model walk, all-or-nothing apply, optimizers.
+
+A surgery is a function ``plan(model, options) -> Plan`` registered under a name with a
+dataclass of options. ``apply_surgery`` validates everything first, then applies each
+surgery's plan in turn while keeping a journal, so that a failure anywhere puts back every
+module it had changed; optimizers are updated only once the whole model has succeeded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Mapping, Sequence
+
+import torch
+from torch import nn
+
+from .report import SurgeryRecord, SurgeryReport
+
+log = logging.getLogger(__name__)
+
+
+# ----------------------------------------------------------------------------------------
+# Plans: what a surgery wants to change, computed before anything changes
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Site:
+    """One place a module sits in the tree: ``getattr(parent, name) is module``."""
+
+    path: str
+    parent: nn.Module
+    name: str
+    module: nn.Module
+
+
+@dataclass
+class Replacement:
+    """Put ``new`` where ``site.module`` is (at every place the same module object sits)."""
+
+    site: Site
+    new: nn.Module
+
+
+@dataclass
+class Step:
+    """A model-wide change that is not a module swap (a layout or config change), with its undo."""
+
+    description: str
+    apply: Callable[[], None]
+    undo: Callable[[], None]
+
+
+@dataclass
+class Plan:
+    replacements: list[Replacement] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    already_applied: int = 0  # modules this surgery made in an earlier call
+    removed_parameters: list[nn.Parameter] = field(default_factory=list)  # beyond those of swapped modules
+
+
+@dataclass
+class Surgery:
+    name: str
+    description: str
+    options: type  # a dataclass; its fields are the surgery's options
+    plan: Callable[[nn.Module, object], Plan]
+
+
+_REGISTRY: dict[str, Surgery] = {}
+
+
+def register_surgery(name: str, description: str, options: type):
+    """Register ``plan`` under ``name``; ``options`` is a dataclass whose fields are the options."""
+
+    def decorator(plan: Callable[[nn.Module, object], Plan]):
+        _REGISTRY[name] = Surgery(name, description, options, plan)
+        return plan
+
+    return decorator
+
+
+# ----------------------------------------------------------------------------------------
+# Walking the model
+# ----------------------------------------------------------------------------------------
+
+
+def find_sites(
+    model: nn.Module, predicate: Callable[[nn.Module], bool], skip: tuple[type, ...] = ()
+) -> list[Site]:
+    """Every place in ``model`` holding a module that satisfies ``predicate``, in definition order.
+
+    Modules of the ``skip`` types are not entered: a surgery passes the modules it makes,
+    so a second application does not operate on their insides. The root is never a site.
+    """
+    sites: list[Site] = []
+
+    def visit(module: nn.Module, prefix: str) -> None:
+        for name, child in module.named_children():
+            path = f"{prefix}.{name}" if prefix else name
+            if predicate(child):
+                sites.append(Site(path, module, name, child))
+            elif not isinstance(child, skip):
+                visit(child, path)
+
+    visit(model, "")
+    return sites
+
+
+def count_modules(model: nn.Module, types: tuple[type, ...]) -> int:
+    return sum(isinstance(m, types) for m in model.modules())
+
+
+def first_tensor(module: nn.Module) -> torch.Tensor | None:
+    """A parameter or buffer of ``module``, to read its device and dtype from."""
+    for tensor in module.parameters():
+        return tensor
+    return next(iter(module.buffers()), None)
+
+
+def place_like(new: nn.Module, old: nn.Module) -> nn.Module:
+    """Move ``new`` to the device and floating dtype of ``old``."""
+    reference = first_tensor(old)
+    if reference is None:
+        return new
+    new = new.to(device=reference.device)
+    return new.to(dtype=reference.dtype) if reference.is_floating_point() else new
+
+
+# ----------------------------------------------------------------------------------------
+# Options
+# ----------------------------------------------------------------------------------------
+
+
+def _type_ok(value, annotation: str) -> bool:
+    accepted = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}[annotation]
+    return isinstance(value, accepted) and (annotation == "bool" or not isinstance(value, bool))
+
+
+def build_options(surgery: Surgery, given: Mapping[str, object] | None):
+    """The surgery's options dataclass from ``given``, with unknown names and wrong types refused."""
+    given = dict(given or {})
+    fields = {f.name: f for f in dataclasses.fields(surgery.options)}
+    unknown = sorted(set(given) - set(fields))
+    if unknown:
+        raise ValueError(
+            f"surgery {surgery.name!r} has no option {', '.join(map(repr, unknown))}; "
+            f"its options are: {', '.join(fields) or 'none'}"
+        )
+    for name, value in given.items():
+        declared = fields[name].type
+        annotation = declared if isinstance(declared, str) else declared.__name__
+        if not _type_ok(value, annotation):
+            raise TypeError(
+                f"option {name!r} of surgery {surgery.name!r} must be {annotation}, got {type(value).__name__} {value!r}"
+            )
+    options = surgery.options(**given)
+    if hasattr(options, "validate"):
+        options.validate()
+    return options
+
+
+def _normalize(surgeries) -> list[tuple[str, Mapping[str, object]]]:
+    """Names, (name, options) pairs or a name -> options dict, as a list of pairs."""
+    if isinstance(surgeries, str):
+        raise TypeError(f"surgeries must be a list of names, got the string {surgeries!r}; write [{surgeries!r}]")
+    if isinstance(surgeries, Mapping):
+        return [(name, options) for name, options in surgeries.items()]
+    pairs = []
+    for item in surgeries:
+        if isinstance(item, str):
+            pairs.append((item, {}))
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+            pairs.append(item)
+        else:
+            raise TypeError(f"each surgery must be a name or a (name, options) pair, got {item!r}")
+    return pairs
+
+
+def _check_model(model) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    wrappers: list[type] = [nn.DataParallel, nn.parallel.DistributedDataParallel]
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        wrappers.append(FullyShardedDataParallel)
+    except ImportError:  # a torch built without distributed support
+        pass
+    wrapped = isinstance(model, tuple(wrappers)) or any(
+        type(m).__name__.startswith("FSDP") for m in model.modules()
+    )
+    if wrapped:
+        raise TypeError(
+            f"model is wrapped in {type(model).__name__} (or sharded with FSDP); apply surgery to the bare model "
+            f"before wrapping it, then wrap the operated model"
+        )
+
+
+def _check_optimizers(optimizers) -> list[torch.optim.Optimizer]:
+    if optimizers is None:
+        return []
+    if isinstance(optimizers, torch.optim.Optimizer):
+        return [optimizers]
+    optimizers = list(optimizers)
+    for optimizer in optimizers:
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(f"optimizers must be torch.optim.Optimizer instances, got {type(optimizer).__name__}")
+    return optimizers
+
+
+# ----------------------------------------------------------------------------------------
+# Applying plans with a journal
+# ----------------------------------------------------------------------------------------
+
+
+def _all_places(model: nn.Module, target: nn.Module) -> Iterator[tuple[nn.Module, str]]:
+    """Every (parent, name) where ``target`` sits, so a shared module is replaced everywhere."""
+    for parent in model.modules():
+        for name, child in parent._modules.items():  # named_children() would skip repeats
+            if child is target:
+                yield parent, name
+
+
+def _inherit_mode(new: nn.Module, old: nn.Module) -> None:
+    """Modules the surgery created take the train/eval mode of what they replace; reused ones keep theirs."""
+    reused = {id(m) for m in old.modules()}
+    for module in new.modules():
+        if id(module) not in reused:
+            module.training = old.training
+
+
+def _apply_plan(model: nn.Module, plan: Plan, journal: list[Callable[[], None]]) -> list[Replacement]:
+    """Apply ``plan``; return the replacements done (shared modules once). Every change goes in the journal."""
+    done: list[Replacement] = []
+    seen: set[int] = set()
+    for replacement in plan.replacements:
+        old = replacement.site.module
+        if id(old) in seen:
+            continue
+        seen.add(id(old))
+        _inherit_mode(replacement.new, old)
+        for parent, name in list(_all_places(model, old)):
+            setattr(parent, name, replacement.new)
+            journal.append(lambda parent=parent, name=name, old=old: setattr(parent, name, old))
+        done.append(replacement)
+    for step in plan.steps:
+        step.apply()
+        journal.append(step.undo)
+    return done
+
+
+def _parameter_changes(done: Sequence[Replacement], plan: Plan):
+    """Parameters the plan removed, and the new ones with the parameter whose group they join."""
+    removed: dict[int, nn.Parameter] = {id(p): p for p in plan.removed_parameters}
+    added: list[tuple[nn.Parameter, nn.Parameter | None]] = []
+    for replacement in done:
+        old = {id(p): p for p in replacement.site.module.parameters()}
+        new = {id(p): p for p in replacement.new.parameters()}
+        removed.update({k: p for k, p in old.items() if k not in new})
+        anchor = next(iter(old.values()), None)
+        added.extend((p, anchor) for k, p in new.items() if k not in old)
+    return list(removed.values()), added
+
+
+def _update_optimizers(optimizers, removed, added) -> None:
+    """Removed parameters leave their groups and state; new ones join their anchor's group.
+
+    A new parameter whose anchor (a parameter of the module it replaces) is in no group of
+    an optimizer, because that module had none (a pooling layer, say), joins the
+    optimizer's first group.
+    """
+    removed_ids = {id(p) for p in removed}
+    for optimizer in optimizers:
+        for group in optimizer.param_groups:
+            group["params"] = [p for p in group["params"] if id(p) not in removed_ids]
+        for p in removed:
+            optimizer.state.pop(p, None)
+        for parameter, anchor in added:
+            if parameter.requires_grad:
+                (_group_holding(optimizer, anchor) or optimizer.param_groups[0])["params"].append(parameter)
+
+
+def _group_holding(optimizer, parameter) -> dict | None:
+    for group in optimizer.param_groups:
+        if any(p is parameter for p in group["params"]):
+            return group
+    return None
+
+
+def _check_optimizer_holds_no_strangers(optimizers, model: nn.Module) -> None:
+    """Refuse optimizers that hold parameters of another model: surgery would update the wrong one."""
+    own = {id(p) for p in model.parameters()}
+    for optimizer in optimizers:
+        for group in optimizer.param_groups:
+            if any(id(p) not in own for p in group["params"]):
+                raise ValueError(
+                    "an optimizer holds parameters that are not the model's; pass the optimizers built on this model"
+                )
+
+
+# ----------------------------------------------------------------------------------------
+# Public entry points
+# ----------------------------------------------------------------------------------------
+
+
+def apply_surgery(model: nn.Module, surgeries, optimizers=None) -> SurgeryReport:
+    """Rewrite ``model`` in place with the named surgeries, in order; all or nothing.
+
+    Args:
+        surgeries: names (``["blurpool", "squeeze_excite"]``), (name, options) pairs, or a
+            dict of name to options (``{"blurpool": {"min_channels": 32}}``).
+        optimizers: an optimizer or several, already built on ``model``: removed parameters
+            leave their param groups and state, new ones join the group of what they replace.
+
+    Returns a :class:`SurgeryReport` (print it for a table). If anything fails, the model and
+    the optimizers are left exactly as they were.
+
+    Example:
+        >>> model = torchvision.models.resnet50()
+        >>> print(apply_surgery(model, ["blurpool", ("stochastic_depth", {"drop_rate": 0.1})]))
+    """
+    _check_model(model)
+    optimizers = _check_optimizers(optimizers)
+    _check_optimizer_holds_no_strangers(optimizers, model)
+    requests = []
+    for name, given in _normalize(surgeries):
+        if name not in _REGISTRY:
+            raise ValueError(f"unknown surgery {name!r}; choose from: {', '.join(sorted(_REGISTRY))}")
+        if not isinstance(given, Mapping):
+            raise TypeError(f"options of surgery {name!r} must be a dict, got {type(given).__name__}")
+        requests.append((_REGISTRY[name], build_options(_REGISTRY[name], given)))
+
+    journal: list[Callable[[], None]] = []
+    records, removed, added = [], [], []
+    try:
+        for surgery, options in requests:
+            plan = surgery.plan(model, options)
+            done = _apply_plan(model, plan, journal)
+            plan_removed, plan_added = _parameter_changes(done, plan)
+            removed += plan_removed
+            added += plan_added
+            records.append(SurgeryRecord.from_plan(surgery.name, done, plan, plan_removed, plan_added))
+    except BaseException:
+        for undo in reversed(journal):
+            undo()
+        raise
+    _update_optimizers(optimizers, removed, added)
+
+    report = SurgeryReport(records)
+    for record in records:
+        if record.nothing_found:
+            warnings.warn(f"surgery {record.name!r}: {record.note}", stacklevel=2)
+    log.info("%s", report)
+    return report
+
+
+def list_surgeries() -> list[dict]:
+    """Every surgery: name, one-line description, and options with their defaults.
+
+    Example:
+        >>> [s["name"] for s in list_surgeries()]
+        ['alibi', 'blurpool', 'channels_last', 'ghost_batchnorm', 'squeeze_excite', 'stochastic_depth']
+    """
+    return [
+        {
+            "name": s.name,
+            "description": s.description,
+            "options": {f.name: f.default for f in dataclasses.fields(s.options)},
+        }
+        for s in sorted(_REGISTRY.values(), key=lambda s: s.name)
+    ]
+

@@ -1,0 +1,69 @@
+"""What a surgery did, as data and as a readable table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Change:
+    path: str
+    old: str  # class names
+    new: str
+
+
+@dataclass
+class SurgeryRecord:
+    """One surgery's changes: modules swapped, model-wide steps, parameters added and removed."""
+
+    name: str
+    changes: list[Change] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+    parameters_added: int = 0  # elements, not tensors
+    parameters_removed: int = 0
+    note: str = ""
+
+    @property
+    def nothing_found(self) -> bool:
+        return not self.changes and not self.steps and "already applied" not in self.note
+
+    @classmethod
+    def from_plan(cls, name, done, plan, removed, added) -> "SurgeryRecord":
+        record = cls(
+            name,
+            [Change(r.site.path, type(r.site.module).__name__, type(r.new).__name__) for r in done],
+            [step.description for step in plan.steps],
+            sum(p.numel() for p, _ in added),
+            sum(p.numel() for p in removed),
+        )
+        if not done and not plan.steps:
+            record.note = (
+                f"already applied: nothing left to change ({plan.already_applied} places operated earlier)"
+                if plan.already_applied else "found nothing to change in this model"
+            )
+        return record
+
+
+@dataclass
+class SurgeryReport:
+    records: list[SurgeryRecord]
+
+    def __getitem__(self, name: str) -> SurgeryRecord:
+        for record in self.records:
+            if record.name == name:
+                return record
+        raise KeyError(f"no surgery {name!r} in this report; it holds {[r.name for r in self.records]}")
+
+    def __str__(self) -> str:
+        lines = []
+        for record in self.records:
+            lines.append(
+                f"{record.name}: {len(record.changes)} modules replaced, "
+                f"+{record.parameters_added:,} / -{record.parameters_removed:,} parameters"
+                + (f" ({record.note})" if record.note else "")
+            )
+            if record.changes:
+                width = max(len(c.path) for c in record.changes)
+                lines += [f"  {c.path.ljust(width)}  {c.old} -> {c.new}" for c in record.changes]
+            lines += [f"  {step}" for step in record.steps]
+        return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""Squeeze-and-excitation surgery (Hu et al., 2018): channel gating after wide convolutions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .core import Plan, Replacement, apply_surgery, count_modules, find_sites, place_like, register_surgery
+
+
+class SqueezeExcite2d(nn.Module):
+    """Scale each channel by a gate computed from the global average of all channels.
+
+    Example:
+        >>> SqueezeExcite2d(256, 64)(torch.randn(2, 256, 14, 14)).shape
+        torch.Size([2, 256, 14, 14])
+    """
+
+    def __init__(self, channels: int, latent_channels: int):
+        super().__init__()
+        # 1x1 convolutions rather than Linear layers keep NCHW/NHWC activations as they are.
+        self.reduce = nn.Conv2d(channels, latent_channels, 1)
+        self.expand = nn.Conv2d(latent_channels, channels, 1)
+
+    def forward(self, x):
+        squeezed = x.mean(dim=(2, 3), keepdim=True)
+        return x * torch.sigmoid(self.expand(torch.relu(self.reduce(squeezed))))
+
+
+class SqueezeExciteConv2d(nn.Module):
+    """A convolution followed by its squeeze-excite gate."""
+
+    def __init__(self, conv: nn.Conv2d, excite: SqueezeExcite2d):
+        super().__init__()
+        self.conv = conv
+        self.excite = excite
+
+    def forward(self, x):
+        return self.excite(self.conv(x))
+
+
+@dataclass
+class SqueezeExciteOptions:
+    min_channels: int = 128  # both the input and output channels of a convolution must reach this
+    latent_channels: float = 64  # the bottleneck width; below 1, a fraction of the conv's output channels
+
+    def validate(self):
+        if self.min_channels < 1:
+            raise ValueError(f"min_channels must be >= 1, got {self.min_channels}")
+        if self.latent_channels <= 0 or (self.latent_channels >= 1 and self.latent_channels != int(self.latent_channels)):
+            raise ValueError(
+                f"latent_channels must be a whole number of channels (>= 1) or a fraction in (0, 1), "
+                f"got {self.latent_channels}"
+            )
+
+    def latent_for(self, channels: int) -> int:
+        if self.latent_channels < 1:
+            return max(1, int(channels * self.latent_channels))
+        return int(self.latent_channels)
+
+
+@register_surgery(
+    "squeeze_excite",
+    "add a squeeze-excite gate after every Conv2d whose input and output channels reach min_channels",
+    SqueezeExciteOptions,
+)
+def plan_squeeze_excite(model: nn.Module, options: SqueezeExciteOptions) -> Plan:
+    def wanted(module):
+        return (
+            type(module) is nn.Conv2d
+            and min(module.in_channels, module.out_channels) >= options.min_channels
+        )
+
+    replacements = []
+    for site in find_sites(model, wanted, skip=(SqueezeExciteConv2d,)):
+        conv = site.module
+        excite = place_like(SqueezeExcite2d(conv.out_channels, options.latent_for(conv.out_channels)), conv)
+        replacements.append(Replacement(site, SqueezeExciteConv2d(conv, excite)))
+    return Plan(replacements, already_applied=count_modules(model, (SqueezeExciteConv2d,)))
+
+
+def apply_squeeze_excite(model: nn.Module, optimizers=None, **options):
+    """Apply the ``squeeze_excite`` surgery alone; see :func:`apply_surgery`.
+
+    Example:
+        >>> report = apply_squeeze_excite(torchvision.models.resnet50(), latent_channels=0.25)
+    """
+    return apply_surgery(model, [("squeeze_excite", options)], optimizers)
