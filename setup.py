@@ -17,7 +17,7 @@ setup(
     ],
     extras_require={
         "data": ["kornia>=0.7", "nvidia-dali-cuda130"],
-        "gpt": ["transformers>=4.40"],
+        "gpt": ["transformers>=4.48"],  # AttentionInterface, for the alibi surgery on GPT-2
         "dev": ["pytest>=8", "hypothesis>=6", "pytest-timeout"],
     },
 )

@@ -18,13 +18,14 @@ import torch
 from tqdm import tqdm
 
 from ..timing import device_name, peak_bandwidth_gbs, peak_memory_mb, time_ms
-from . import Case, bce, blurpool
+from . import Case, bce, blurpool, ghost_batchnorm
 
 log = logging.getLogger("benchmarks.kernels")
 
 
 def all_cases(batch: int, dtype: torch.dtype, device: torch.device, only: set[str] | None) -> list[Case]:
-    found = blurpool.cases(batch, dtype, device) + bce.cases(dtype, device)
+    found = (blurpool.cases(batch, dtype, device) + bce.cases(dtype, device)
+             + ghost_batchnorm.cases(batch, dtype, device))
     return [case for case in found if only is None or case.kernel in only]
 
 

@@ -5,7 +5,12 @@ Each kernel runs as Triton on CUDA tensors and as its pure-PyTorch reference els
 """
 
 from . import backend  # noqa: F401  (first: it settles Triton's interpreter mode)
+from .alibi import alibi_attention, alibi_slopes
 from .bce import bce_with_logits, init_bce_bias_
 from .blurpool import blur_maxpool2d, blurpool2d
+from .ghost_batchnorm import ghost_batch_norm
 
-__all__ = ["bce_with_logits", "blur_maxpool2d", "blurpool2d", "init_bce_bias_"]
+__all__ = [
+    "alibi_attention", "alibi_slopes", "bce_with_logits", "blur_maxpool2d", "blurpool2d", "ghost_batch_norm",
+    "init_bce_bias_",
+]

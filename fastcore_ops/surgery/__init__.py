@@ -7,17 +7,21 @@ Each surgery lives in its own module with the modules it adds and the policy tha
 where they go; :mod:`.core` holds what they share.
 """
 
+from .alibi import apply_alibi
 from .blurpool import apply_blurpool
 from .channels_last import apply_channels_last
 from .core import apply_surgery, list_surgeries
+from .ghost_batchnorm import apply_ghost_batchnorm
 from .report import SurgeryReport
 from .squeeze_excite import apply_squeeze_excite
 from .stochastic_depth import apply_stochastic_depth
 
 __all__ = [
     "SurgeryReport",
+    "apply_alibi",
     "apply_blurpool",
     "apply_channels_last",
+    "apply_ghost_batchnorm",
     "apply_squeeze_excite",
     "apply_stochastic_depth",
     "apply_surgery",

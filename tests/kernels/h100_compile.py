@@ -19,7 +19,9 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.runtime.autotuner import Autotuner
 
+from fastcore_ops.kernels import alibi
 from fastcore_ops.kernels import bce, blurpool
+from fastcore_ops.kernels import ghost_batchnorm
 
 H100 = GPUTarget("cuda", 90, 32)
 
@@ -72,9 +74,65 @@ def _bce_cases():
     )
 
 
+def _ghost_batchnorm_cases():
+    gb = ghost_batchnorm
+    data, stats = "bf16", "fp32"  # bf16 activations and parameters, fp32 statistics buffers
+    kernels = [
+        (gb._forward_stats, {"x_ptr": data, "partial_ptr": stats}, {}),
+        (gb._forward_normalize, {"x_ptr": data, "out_ptr": data, "weight_ptr": data, "bias_ptr": data,
+                                 "partial_ptr": stats, "mean_ptr": stats, "var_ptr": stats},
+         {"HAS_WEIGHT": True, "HAS_BIAS": True}),
+        (gb._backward_sums, {"grad_ptr": data, "x_ptr": data, "mean_ptr": stats, "var_ptr": stats,
+                             "partial_ptr": stats}, {}),
+        (gb._backward, {"grad_ptr": data, "x_ptr": data, "weight_ptr": data, "mean_ptr": stats,
+                        "var_ptr": stats, "partial_ptr": stats, "grad_x_ptr": data, "grad_weight_ptr": stats,
+                        "grad_bias_ptr": stats}, {"HAS_WEIGHT": True}),
+    ]
+    # The layouts are not strides here but the constexpr PLANES (NCHW planes, else rows of
+    # contiguous channels), each with its own autotuner and tile configs.
+    for tuned, pointers, constexprs in kernels:
+        for planes in (False, True):
+            yield KernelCase(tuned[planes], pointers, {**constexprs, "PLANES": planes, "ACC": tl.float32},
+                             floats=("eps",))
+    yield KernelCase(
+        gb._running_stats_kernel,
+        {"running_mean_ptr": stats, "running_var_ptr": stats, "mean_ptr": stats, "var_ptr": stats},
+        {"ACC": tl.float32, "BLOCK_C": gb._RUNNING_BLOCK_C, "BLOCK_K": gb._RUNNING_BLOCK_K},
+        floats=("momentum_high", "momentum_low"),
+    )
+
+
+def _alibi_cases():
+    data, stats = "bf16", "fp32"  # bf16 q, k, v and gradients; fp32 slopes, LSE and delta
+    pointers = {
+        "q_ptr": data, "k_ptr": data, "v_ptr": data, "out_ptr": data, "do_ptr": data,
+        "dq_ptr": data, "dk_ptr": data, "dv_ptr": data,
+        "slopes_ptr": stats, "lse_ptr": stats, "delta_ptr": stats,
+    }
+    attention = (alibi._alibi_forward_kernel, alibi._alibi_backward_dkdv_kernel, alibi._alibi_backward_dq_kernel)
+    # Head dim 64 needs no head-dim masks, 40 (padded to 64) does; causal and not.
+    for head_dim, causal in ((64, True), (64, False), (40, True)):
+        constexprs = {"HEAD_DIM": head_dim, "HEAD_DIM_PADDED": 64, "CAUSAL": causal, "INPUT_PRECISION": "tf32"}
+        for kernel in attention:
+            names = kernel.fn.arg_names
+            yield KernelCase(
+                kernel, {n: t for n, t in pointers.items() if n in names}, constexprs,
+                floats=("qk_scale", "scale"),
+                unit_strides=tuple(n for n in names if n.startswith("stride_") and n.endswith("d")),  # head dim
+            )
+    for head_dim in (64, 40):
+        yield KernelCase(
+            alibi._alibi_backward_preprocess_kernel, {"out_ptr": data, "do_ptr": data, "delta_ptr": stats},
+            {"HEAD_DIM": head_dim, "HEAD_DIM_PADDED": 64, "BLOCK_M": alibi._PREPROCESS_BLOCK_M},
+            unit_strides=("stride_od", "stride_dod"),
+        )
+
+
 def all_cases():
     yield from _blur_cases()
     yield from _bce_cases()
+    yield from _ghost_batchnorm_cases()
+    yield from _alibi_cases()
 
 
 def compile_case(case: KernelCase, config: triton.Config):

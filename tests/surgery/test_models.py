@@ -10,13 +10,16 @@ from torch import nn
 
 from fastcore_ops import apply_surgery
 from fastcore_ops.surgery.blurpool import BlurConv2d, BlurMaxPool2d
+from fastcore_ops.surgery.ghost_batchnorm import GhostBatchNorm
 from fastcore_ops.surgery.squeeze_excite import SqueezeExciteConv2d
 from fastcore_ops.surgery.stochastic_depth import StochasticDepthBlock
 from tests.surgery.conftest import CNN_MODELS, build, images
 
 pytestmark = pytest.mark.usefixtures("reference_kernels")
 
-CNN_SURGERIES = ["blurpool", "squeeze_excite", "stochastic_depth", "channels_last"]
+# Ghost batches of 2 so that the 4-image test batches really are cut into chunks.
+CNN_SURGERIES = ["blurpool", "squeeze_excite", "stochastic_depth", ("ghost_batchnorm", {"ghost_batch_size": 2}),
+                 "channels_last"]
 
 
 def _expected_counts(model: nn.Module) -> dict[str, int]:
@@ -33,6 +36,7 @@ def _expected_counts(model: nn.Module) -> dict[str, int]:
             type(m) is nn.Conv2d and m.in_channels >= 128 and m.out_channels >= 128 for m in modules
         ),
         "stochastic_depth": sum(type(m) in (BasicBlock, Bottleneck) for m in modules),
+        "ghost_batchnorm": sum(type(m) in (nn.BatchNorm1d, nn.BatchNorm2d) for m in modules),
     }
 
 
@@ -88,6 +92,7 @@ def test_report_counts_match_the_model(name, operated):
         "blurpool": (BlurConv2d, BlurMaxPool2d),
         "squeeze_excite": (SqueezeExciteConv2d,),
         "stochastic_depth": (StochasticDepthBlock,),
+        "ghost_batchnorm": (GhostBatchNorm,),
     }
     for surgery, types in made.items():
         assert sum(isinstance(m, types) for m in model.modules()) == expected[surgery], surgery
@@ -140,8 +145,8 @@ def test_compile_and_export_run_on_the_operated_model(name, operated):
 
 
 @pytest.mark.parametrize("name", CNN_MODELS)
-@pytest.mark.parametrize("surgery", ["channels_last", "stochastic_depth"])
-def test_eval_output_unchanged_by_layout_and_depth_surgeries(name, surgery):
+@pytest.mark.parametrize("surgery", ["channels_last", "stochastic_depth", "ghost_batchnorm"])
+def test_eval_output_unchanged_by_layout_depth_and_norm_surgeries(name, surgery):
     model = build(name).eval()
     x = images()
     before = model(x)

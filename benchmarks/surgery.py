@@ -1,0 +1,159 @@
+"""``python -m benchmarks.surgery``: what each surgery costs a model, in one table.
+
+For ResNet-50 and GPT-2 small: parameters, FLOPs of one training step (forward + backward,
+counted by ``torch.utils.flop_counter`` on the PyTorch ops, references included), and
+training-step throughput before and after each surgery, on the GPU when there is one and
+on the CPU otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torchvision
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+from tqdm import tqdm
+
+from fastcore_ops import apply_surgery, list_surgeries
+
+from .timing import device_name
+
+
+@dataclass
+class Workload:
+    """A model family, the surgeries that apply to it, and one training step's inputs and loss."""
+
+    name: str
+    build: Callable[[], nn.Module]
+    surgeries: list[str]
+    batch: Callable[[torch.device], tuple]
+    loss: Callable[[nn.Module, tuple], torch.Tensor]
+    unit: str  # what the throughput counts
+
+
+def _resnet50(batch_size: int, image_size: int) -> Workload:
+    def batch(device):
+        x = torch.randn(batch_size, 3, image_size, image_size, device=device)
+        return x.contiguous(memory_format=torch.channels_last), torch.randint(0, 1000, (batch_size,), device=device)
+
+    return Workload(
+        "resnet50", torchvision.models.resnet50,
+        ["blurpool", "squeeze_excite", "stochastic_depth", "ghost_batchnorm", "channels_last"], batch,
+        lambda model, b: nn.functional.cross_entropy(model(b[0]), b[1]), "images/s",
+    )
+
+
+def _gpt2(batch_size: int, sequence: int) -> Workload:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    def batch(device):
+        return (torch.randint(0, 50257, (batch_size, sequence), device=device),)
+
+    def loss(model, b):
+        return model(input_ids=b[0], labels=b[0]).loss
+
+    return Workload("gpt2-small", lambda: GPT2LMHeadModel(GPT2Config()), ["alibi"], batch, loss, "tokens/s")
+
+
+def _step_flops(model: nn.Module, loss_fn, batch) -> int:
+    counter = FlopCounterMode(display=False)
+    with counter:
+        loss_fn(model, batch).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
+def _throughput(model, loss_fn, batch, items: int, device, steps: int) -> float:
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model, batch).backward()
+        optimizer.step()
+
+    step()  # warm-up: allocations, autotuning, lazy initialisation
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return items * steps / (time.perf_counter() - start)
+
+
+def measure(workload: Workload, surgery: str | None, device, steps: int) -> dict:
+    torch.manual_seed(0)
+    model = workload.build().to(device)
+    if surgery is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            apply_surgery(model, [surgery])
+    model.train()
+    batch = workload.batch(device)
+    items = batch[0].shape[0] if workload.unit == "images/s" else batch[0].numel()
+    return {
+        "model": workload.name,
+        "surgery": surgery or "(none)",
+        "parameters_M": sum(p.numel() for p in model.parameters()) / 1e6,
+        "step_GFLOPs": _step_flops(model, workload.loss, batch) / 1e9,
+        "throughput": _throughput(model, workload.loss, batch, items, device, steps),
+        "unit": workload.unit,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.surgery", description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--models", default="resnet50,gpt2-small")
+    parser.add_argument("--batch", type=int, default=None, help="default 64 images / 8 sequences on a GPU, 8 / 2 on the CPU")
+    parser.add_argument("--image-size", type=int, default=None, help="default 224 on a GPU, 128 on the CPU")
+    parser.add_argument("--sequence", type=int, default=None, help="GPT tokens per sequence; default 1024 GPU, 256 CPU")
+    parser.add_argument("--steps", type=int, default=None, help="timed steps after a warm-up; default 20 GPU, 3 CPU")
+    parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"))
+    args = parser.parse_args(argv)
+
+    device = torch.device(args.device)
+    gpu = device.type == "cuda"
+    workloads = {
+        "resnet50": lambda: _resnet50(args.batch or (64 if gpu else 8), args.image_size or (224 if gpu else 128)),
+        "gpt2-small": lambda: _gpt2(args.batch or (8 if gpu else 2), args.sequence or (1024 if gpu else 256)),
+    }
+    chosen = args.models.split(",")
+    unknown = [m for m in chosen if m not in workloads]
+    if unknown:
+        parser.error(f"unknown model {', '.join(unknown)}; choose from {', '.join(workloads)}")
+    available = {s["name"] for s in list_surgeries()}
+    runs = [(workloads[name](), surgery) for name in chosen for surgery in [None] + workloads[name]().surgeries
+            if surgery is None or surgery in available]
+    print(f"Device: {device_name(device)}")
+    rows = [measure(w, s, device, args.steps or (20 if gpu else 3)) for w, s in tqdm(runs, desc="surgeries", leave=False)]
+    baseline = {r["model"]: r for r in rows if r["surgery"] == "(none)"}
+    for row in rows:
+        row["relative_throughput"] = row["throughput"] / baseline[row["model"]]["throughput"]
+
+    header = f"{'model':<11} {'surgery':<17} {'params (M)':>10} {'GFLOPs/step':>12} {'throughput':>16} {'vs none':>8}"
+    print(header + "\n" + "-" * len(header))
+    for r in rows:
+        print(f"{r['model']:<11} {r['surgery']:<17} {r['parameters_M']:>10.2f} {r['step_GFLOPs']:>12.1f} "
+              f"{r['throughput']:>8.1f} {r['unit']:<8}{r['relative_throughput']:>7.2f}x")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "surgery.json").write_text(json.dumps({"device": device_name(device), "rows": rows}, indent=2))
+    with open(args.out / "surgery.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"Wrote {args.out / 'surgery.csv'} and {args.out / 'surgery.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,664 @@
+"""ALiBi attention (Press et al., "Train Short, Test Long"), flash-attention style.
+
+    out = softmax(q k^T * scale - slope_h * |i - j| [+ causal mask]) v
+
+The linear bias replaces position embeddings, so a model trained on short sequences
+extrapolates to longer ones. Here the bias is recomputed from (i, j) inside each tile
+instead of being stored: no (H, Tq, Tk) bias, scores or probabilities ever reach memory.
+The forward pass walks key tiles with an online softmax and keeps only each row's
+log-sum-exp; the backward pass recomputes the probabilities tile by tile from it.
+
+Queries are aligned to the end of the keys (query i sits at key position i + Tk - Tq),
+which is what decoding with a cached prefix needs; with causal=True query i sees keys
+j <= i + Tk - Tq, and fully masked key tiles are skipped by the loop bounds.
+
+Matmuls run in the input dtype with fp32 accumulation (fp32 inputs in full fp32 unless
+``torch.set_float32_matmul_precision`` allows TF32); softmax statistics are fp32.
+float64 is not supported.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from . import backend
+from .checks import check_int, check_same_device, check_tensor
+
+_MIN_HEAD_DIM = 16  # tl.dot needs every operand dimension >= 16
+_MAX_HEAD_DIM = 128  # tiles of larger heads no longer fit an SM's registers and shared memory
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+# exp2 is a single hardware instruction, exp is not: scores are carried in log2 units.
+_LOG2E = tl.constexpr(1.4426950408889634)
+_LN2 = tl.constexpr(0.6931471805599453)
+
+
+# ----------------------------------------------------------------------------------------
+# Triton kernels
+#
+# All kernels run on a (tiles, H, B) grid: heads and batch on their own axes so neither
+# is limited to 65535 alone, and consecutive programs share one head's K and V in L2.
+# Strides are runtime arguments; Triton specialises the ones equal to 1.
+# The autotuners key on power-of-two buckets of Tq and Tk, not the lengths themselves,
+# so that decoding (Tk grows by one per step) does not re-benchmark at every step; and on
+# the fp32 dot precision, whose full-fp32 and TF32 tiles differ in shared memory and speed.
+# ----------------------------------------------------------------------------------------
+
+_KEY = ["TQ_BUCKET", "TK_BUCKET", "HEAD_DIM_PADDED", "CAUSAL", "INPUT_PRECISION"]
+# Under the interpreter cost is per block operation: few, large tiles. 32 still makes
+# sequences of 37 or 70 span several tiles, so masked, unmasked and skipped tiles all run.
+_INTERPRETER_CONFIG = triton.Config({"BLOCK_M": 32, "BLOCK_N": 32})
+
+# Some configs exceed an H100's 227 KB of shared memory in the worst case (fp32 at D = 128);
+# Triton's autotuner skips configs that fail to launch, and each list keeps at least two
+# that fit every dtype and head dim (checked by compiling them for sm_90).
+_FORWARD_CONFIGS = [
+    triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, num_stages=3),
+    triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_M": 128, "BLOCK_N": 128}, num_warps=8, num_stages=2),
+    triton.Config({"BLOCK_M": 128, "BLOCK_N": 128}, num_warps=8, num_stages=3),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=4),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 128}, num_warps=4, num_stages=3),
+]
+# dK/dV programs keep a key tile and two fp32 accumulators of it resident, so their key
+# tile (BLOCK_N) is the large one; dQ programs keep a query tile (BLOCK_M) resident.
+_DKDV_CONFIGS = [
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 128}, num_warps=8, num_stages=2),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 128}, num_warps=8, num_stages=3),
+    # With D = 128 the 64-query tiles spill registers; 32-query tiles do not.
+    triton.Config({"BLOCK_M": 32, "BLOCK_N": 128}, num_warps=8, num_stages=3),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=4),
+]
+_DQ_CONFIGS = [
+    triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, num_stages=2),
+    triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, num_stages=3),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=4),
+]
+_PREPROCESS_BLOCK_M = 64
+
+
+@triton.jit
+def _head_base(ptr, stride_b, stride_h):
+    # int64: a (B, H, T, D) tensor may hold more than 2**31 elements.
+    return ptr + tl.program_id(2).to(tl.int64) * stride_b + tl.program_id(1).to(tl.int64) * stride_h
+
+
+@triton.jit
+def _row_base(ptr, H, T):
+    # Row statistics (LSE, delta) are contiguous (B, H, T) fp32 buffers.
+    return ptr + (tl.program_id(2).to(tl.int64) * H + tl.program_id(1)) * T
+
+
+@triton.jit
+def _load_tile(base, rows, n_rows, stride_t, stride_d, offs_d,
+               HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CHECK_ROWS: tl.constexpr):
+    """A [rows, HEAD_DIM_PADDED] tile, zero outside the head dim (and outside n_rows if CHECK_ROWS).
+
+    Masks are only built where they can be false, so full tiles load without any.
+    """
+    ptrs = base + rows[:, None] * stride_t + offs_d[None, :] * stride_d
+    if CHECK_ROWS:
+        if HEAD_DIM == HEAD_DIM_PADDED:
+            tile = tl.load(ptrs, mask=rows[:, None] < n_rows, other=0.0)
+        else:
+            tile = tl.load(ptrs, mask=(rows[:, None] < n_rows) & (offs_d[None, :] < HEAD_DIM), other=0.0)
+    else:
+        if HEAD_DIM == HEAD_DIM_PADDED:
+            tile = tl.load(ptrs)
+        else:
+            tile = tl.load(ptrs, mask=offs_d[None, :] < HEAD_DIM, other=0.0)
+    return tile
+
+
+@triton.jit
+def _store_tile(base, rows, n_rows, stride_t, stride_d, offs_d, value,
+                HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr):
+    ptrs = base + rows[:, None] * stride_t + offs_d[None, :] * stride_d
+    if HEAD_DIM == HEAD_DIM_PADDED:
+        tl.store(ptrs, value.to(base.dtype.element_ty), mask=rows[:, None] < n_rows)
+    else:
+        tl.store(ptrs, value.to(base.dtype.element_ty), mask=(rows[:, None] < n_rows) & (offs_d[None, :] < HEAD_DIM))
+
+
+@triton.jit
+def _biased_scores(scores, distance, slope, CAUSAL: tl.constexpr):
+    """Add the ALiBi bias -slope * |distance| (slope in log2 units).
+
+    Causal tiles only keep distance >= 0, where |distance| = distance: no abs needed.
+    """
+    if CAUSAL:
+        return scores - slope * distance.to(tl.float32)
+    else:
+        return scores - slope * tl.abs(distance).to(tl.float32)
+
+
+@triton.jit
+def _key_bounds(start_m, Tq, Tk, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Key range [0, hi) a query tile attends to, and where its masked part begins.
+
+    Tiles before ``full`` are inside [0, Tk) and, when causal, at or before every row's
+    position, so they need no mask. Causal tiles past the last row's position are never visited.
+    """
+    if CAUSAL:
+        hi = tl.minimum(start_m + BLOCK_M + Tk - Tq, Tk)
+        full = tl.minimum(start_m + Tk - Tq + 1, Tk) // BLOCK_N * BLOCK_N
+    else:
+        hi = Tk
+        full = Tk // BLOCK_N * BLOCK_N
+    return full, hi
+
+
+@triton.jit
+def _query_tile_start(CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr):
+    # Causal query tiles further down see more keys: launch those first so the last wave
+    # holds the short ones instead of leaving one long tile running alone.
+    if CAUSAL:
+        return (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_M
+    else:
+        return tl.program_id(0) * BLOCK_M
+
+
+@triton.jit
+def _forward_tiles(acc, m_i, l_i, q, k_base, v_base, stride_kt, stride_kd, stride_vt, stride_vd,
+                   q_pos, slope, qk_scale, Tk, lo, hi, offs_d,
+                   HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr,
+                   MASKED: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Online softmax over key tiles [lo, hi): fold each tile into the running max, sum and output."""
+    for start_n in range(lo, hi, BLOCK_N):
+        keys = start_n + tl.arange(0, BLOCK_N)
+        k = _load_tile(k_base, keys, Tk, stride_kt, stride_kd, offs_d, HEAD_DIM, HEAD_DIM_PADDED, MASKED)
+        v = _load_tile(v_base, keys, Tk, stride_vt, stride_vd, offs_d, HEAD_DIM, HEAD_DIM_PADDED, MASKED)
+        distance = q_pos[:, None] - keys[None, :]
+        s = tl.dot(q, tl.trans(k), input_precision=INPUT_PRECISION) * qk_scale
+        s = _biased_scores(s, distance, slope, CAUSAL)
+        if MASKED:
+            valid = keys[None, :] < Tk
+            if CAUSAL:
+                valid = valid & (distance >= 0)
+            s = tl.where(valid, s, float("-inf"))
+        # Every row sees key 0 in its first tile, so m_new is finite from the first tile on
+        # and exp2(m_i - m_new) never meets -inf - -inf.
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=INPUT_PRECISION)
+        m_i = m_new
+    return acc, m_i, l_i
+
+
+@backend.autotune(_FORWARD_CONFIGS, _KEY, _INTERPRETER_CONFIG)
+@triton.jit
+def _alibi_forward_kernel(
+    q_ptr, k_ptr, v_ptr, slopes_ptr, out_ptr, lse_ptr,
+    stride_qb, stride_qh, stride_qt, stride_qd,
+    stride_kb, stride_kh, stride_kt, stride_kd,
+    stride_vb, stride_vh, stride_vt, stride_vd,
+    stride_ob, stride_oh, stride_ot, stride_od,
+    H, Tq, Tk, qk_scale, TQ_BUCKET, TK_BUCKET,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    # One program per query tile of one head: its output rows and their log-sum-exp.
+    start_m = _query_tile_start(CAUSAL, BLOCK_M)
+    rows = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM_PADDED)
+    q = _load_tile(_head_base(q_ptr, stride_qb, stride_qh), rows, Tq, stride_qt, stride_qd, offs_d,
+                   HEAD_DIM, HEAD_DIM_PADDED, True)
+    k_base = _head_base(k_ptr, stride_kb, stride_kh)
+    v_base = _head_base(v_ptr, stride_vb, stride_vh)
+    slope = tl.load(slopes_ptr + tl.program_id(1)).to(tl.float32) * _LOG2E
+    q_pos = rows + (Tk - Tq)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM_PADDED], tl.float32)
+    full, hi = _key_bounds(start_m, Tq, Tk, CAUSAL, BLOCK_M, BLOCK_N)
+    acc, m_i, l_i = _forward_tiles(acc, m_i, l_i, q, k_base, v_base, stride_kt, stride_kd, stride_vt, stride_vd,
+                                   q_pos, slope, qk_scale, Tk, 0, full, offs_d,
+                                   HEAD_DIM, HEAD_DIM_PADDED, CAUSAL, False, INPUT_PRECISION, BLOCK_N)
+    acc, m_i, l_i = _forward_tiles(acc, m_i, l_i, q, k_base, v_base, stride_kt, stride_kd, stride_vt, stride_vd,
+                                   q_pos, slope, qk_scale, Tk, full, hi, offs_d,
+                                   HEAD_DIM, HEAD_DIM_PADDED, CAUSAL, True, INPUT_PRECISION, BLOCK_N)
+
+    out = acc / l_i[:, None]
+    _store_tile(_head_base(out_ptr, stride_ob, stride_oh), rows, Tq, stride_ot, stride_od, offs_d, out,
+                HEAD_DIM, HEAD_DIM_PADDED)
+    # Stored in natural-log units (the logsumexp of the scores), converted back in backward.
+    tl.store(_row_base(lse_ptr, H, Tq) + rows, (m_i + tl.log2(l_i)) * _LN2, mask=rows < Tq)
+
+
+@triton.jit
+def _alibi_backward_preprocess_kernel(
+    out_ptr, do_ptr, delta_ptr,
+    stride_ob, stride_oh, stride_ot, stride_od,
+    stride_dob, stride_doh, stride_dot, stride_dod,
+    H, Tq,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, BLOCK_M: tl.constexpr,
+):
+    # delta_i = sum_d dO_id * O_id = sum_j P_ij dP_ij: the softmax backward's row term.
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM_PADDED)
+    o = _load_tile(_head_base(out_ptr, stride_ob, stride_oh), rows, Tq, stride_ot, stride_od, offs_d,
+                   HEAD_DIM, HEAD_DIM_PADDED, True)
+    do = _load_tile(_head_base(do_ptr, stride_dob, stride_doh), rows, Tq, stride_dot, stride_dod, offs_d,
+                    HEAD_DIM, HEAD_DIM_PADDED, True)
+    delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
+    tl.store(_row_base(delta_ptr, H, Tq) + rows, delta, mask=rows < Tq)
+
+
+@triton.jit
+def _dkdv_tiles(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
+                stride_qt, stride_qd, stride_dot, stride_dod,
+                keys, slope, qk_scale, Tq, Tk, lo, hi, offs_d,
+                HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr,
+                MASKED: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr):
+    """Accumulate dK and dV of one key tile over query tiles [lo, hi), in transposed [keys, queries] form."""
+    for start_m in range(lo, hi, BLOCK_M):
+        rows = start_m + tl.arange(0, BLOCK_M)
+        q = _load_tile(q_base, rows, Tq, stride_qt, stride_qd, offs_d, HEAD_DIM, HEAD_DIM_PADDED, MASKED)
+        do = _load_tile(do_base, rows, Tq, stride_dot, stride_dod, offs_d, HEAD_DIM, HEAD_DIM_PADDED, MASKED)
+        if MASKED:
+            lse = tl.load(lse_base + rows, mask=rows < Tq, other=0.0)
+            delta = tl.load(delta_base + rows, mask=rows < Tq, other=0.0)
+        else:
+            lse = tl.load(lse_base + rows)
+            delta = tl.load(delta_base + rows)
+        distance = (rows + (Tk - Tq))[None, :] - keys[:, None]
+        s_t = tl.dot(k, tl.trans(q), input_precision=INPUT_PRECISION) * qk_scale
+        s_t = _biased_scores(s_t, distance, slope, CAUSAL) - (lse * _LOG2E)[None, :]
+        if MASKED:
+            # Masked before exp2, so dropped entries give exactly 0 and never overflow.
+            valid = rows[None, :] < Tq
+            if CAUSAL:
+                valid = valid & (distance >= 0)
+            s_t = tl.where(valid, s_t, float("-inf"))
+        p_t = tl.exp2(s_t)
+        dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision=INPUT_PRECISION)
+        dp_t = tl.dot(v, tl.trans(do), input_precision=INPUT_PRECISION)
+        ds_t = p_t * (dp_t - delta[None, :])
+        dk = tl.dot(ds_t.to(q.dtype), q, dk, input_precision=INPUT_PRECISION)
+    return dk, dv
+
+
+@backend.autotune(_DKDV_CONFIGS, _KEY, _INTERPRETER_CONFIG)
+@triton.jit
+def _alibi_backward_dkdv_kernel(
+    q_ptr, k_ptr, v_ptr, slopes_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
+    stride_qb, stride_qh, stride_qt, stride_qd,
+    stride_kb, stride_kh, stride_kt, stride_kd,
+    stride_vb, stride_vh, stride_vt, stride_vd,
+    stride_dob, stride_doh, stride_dot, stride_dod,
+    stride_dkb, stride_dkh, stride_dkt, stride_dkd,
+    stride_dvb, stride_dvh, stride_dvt, stride_dvd,
+    H, Tq, Tk, scale, qk_scale, TQ_BUCKET, TK_BUCKET,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    # One program per key tile: it owns those rows of dK and dV, so no atomics are needed.
+    # Keys past Tk are not masked inside the loop: each key row only feeds its own
+    # (unstored) dK and dV rows.
+    start_n = tl.program_id(0) * BLOCK_N
+    keys = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM_PADDED)
+    k = _load_tile(_head_base(k_ptr, stride_kb, stride_kh), keys, Tk, stride_kt, stride_kd, offs_d,
+                   HEAD_DIM, HEAD_DIM_PADDED, True)
+    v = _load_tile(_head_base(v_ptr, stride_vb, stride_vh), keys, Tk, stride_vt, stride_vd, offs_d,
+                   HEAD_DIM, HEAD_DIM_PADDED, True)
+    q_base = _head_base(q_ptr, stride_qb, stride_qh)
+    do_base = _head_base(do_ptr, stride_dob, stride_doh)
+    lse_base = _row_base(lse_ptr, H, Tq)
+    delta_base = _row_base(delta_ptr, H, Tq)
+    slope = tl.load(slopes_ptr + tl.program_id(1)).to(tl.float32) * _LOG2E
+
+    q_end = tl.cdiv(Tq, BLOCK_M) * BLOCK_M
+    q_full = Tq // BLOCK_M * BLOCK_M
+    if CAUSAL:
+        # Query i sees key j when i >= j - (Tk - Tq): earlier query tiles are skipped, and
+        # tiles whose first row sees the tile's last key need no causal mask.
+        lo = tl.maximum(start_n - (Tk - Tq), 0) // BLOCK_M * BLOCK_M
+        mid = tl.minimum(tl.cdiv(tl.maximum(start_n + BLOCK_N - 1 - (Tk - Tq), 0), BLOCK_M) * BLOCK_M, q_end)
+    else:
+        lo = 0
+        mid = 0
+    dk = tl.zeros([BLOCK_N, HEAD_DIM_PADDED], tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM_PADDED], tl.float32)
+    # Causal diagonal tiles, then full tiles, then the partial last query tile.
+    dk, dv = _dkdv_tiles(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
+                         stride_qt, stride_qd, stride_dot, stride_dod, keys, slope, qk_scale, Tq, Tk, lo, mid,
+                         offs_d, HEAD_DIM, HEAD_DIM_PADDED, CAUSAL, True, INPUT_PRECISION, BLOCK_M)
+    dk, dv = _dkdv_tiles(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
+                         stride_qt, stride_qd, stride_dot, stride_dod, keys, slope, qk_scale, Tq, Tk,
+                         mid, tl.maximum(mid, q_full),
+                         offs_d, HEAD_DIM, HEAD_DIM_PADDED, CAUSAL, False, INPUT_PRECISION, BLOCK_M)
+    dk, dv = _dkdv_tiles(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
+                         stride_qt, stride_qd, stride_dot, stride_dod, keys, slope, qk_scale, Tq, Tk,
+                         tl.maximum(mid, q_full), q_end,
+                         offs_d, HEAD_DIM, HEAD_DIM_PADDED, CAUSAL, True, INPUT_PRECISION, BLOCK_M)
+    _store_tile(_head_base(dk_ptr, stride_dkb, stride_dkh), keys, Tk, stride_dkt, stride_dkd, offs_d, dk * scale,
+                HEAD_DIM, HEAD_DIM_PADDED)
+    _store_tile(_head_base(dv_ptr, stride_dvb, stride_dvh), keys, Tk, stride_dvt, stride_dvd, offs_d, dv,
+                HEAD_DIM, HEAD_DIM_PADDED)
+
+
+@triton.jit
+def _dq_tiles(dq, q, do, lse, delta, k_base, v_base, stride_kt, stride_kd, stride_vt, stride_vd,
+              q_pos, slope, qk_scale, Tk, lo, hi, offs_d,
+              HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr,
+              MASKED: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Accumulate dQ of one query tile over key tiles [lo, hi)."""
+    for start_n in range(lo, hi, BLOCK_N):
+        keys = start_n + tl.arange(0, BLOCK_N)
+        k = _load_tile(k_base, keys, Tk, stride_kt, stride_kd, offs_d, HEAD_DIM, HEAD_DIM_PADDED, MASKED)
+        v = _load_tile(v_base, keys, Tk, stride_vt, stride_vd, offs_d, HEAD_DIM, HEAD_DIM_PADDED, MASKED)
+        distance = q_pos[:, None] - keys[None, :]
+        s = tl.dot(q, tl.trans(k), input_precision=INPUT_PRECISION) * qk_scale
+        s = _biased_scores(s, distance, slope, CAUSAL) - lse[:, None]
+        if MASKED:
+            valid = keys[None, :] < Tk
+            if CAUSAL:
+                valid = valid & (distance >= 0)
+            s = tl.where(valid, s, float("-inf"))
+        p = tl.exp2(s)
+        dp = tl.dot(do, tl.trans(v), input_precision=INPUT_PRECISION)
+        ds = p * (dp - delta[:, None])
+        dq = tl.dot(ds.to(k.dtype), k, dq, input_precision=INPUT_PRECISION)
+    return dq
+
+
+@backend.autotune(_DQ_CONFIGS, _KEY, _INTERPRETER_CONFIG)
+@triton.jit
+def _alibi_backward_dq_kernel(
+    q_ptr, k_ptr, v_ptr, slopes_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
+    stride_qb, stride_qh, stride_qt, stride_qd,
+    stride_kb, stride_kh, stride_kt, stride_kd,
+    stride_vb, stride_vh, stride_vt, stride_vd,
+    stride_dob, stride_doh, stride_dot, stride_dod,
+    stride_dqb, stride_dqh, stride_dqt, stride_dqd,
+    H, Tq, Tk, scale, qk_scale, TQ_BUCKET, TK_BUCKET,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    # One program per query tile: it owns those rows of dQ (a second pass over the keys
+    # instead of atomics from the dK/dV kernel, so the result is deterministic).
+    start_m = _query_tile_start(CAUSAL, BLOCK_M)
+    rows = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM_PADDED)
+    q = _load_tile(_head_base(q_ptr, stride_qb, stride_qh), rows, Tq, stride_qt, stride_qd, offs_d,
+                   HEAD_DIM, HEAD_DIM_PADDED, True)
+    do = _load_tile(_head_base(do_ptr, stride_dob, stride_doh), rows, Tq, stride_dot, stride_dod, offs_d,
+                    HEAD_DIM, HEAD_DIM_PADDED, True)
+    lse = tl.load(_row_base(lse_ptr, H, Tq) + rows, mask=rows < Tq, other=0.0) * _LOG2E
+    delta = tl.load(_row_base(delta_ptr, H, Tq) + rows, mask=rows < Tq, other=0.0)
+    k_base = _head_base(k_ptr, stride_kb, stride_kh)
+    v_base = _head_base(v_ptr, stride_vb, stride_vh)
+    slope = tl.load(slopes_ptr + tl.program_id(1)).to(tl.float32) * _LOG2E
+    q_pos = rows + (Tk - Tq)
+
+    dq = tl.zeros([BLOCK_M, HEAD_DIM_PADDED], tl.float32)
+    full, hi = _key_bounds(start_m, Tq, Tk, CAUSAL, BLOCK_M, BLOCK_N)
+    dq = _dq_tiles(dq, q, do, lse, delta, k_base, v_base, stride_kt, stride_kd, stride_vt, stride_vd,
+                   q_pos, slope, qk_scale, Tk, 0, full, offs_d,
+                   HEAD_DIM, HEAD_DIM_PADDED, CAUSAL, False, INPUT_PRECISION, BLOCK_N)
+    dq = _dq_tiles(dq, q, do, lse, delta, k_base, v_base, stride_kt, stride_kd, stride_vt, stride_vd,
+                   q_pos, slope, qk_scale, Tk, full, hi, offs_d,
+                   HEAD_DIM, HEAD_DIM_PADDED, CAUSAL, True, INPUT_PRECISION, BLOCK_N)
+    _store_tile(_head_base(dq_ptr, stride_dqb, stride_dqh), rows, Tq, stride_dqt, stride_dqd, offs_d, dq * scale,
+                HEAD_DIM, HEAD_DIM_PADDED)
+
+
+# ----------------------------------------------------------------------------------------
+# Pure-PyTorch reference: the specification the kernels are tested against.
+# ----------------------------------------------------------------------------------------
+
+
+def _geometric_slopes(n: int) -> list[float]:
+    # 2^(-8/n * i) for i = 1..n, each power taken directly rather than by repeated products.
+    return [2.0 ** (-8.0 * i / n) for i in range(1, n + 1)]
+
+
+def alibi_slopes(n_heads: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """The per-head ALiBi slopes of Press et al., as a float32 tensor of shape (n_heads,).
+
+    For a power of two n they are 2^(-8/n * i), i = 1..n. Otherwise, as in the paper,
+    the slopes of the closest lower power of two p come first, followed by every other
+    slope of 2p's sequence (the ones falling between them) until there are n_heads.
+
+    Example:
+        >>> alibi_slopes(4)
+        tensor([0.2500, 0.0625, 0.0156, 0.0039])
+        >>> alibi_slopes(12)[8:]  # 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5
+        tensor([0.7071, 0.3536, 0.1768, 0.0884])
+    """
+    check_int("n_heads", n_heads, minimum=1)
+    closest = 2 ** int(math.floor(math.log2(n_heads)))
+    slopes = _geometric_slopes(closest) + _geometric_slopes(2 * closest)[0::2][: n_heads - closest]
+    return torch.tensor(slopes, dtype=torch.float32, device=device)
+
+
+def alibi_attention_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool = True,
+    slopes: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """softmax(q k^T * scale + bias [+ causal mask]) v in fp32 with the (H, Tq, Tk) bias materialised."""
+    Tq, D = q.shape[2:]
+    Tk = k.shape[2]
+    slopes = alibi_slopes(q.shape[1], q.device) if slopes is None else slopes
+    scale = 1.0 / math.sqrt(D) if scale is None else scale
+    compute = torch.float32
+    query_positions = torch.arange(Tq, device=q.device) + (Tk - Tq)
+    distance = query_positions[:, None] - torch.arange(Tk, device=q.device)[None, :]
+    bias = -slopes.to(compute)[:, None, None] * distance.abs().to(compute)
+    scores = torch.matmul(q.to(compute), k.to(compute).transpose(-1, -2)) * scale + bias
+    if causal:
+        scores = scores.masked_fill(distance < 0, float("-inf"))
+    probabilities = torch.softmax(scores, dim=-1)
+    return torch.matmul(probabilities, v.to(compute)).to(q.dtype)
+
+
+# ----------------------------------------------------------------------------------------
+# Custom ops: torch.library registration, fake implementations and autograd
+#
+# The ops hold only the Triton path; the public function sends other devices to the
+# reference, which PyTorch differentiates, compiles and exports by itself.
+# ----------------------------------------------------------------------------------------
+
+
+def _input_precision(dtype: torch.dtype) -> str:
+    """How tl.dot multiplies fp32 tiles: PyTorch's own fp32 matmul setting decides.
+
+    At the default ("highest") that is full fp32 on CUDA cores; after
+    ``torch.set_float32_matmul_precision("high")`` it is TF32 on tensor cores.
+    16-bit inputs always use tensor cores and ignore this.
+    """
+    if dtype == torch.float32 and torch.get_float32_matmul_precision() == "highest":
+        return "ieee"
+    return "tf32"
+
+
+def _launch_shape(q: torch.Tensor, k: torch.Tensor, scale: float, causal: bool) -> dict:
+    """The scalar and constexpr arguments every attention kernel shares."""
+    Tq, D = q.shape[2:]
+    Tk = k.shape[2]
+    return dict(
+        H=q.shape[1], Tq=Tq, Tk=Tk, qk_scale=scale * math.log2(math.e),
+        TQ_BUCKET=triton.next_power_of_2(Tq), TK_BUCKET=triton.next_power_of_2(Tk),
+        HEAD_DIM=D, HEAD_DIM_PADDED=triton.next_power_of_2(D), CAUSAL=causal,
+        INPUT_PRECISION=_input_precision(q.dtype),
+    )
+
+
+def _grid(length: int, heads: int, batch: int, block: str):
+    return lambda meta: (triton.cdiv(length, meta[block]), heads, batch)
+
+
+@torch.library.custom_op("fastcore_ops::alibi_attention", mutates_args=())
+def _alibi_attention_op(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor, causal: bool, scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    B, H, Tq, D = q.shape
+    out = q.new_empty((B, H, Tq, D))
+    lse = q.new_empty((B, H, Tq), dtype=torch.float32)
+    if out.numel():
+        _alibi_forward_kernel[_grid(Tq, H, B, "BLOCK_M")](
+            q, k, v, slopes, out, lse, *q.stride(), *k.stride(), *v.stride(), *out.stride(),
+            **_launch_shape(q, k, scale, causal))
+    return out, lse
+
+
+@_alibi_attention_op.register_fake
+def _(q, k, v, slopes, causal, scale):
+    B, H, Tq, D = q.shape
+    return q.new_empty((B, H, Tq, D)), q.new_empty((B, H, Tq), dtype=torch.float32)
+
+
+@torch.library.custom_op("fastcore_ops::alibi_attention_backward", mutates_args=())
+def _alibi_attention_backward_op(
+    grad_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+    lse: torch.Tensor, slopes: torch.Tensor, causal: bool, scale: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    B, H, Tq, D = q.shape
+    Tk = k.shape[2]
+    dq = torch.empty_like(q)
+    if q.numel() == 0:  # no queries: keys and values get a zero gradient, which no kernel writes
+        return dq, torch.zeros_like(k), torch.zeros_like(v)
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    shape = _launch_shape(q, k, scale, causal)
+    delta = torch.empty_like(lse)
+    _alibi_backward_preprocess_kernel[(triton.cdiv(Tq, _PREPROCESS_BLOCK_M), H, B)](
+        out, grad_out, delta, *out.stride(), *grad_out.stride(), H, Tq,
+        HEAD_DIM=D, HEAD_DIM_PADDED=shape["HEAD_DIM_PADDED"], BLOCK_M=_PREPROCESS_BLOCK_M)
+    strides = (*q.stride(), *k.stride(), *v.stride(), *grad_out.stride())
+    _alibi_backward_dkdv_kernel[_grid(Tk, H, B, "BLOCK_N")](
+        q, k, v, slopes, grad_out, lse, delta, dk, dv, *strides, *dk.stride(), *dv.stride(),
+        scale=scale, **shape)
+    _alibi_backward_dq_kernel[_grid(Tq, H, B, "BLOCK_M")](
+        q, k, v, slopes, grad_out, lse, delta, dq, *strides, *dq.stride(), scale=scale, **shape)
+    return dq, dk, dv
+
+
+@_alibi_attention_backward_op.register_fake
+def _(grad_out, q, k, v, out, lse, slopes, causal, scale):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _alibi_setup_context(ctx, inputs, output):
+    q, k, v, slopes, ctx.causal, ctx.scale = inputs
+    out, lse = output
+    ctx.mark_non_differentiable(lse)
+    ctx.save_for_backward(q, k, v, slopes, out, lse)
+
+
+def _alibi_backward(ctx, grad_out, _grad_lse):
+    q, k, v, slopes, out, lse = ctx.saved_tensors
+    dq, dk, dv = _alibi_attention_backward_op(grad_out, q, k, v, out, lse, slopes, ctx.causal, ctx.scale)
+    return dq, dk, dv, None, None, None  # slopes are fixed data: no gradient
+
+
+_alibi_attention_op.register_autograd(_alibi_backward, setup_context=_alibi_setup_context)
+
+
+# ----------------------------------------------------------------------------------------
+# Public functions
+# ----------------------------------------------------------------------------------------
+
+
+def _check_inputs(q, k, v, causal, slopes, scale) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(name, t, ndim=4)
+    if slopes is not None:
+        check_tensor("slopes", slopes)
+        check_same_device(q=q, k=k, v=v, slopes=slopes)
+    else:
+        check_same_device(q=q, k=k, v=v)
+    if q.dtype not in _DTYPES:
+        raise TypeError(
+            f"q has dtype {q.dtype}, but alibi_attention computes in float16, bfloat16 or float32; "
+            f"convert q, k and v with .float()"
+        )
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(
+            f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}; "
+            f"convert them with .to(q.dtype)"
+        )
+    B, H, Tq, D = q.shape
+    Tk = k.shape[2]
+    if k.shape[:2] != (B, H) or k.shape[3] != D:
+        raise ValueError(
+            f"k must have shape (B, H, Tk, D) = ({B}, {H}, Tk, {D}) to match q of shape {tuple(q.shape)}, "
+            f"got {tuple(k.shape)}"
+        )
+    if v.shape != k.shape:
+        raise ValueError(f"v must have k's shape {tuple(k.shape)}, got {tuple(v.shape)}")
+    if not _MIN_HEAD_DIM <= D <= _MAX_HEAD_DIM:
+        raise ValueError(
+            f"the head dim D = q.shape[-1] must be between {_MIN_HEAD_DIM} and {_MAX_HEAD_DIM}, got {D}; "
+            f"split or pad heads to a size in that range"
+        )
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
+    if causal and Tq > Tk:
+        raise ValueError(
+            f"causal attention aligns the Tq queries with the last Tq of the Tk keys, so it needs Tq <= Tk; "
+            f"got Tq = {Tq} > Tk = {Tk}; pass more keys or causal=False"
+        )
+    if Tk == 0 and Tq > 0:
+        raise ValueError(f"k and v hold no keys (Tk = 0) for Tq = {Tq} queries; attention needs at least one key")
+    if slopes is not None:
+        if tuple(slopes.shape) != (H,):
+            raise ValueError(f"slopes must have shape (H,) = ({H},), one per head, got {tuple(slopes.shape)}")
+        if slopes.requires_grad:
+            raise ValueError("slopes requires grad, but ALiBi slopes are fixed data; pass slopes.detach()")
+    if scale is not None:
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+            raise TypeError(f"scale must be a float, got {type(scale).__name__} {scale!r}")
+        if not (math.isfinite(scale) and scale > 0):
+            raise ValueError(f"scale must be a finite number > 0, got {scale}")
+
+
+def alibi_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool = True,
+    slopes: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """Attention with ALiBi linear biases, without storing any (Tq, Tk) matrix.
+
+    Args:
+        q: (B, H, Tq, D) queries; float16, bfloat16 or float32; 16 <= D <= 128, any strides.
+        k, v: (B, H, Tk, D) keys and values, q's dtype and device. Queries are aligned to
+            the end of the keys (query i at key position i + Tk - Tq), as when decoding
+            with a cached prefix; causal attention needs Tq <= Tk.
+        causal: query i sees only keys j <= i + Tk - Tq.
+        slopes: (H,) per-head slopes; default ``alibi_slopes(H)``. Not differentiated.
+        scale: the scores' factor; default 1 / sqrt(D).
+
+    Returns the (B, H, Tq, D) output in q's dtype. Gradients flow to q, k and v.
+
+    Example:
+        >>> q, k, v = (torch.randn(2, 12, 128, 64, requires_grad=True) for _ in range(3))
+        >>> out = alibi_attention(q, k, v)  # causal, slopes alibi_slopes(12)
+        >>> out.shape
+        torch.Size([2, 12, 128, 64])
+        >>> out.sum().backward()
+    """
+    _check_inputs(q, k, v, causal, slopes, scale)
+    H, D = q.shape[1], q.shape[3]
+    if slopes is None:
+        slopes = alibi_slopes(H, q.device) if H else q.new_empty((0,), dtype=torch.float32)
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    if backend.use_triton(q) or q.numel() == 0:  # empty inputs launch nothing, on any device
+        return _alibi_attention_op(q, k, v, slopes.to(torch.float32).contiguous(), causal, scale)[0]
+    return alibi_attention_reference(q, k, v, causal, slopes, scale)

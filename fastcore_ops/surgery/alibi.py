@@ -1,0 +1,313 @@
+"""ALiBi surgery (Press et al., 2022, "Train Short, Test Long") for GPT models.
+
+Learned position embeddings go, and attention adds the ALiBi bias -slope_h * (i - j)
+instead, computed by the fastcore_ops kernel; the model then runs on sequences longer
+than it was built for. Two kinds of model are operated:
+
+- Hugging Face transformers GPT-2 (``GPT2Model``, alone or inside ``GPT2LMHeadModel`` and
+  friends). Through transformers' own extension points, no private method is patched:
+  our attention function is registered in ``AttentionInterface`` and a matching mask
+  function in ``AttentionMaskInterface`` under the name ``"fastcore_alibi"``, and
+  ``model.set_attn_implementation("fastcore_alibi")`` selects it. ``wpe`` becomes a
+  :class:`ZeroPositionEmbedding` (no parameters, zeros for any position), and
+  ``config.n_positions`` is raised.
+- The project's own GPT (``training.models.gpt.GPT``): each ``CausalSelfAttention`` becomes
+  an ``ALiBiSelfAttention`` holding the same Linear layers, ``wpe`` is removed, and the
+  config says ``position="alibi"`` with a raised ``max_sequence_length``: the model is
+  then what ``GPT(GPTConfig(position="alibi"))`` would have built.
+
+Neither library is imported here: a model can only hold a GPT-2 or a project GPT if their
+module has already been imported, so the plan looks them up in ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..kernels.alibi import alibi_attention, alibi_slopes
+from .core import Plan, Replacement, Site, Step, apply_surgery, count_modules, find_sites, register_surgery
+
+ATTENTION_NAME = "fastcore_alibi"  # the name under which transformers' interfaces know our functions
+
+_GPT2_MODULE = "transformers.models.gpt2.modeling_gpt2"
+_OWN_GPT_MODULE = "training.models.gpt"
+
+
+@dataclass
+class ALiBiOptions:
+    # The longest sequence the operated model is declared to take (GPT-2's n_positions, the
+    # GPT's max_sequence_length); raised to this, never lowered. ALiBi itself has no limit:
+    # this is what generation utilities and data pipelines read from the config.
+    max_sequence_length: int = 8192
+
+    def validate(self):
+        if self.max_sequence_length < 1:
+            raise ValueError(f"max_sequence_length must be >= 1, got {self.max_sequence_length}")
+
+
+# ----------------------------------------------------------------------------------------
+# transformers GPT-2: the module standing in for wpe, the attention and mask functions
+# ----------------------------------------------------------------------------------------
+
+
+class ZeroPositionEmbedding(nn.Module):
+    """Stands where GPT-2's ``wpe`` was: no parameters, zeros for any position ids.
+
+    GPT2Model always adds ``wpe(position_ids)`` to the token embeddings, so something must
+    answer that call; zeros add nothing, for positions past the old table too. The zeros
+    are one expanded scalar, not an allocated (B, T, C) tensor. The scalar is a
+    non-persistent buffer so that it follows ``.to()`` and ``.half()`` while the state_dict
+    holds nothing for it.
+    """
+
+    def __init__(self, embedding_dim: int, like: torch.Tensor):
+        super().__init__()
+        self.embedding_dim = embedding_dim
+        self.register_buffer("zero", torch.zeros((), dtype=like.dtype, device=like.device), persistent=False)
+
+    def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
+        return self.zero.expand(*position_ids.shape, self.embedding_dim)
+
+    def extra_repr(self) -> str:
+        return f"embedding_dim={self.embedding_dim}"
+
+
+_warned_about_dropout = False
+
+
+def transformers_alibi_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """transformers attention function: causal ALiBi attention through the fastcore_ops kernel.
+
+    Called by transformers' attention layers once ``"fastcore_alibi"`` is the model's attention
+    implementation. ``query`` is (B, H, Tq, D), ``key``/``value`` (B, H, Tk, D), with queries
+    aligned to the end of the keys (a growing cache decodes correctly). Returns the output as
+    (B, Tq, H, D) and no attention weights.
+    """
+    if attention_mask is not None:
+        raise ValueError(
+            f"ALiBi attention (attn_implementation={ATTENTION_NAME!r}) computes plain causal attention only, but "
+            f"received an attention mask of shape {tuple(attention_mask.shape)} (padding, packed sequences, a "
+            f"custom 4-D mask or a static cache); pass unpadded batches without attention_mask, or an "
+            f"attention_mask of all ones"
+        )
+    if not getattr(module, "is_causal", True):
+        raise ValueError(
+            f"ALiBi attention (attn_implementation={ATTENTION_NAME!r}) is causal self-attention; "
+            f"{type(module).__name__} is cross-attention, which it does not compute"
+        )
+    # Not while compiling: dynamo cannot trace warnings.warn, and fullgraph=True would fail on it.
+    if dropout > 0 and module.training and not torch.compiler.is_compiling():
+        _warn_dropout_once(dropout)
+    slopes = alibi_slopes(query.shape[1], device=query.device)
+    out = alibi_attention(query, key, value, causal=True, slopes=slopes,
+                          scale=None if scaling is None else float(scaling))
+    return out.transpose(1, 2), None
+
+
+def _warn_dropout_once(dropout: float) -> None:
+    global _warned_about_dropout
+    if not _warned_about_dropout:
+        _warned_about_dropout = True
+        warnings.warn(
+            f"ALiBi attention does not apply attention dropout (attn_pdrop={dropout}): the kernel never stores "
+            f"the attention probabilities; residual and embedding dropout still apply",
+            stacklevel=3,
+        )
+
+
+_MASK_MESSAGE = (
+    f"ALiBi attention (attn_implementation={ATTENTION_NAME!r}) computes plain causal attention only, but the "
+    f"attention mask is more than causal (padding, packed sequences or a static cache); pass unpadded batches "
+    f"without attention_mask, or an attention_mask of all ones"
+)
+
+
+def transformers_alibi_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_function=None,
+                            attention_mask=None, device="cpu", **kwargs):
+    """transformers mask function for ``"fastcore_alibi"``: None when the mask is plain causal.
+
+    The kernel computes causal attention with queries aligned to the end of the keys and
+    nothing else, so None ("plain causal") is the only mask it can honour. Anything more
+    (a padding mask with zeros, packed sequences, a static cache's unfilled slots) is
+    returned as the full boolean mask, which the attention function refuses with a clear
+    error. While compiling or exporting, mask values cannot steer Python, so the check
+    becomes a run-time assertion in the graph and None is returned. (While tracing,
+    transformers always wraps the causal function for packed-sequence detection, so a
+    compiled forward builds and compares the boolean mask once, for all layers.)
+
+    Registering a name in ``AttentionInterface`` alone is not enough: transformers then
+    drops a padding mask silently (its mask creation returns None for unknown names).
+    """
+    from transformers.masking_utils import causal_mask_function, sdpa_mask
+
+    mask_function = mask_function or causal_mask_function
+
+    def full_mask():
+        return sdpa_mask(
+            batch_size=batch_size, q_length=q_length, kv_length=kv_length, q_offset=q_offset, kv_offset=kv_offset,
+            mask_function=mask_function, attention_mask=attention_mask, allow_is_causal_skip=False,
+            use_vmap=kwargs.get("use_vmap", False), device=device,
+        )
+
+    aligned = kv_offset == 0 and not isinstance(q_offset, torch.Tensor) and q_offset == kv_length - q_length
+    full = plain = None
+    if aligned and mask_function is causal_mask_function:
+        if attention_mask is None:
+            return None
+        if attention_mask.shape[-1] >= kv_length:
+            # Only padding can differ from causal: O(B * Tk), no (Tq, Tk) mask needed.
+            plain = attention_mask[:, :kv_length].all()
+    if plain is None:
+        full = full_mask()
+        keys = torch.arange(kv_length, device=device)
+        queries = torch.arange(q_length, device=device) + (kv_length - q_length)
+        plain = (full == (keys[None, :] <= queries[:, None])).all()
+    if torch.compiler.is_compiling():
+        torch._assert_async(plain, _MASK_MESSAGE)
+        return None
+    if bool(plain):
+        return None
+    return full if full is not None else full_mask()
+
+
+def _register_with_transformers() -> None:
+    """Make ``"fastcore_alibi"`` a valid attention implementation (idempotent).
+
+    Never undone: a name in transformers' registries changes no model until a model's
+    config selects it, and another operated model may be using it.
+    """
+    from transformers import AttentionInterface, AttentionMaskInterface
+
+    AttentionInterface.register(ATTENTION_NAME, transformers_alibi_attention)
+    AttentionMaskInterface.register(ATTENTION_NAME, transformers_alibi_mask)
+
+
+# ----------------------------------------------------------------------------------------
+# The plan
+# ----------------------------------------------------------------------------------------
+
+
+def _check_kernel_accepts(path: str, head_dim: int, dtype: torch.dtype) -> None:
+    """Refuse, before anything changes, a model whose heads the kernel cannot compute.
+
+    Asks the kernel itself, through its public function on empty inputs (which launch
+    nothing), so its own limits on head size and dtype stay in one place.
+    """
+    empty = torch.empty(1, 1, 0, head_dim, dtype=dtype)
+    try:
+        alibi_attention(empty, empty, empty)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"the alibi surgery cannot operate on {path or 'the model'}: {error}") from error
+
+
+def _set_attribute_step(description: str, target, name: str, value) -> Step:
+    old = getattr(target, name)
+    return Step(description, lambda: setattr(target, name, value), lambda: setattr(target, name, old))
+
+
+def _plan_gpt2(gpt2, path: str, options: ALiBiOptions, plan: Plan, configs_seen: set[int]) -> None:
+    config = gpt2.config
+    prefix = f"{path}." if path else ""
+    if config.add_cross_attention:
+        raise ValueError(
+            f"the alibi surgery operates on decoder-only GPT-2; {path or 'the model'} has add_cross_attention=True, "
+            f"and ALiBi attention computes causal self-attention only"
+        )
+    _check_kernel_accepts(path, config.n_embd // config.n_head, gpt2.wte.weight.dtype)
+    if not isinstance(gpt2.wpe, ZeroPositionEmbedding):
+        site = Site(f"{prefix}wpe", gpt2, "wpe", gpt2.wpe)
+        plan.replacements.append(Replacement(site, ZeroPositionEmbedding(config.n_embd, like=gpt2.wpe.weight)))
+    if id(config) in configs_seen:  # GPT-2 models sharing one config: change it once
+        return
+    configs_seen.add(id(config))
+    if config._attn_implementation != ATTENTION_NAME:
+        # The public setter validates the name against the registry and reaches every
+        # submodel; undo writes back the exact value it replaced (the attribute the setter
+        # writes), which cannot fail halfway the way re-validating "sdpa" might.
+        previous = config._attn_implementation_internal
+
+        def select():
+            _register_with_transformers()
+            gpt2.set_attn_implementation(ATTENTION_NAME)
+            if config._attn_implementation != ATTENTION_NAME:
+                # transformers only logs when a model class cannot switch (custom code it cannot
+                # inspect); running on with zero positions and the old attention would be silent.
+                raise RuntimeError(
+                    f"{type(gpt2).__name__} at {path or 'the root'} did not accept attn_implementation="
+                    f"{ATTENTION_NAME!r} (transformers cannot switch its attention); nothing was changed"
+                )
+
+        def restore():
+            config._attn_implementation_internal = previous
+
+        plan.steps.append(Step(f"{prefix}config: attention implementation {previous!r} -> {ATTENTION_NAME!r}",
+                               select, restore))
+    if config.n_positions < options.max_sequence_length:
+        plan.steps.append(_set_attribute_step(
+            f"{prefix}config: n_positions {config.n_positions} -> {options.max_sequence_length}",
+            config, "n_positions", options.max_sequence_length))
+
+
+def _plan_own_gpt(gpt, path: str, options: ALiBiOptions, plan: Plan, configs_seen: set[int], gpt_module) -> None:
+    config = gpt.config
+    prefix = f"{path}." if path else ""
+    _check_kernel_accepts(path, config.n_embd // config.n_head, gpt.wte.weight.dtype)
+    # type() rather than isinstance: ALiBiSelfAttention is a CausalSelfAttention too.
+    for site in find_sites(gpt, lambda m: type(m) is gpt_module.CausalSelfAttention,
+                           skip=(gpt_module.ALiBiSelfAttention,)):
+        site = Site(prefix + site.path, site.parent, site.name, site.module)  # paths from the root model
+        plan.replacements.append(Replacement(site, gpt_module.ALiBiSelfAttention.from_attention(site.module)))
+    if gpt.wpe is not None:
+        plan.steps.append(_set_attribute_step(f"{prefix}wpe: removed (learned positions)", gpt, "wpe", None))
+        plan.removed_parameters.extend(gpt.wpe.parameters())
+    if id(config) in configs_seen:
+        return
+    configs_seen.add(id(config))
+    if config.position != "alibi":
+        plan.steps.append(_set_attribute_step(
+            f"{prefix}config: position {config.position!r} -> 'alibi'", config, "position", "alibi"))
+    if config.max_sequence_length < options.max_sequence_length:
+        plan.steps.append(_set_attribute_step(
+            f"{prefix}config: max_sequence_length {config.max_sequence_length} -> {options.max_sequence_length}",
+            config, "max_sequence_length", options.max_sequence_length))
+
+
+@register_surgery(
+    "alibi",
+    "replace learned position embeddings of GPT models (transformers GPT-2, training.models.gpt) with ALiBi "
+    "attention biases, so they run on sequences up to max_sequence_length and beyond",
+    ALiBiOptions,
+)
+def plan_alibi(model: nn.Module, options: ALiBiOptions) -> Plan:
+    plan = Plan()
+    configs_seen: set[int] = set()
+    paths = {id(m): name for name, m in model.named_modules()}
+    gpt2_module = sys.modules.get(_GPT2_MODULE)
+    own_module = sys.modules.get(_OWN_GPT_MODULE)
+    made: tuple[type, ...] = (ZeroPositionEmbedding,)
+    if own_module is not None:
+        made += (own_module.ALiBiSelfAttention,)
+    for module in model.modules():  # the root too: a bare GPT2Model or GPT is a model to operate
+        if gpt2_module is not None and isinstance(module, gpt2_module.GPT2Model):
+            _plan_gpt2(module, paths[id(module)], options, plan, configs_seen)
+        elif own_module is not None and isinstance(module, own_module.GPT):
+            _plan_own_gpt(module, paths[id(module)], options, plan, configs_seen, own_module)
+    plan.already_applied = count_modules(model, made)
+    return plan
+
+
+def apply_alibi(model: nn.Module, optimizers=None, **options):
+    """Apply the ``alibi`` surgery alone; see :func:`apply_surgery`.
+
+    Example:
+        >>> model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_positions=1024))
+        >>> report = apply_alibi(model, max_sequence_length=8192)
+        >>> model(torch.randint(0, 50257, (1, 4096))).logits.shape
+        torch.Size([1, 4096, 50257])
+    """
+    return apply_surgery(model, [("alibi", options)], optimizers)

@@ -1,0 +1,78 @@
+"""Ghost BatchNorm surgery (Hoffer et al., 2017): batch statistics over small chunks of the batch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+from ..kernels import ghost_batch_norm
+from .core import Plan, Replacement, apply_surgery, count_modules, find_sites, register_surgery
+
+
+class GhostBatchNorm(nn.Module):
+    """A BatchNorm1d/2d that normalizes each chunk of ``ghost_batch_size`` samples on its own.
+
+    It holds the very same weight, bias and running statistics as the BatchNorm it replaces
+    (same state_dict keys), and in eval it computes exactly what that BatchNorm did.
+    """
+
+    def __init__(self, norm: nn.modules.batchnorm._BatchNorm, ghost_batch_size: int):
+        super().__init__()
+        self.ghost_batch_size = ghost_batch_size
+        self.num_features, self.eps, self.momentum = norm.num_features, norm.eps, norm.momentum
+        self.affine, self.track_running_stats = norm.affine, norm.track_running_stats
+        self.weight, self.bias = norm.weight, norm.bias
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            self.register_buffer(name, getattr(norm, name))
+
+    def forward(self, x):
+        momentum = self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if momentum is None:  # a cumulative average, as BatchNorm does with momentum=None
+                momentum = 1.0 / float(self.num_batches_tracked)
+        use_batch_statistics = self.training or self.running_mean is None
+        keep_running = not self.training or self.track_running_stats
+        # The kernel takes (N, C) and (N, C, H, W); BatchNorm1d also takes (N, C, L).
+        sequence = x.dim() == 3
+        out = ghost_batch_norm(
+            x.unsqueeze(-1) if sequence else x, self.weight, self.bias,
+            self.running_mean if keep_running else None, self.running_var if keep_running else None,
+            self.ghost_batch_size, training=use_batch_statistics, momentum=momentum or 0.0, eps=self.eps,
+        )
+        return out.squeeze(-1) if sequence else out
+
+    def extra_repr(self) -> str:
+        return f"{self.num_features}, ghost_batch_size={self.ghost_batch_size}, eps={self.eps}, momentum={self.momentum}"
+
+
+@dataclass
+class GhostBatchNormOptions:
+    ghost_batch_size: int = 32  # samples per chunk; the last chunk of a batch may be smaller
+
+    def validate(self):
+        if self.ghost_batch_size < 2:
+            raise ValueError(
+                f"ghost_batch_size must be at least 2 (one sample has no batch variance), got {self.ghost_batch_size}"
+            )
+
+
+@register_surgery(
+    "ghost_batchnorm",
+    "replace BatchNorm1d/2d with Ghost BatchNorm: statistics per chunk of ghost_batch_size samples",
+    GhostBatchNormOptions,
+)
+def plan_ghost_batchnorm(model: nn.Module, options: GhostBatchNormOptions) -> Plan:
+    sites = find_sites(model, lambda m: type(m) in (nn.BatchNorm1d, nn.BatchNorm2d), skip=(GhostBatchNorm,))
+    replacements = [Replacement(site, GhostBatchNorm(site.module, options.ghost_batch_size)) for site in sites]
+    return Plan(replacements, already_applied=count_modules(model, (GhostBatchNorm,)))
+
+
+def apply_ghost_batchnorm(model: nn.Module, optimizers=None, **options):
+    """Apply the ``ghost_batchnorm`` surgery alone; see :func:`apply_surgery`.
+
+    Example:
+        >>> report = apply_ghost_batchnorm(torchvision.models.resnet50(), ghost_batch_size=32)
+    """
+    return apply_surgery(model, [("ghost_batchnorm", options)], optimizers)

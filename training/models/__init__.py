@@ -1,0 +1,1 @@
+"""Models the recipes train that torchvision does not provide: a small GPT."""
