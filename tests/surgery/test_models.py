@@ -17,8 +17,8 @@ from tests.surgery.conftest import CNN_MODELS, build, images
 
 pytestmark = pytest.mark.usefixtures("reference_kernels")
 
-# Ghost batches of 2 so that the 4-image test batches really are cut into chunks.
-CNN_SURGERIES = ["blurpool", "squeeze_excite", "stochastic_depth", ("ghost_batchnorm", {"ghost_batch_size": 2}),
+# Ghost batches of 4 so that the 8-image training batches are cut into chunks that still have variance.
+CNN_SURGERIES = ["blurpool", "squeeze_excite", "stochastic_depth", ("ghost_batchnorm", {"ghost_batch_size": 4}),
                  "channels_last"]
 
 
@@ -46,8 +46,8 @@ def _train_lowers_loss(model, steps=3) -> tuple[float, float]:
     Every forward pass runs under the same seed, so stochastic depth drops the same blocks
     each time: the steps train one sub-network and the comparison sees only what they changed.
     """
-    x = images(4).contiguous(memory_format=torch.channels_last)
-    y = torch.arange(4)
+    x = images(8).contiguous(memory_format=torch.channels_last)
+    y = torch.arange(8)
     model.train()
 
     def loss():
