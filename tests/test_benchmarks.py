@@ -26,3 +26,26 @@ def test_main_writes_table_csv_json_and_plot(tmp_path, capsys):
     with open(tmp_path / "kernels.csv") as f:
         assert len(list(csv.DictReader(f))) == len(rows)
     assert (tmp_path / "kernels.png").stat().st_size > 0
+
+
+def test_alibi_cases_time_sdpa_paths_and_model_linear_memory(monkeypatch):
+    from benchmarks.kernels import alibi
+
+    monkeypatch.setattr(alibi, "CPU_LENGTHS", (64, 128))
+    short, long = alibi.cases(torch.float32, torch.device("cpu"))
+    # Ours keeps one log-sum-exp per row: linear in T. The reference stores T² scores: quadratic.
+    assert long.ours_traffic.temporaries == 2 * short.ours_traffic.temporaries
+    assert long.reference_traffic.temporaries > 3.9 * short.reference_traffic.temporaries
+    # Causal pairs of T=64: 64·65/2 per head; fwd FLOPs 4·pairs·D.
+    assert short.flops[0] == 4 * 12 * (64 * 65 // 2) * 64
+    row = measure(short, torch.device("cpu"), time_ours=False)
+    for path in ("ref", "sdpa", "sdpa_bias"):
+        assert row[f"{path}_fwd_bwd_ms"] > 0 and row[f"{path}_fwd_bwd_TFLOPs"] > 0
+
+
+def test_alibi_sdpa_bias_path_matches_the_reference():
+    from benchmarks.kernels import alibi
+
+    q, k, v = (torch.randn(2, 12, 40, 64) for _ in range(3))
+    reference = alibi.alibi_attention_reference(q, k, v, causal=True)
+    torch.testing.assert_close(alibi._sdpa_with_bias(q, k, v), reference, atol=1e-5, rtol=1e-5)

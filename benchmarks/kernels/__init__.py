@@ -6,7 +6,7 @@ runner in ``__main__`` times them and writes the table, CSV, JSON and a plot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -33,6 +33,8 @@ class Case:
     ours_traffic: Traffic
     reference_traffic: Traffic
     flops: tuple[float, float] | None = None  # forward, forward+backward; for compute-bound kernels
+    # Further PyTorch paths worth timing beside the reference (same inputs), by column prefix.
+    others: dict[str, Callable[..., torch.Tensor]] = field(default_factory=dict)
 
 
 def element_size(dtype: torch.dtype) -> int:

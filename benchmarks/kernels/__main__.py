@@ -18,14 +18,14 @@ import torch
 from tqdm import tqdm
 
 from ..timing import device_name, peak_bandwidth_gbs, peak_memory_mb, time_ms
-from . import Case, bce, blurpool, ghost_batchnorm
+from . import Case, alibi, bce, blurpool, ghost_batchnorm
 
 log = logging.getLogger("benchmarks.kernels")
 
 
 def all_cases(batch: int, dtype: torch.dtype, device: torch.device, only: set[str] | None) -> list[Case]:
     found = (blurpool.cases(batch, dtype, device) + bce.cases(dtype, device)
-             + ghost_batchnorm.cases(batch, dtype, device))
+             + ghost_batchnorm.cases(batch, dtype, device) + alibi.cases(dtype, device))
     return [case for case in found if only is None or case.kernel in only]
 
 
@@ -51,31 +51,46 @@ def _forward_backward(fn, inputs):
 def measure(case: Case, device: torch.device, time_ours: bool) -> dict:
     inputs = case.make_inputs()
     row = {"kernel": case.kernel, "size": case.size}
+    timed = {"ref": case.reference, **case.others, **({"ours": case.ours} if time_ours else {})}
     for mode, runner, ours_bytes, ref_bytes in (
         ("fwd", _forward, case.ours_traffic.forward, case.reference_traffic.forward),
         ("fwd_bwd", _forward_backward, case.ours_traffic.forward_backward, case.reference_traffic.forward_backward),
     ):
-        reference = runner(case.reference, inputs)
-        row[f"ref_{mode}_ms"] = time_ms(reference, device)
         row[f"ref_{mode}_model_MB"] = ref_bytes / 1e6
         row[f"ours_{mode}_model_MB"] = ours_bytes / 1e6
         row[f"{mode}_traffic_ratio"] = ref_bytes / ours_bytes
+        for name, fn in timed.items():
+            row[f"{name}_{mode}_ms"] = time_ms(runner(fn, inputs), device)
+            if case.flops is not None:
+                row[f"{name}_{mode}_TFLOPs"] = case.flops[0 if mode == "fwd" else 1] / row[f"{name}_{mode}_ms"] / 1e9
         if time_ours:
-            ours = runner(case.ours, inputs)
-            row[f"ours_{mode}_ms"] = time_ms(ours, device)
             row[f"{mode}_speedup"] = row[f"ref_{mode}_ms"] / row[f"ours_{mode}_ms"]
             row[f"ours_{mode}_GBs"] = ours_bytes / row[f"ours_{mode}_ms"] / 1e6
-            if mode == "fwd_bwd":
-                row["ours_peak_MB"] = peak_memory_mb(ours, device)
-                row["ref_peak_MB"] = peak_memory_mb(reference, device)
-        if case.flops is not None:
-            flops = case.flops[0 if mode == "fwd" else 1]
-            row[f"ref_{mode}_TFLOPs"] = flops / row[f"ref_{mode}_ms"] / 1e9
-            if time_ours:
-                row[f"ours_{mode}_TFLOPs"] = flops / row[f"ours_{mode}_ms"] / 1e9
+            for name in case.others:
+                row[f"{mode}_vs_{name}"] = row[f"{name}_{mode}_ms"] / row[f"ours_{mode}_ms"]
+    for name, fn in timed.items():
+        peak = peak_memory_mb(_forward_backward(fn, inputs), device)
+        if peak is not None:
+            row[f"{name}_peak_MB"] = peak
     row["ref_temporaries_MB"] = case.reference_traffic.temporaries / 1e6
     row["ours_temporaries_MB"] = case.ours_traffic.temporaries / 1e6
     return row
+
+
+def _compute_bound_table(rows: list[dict], on_gpu: bool) -> str | None:
+    """Kernels timed against further paths (attention against SDPA): times, TFLOP/s and memory side by side."""
+    rows = [row for row in rows if "ref_fwd_bwd_TFLOPs" in row]
+    if not rows:
+        return None
+    paths = ["ours", "ref"] if on_gpu else ["ref"]
+    paths += sorted({key[: -len("_fwd_bwd_ms")] for row in rows for key in row if key.endswith("_fwd_bwd_ms")}
+                    - {"ours", "ref"})
+    columns = ["kernel", "size"] + [f"{p}_fwd_bwd_ms" for p in paths] + [f"{p}_fwd_bwd_TFLOPs" for p in paths]
+    if on_gpu:
+        columns += ["fwd_bwd_speedup"] + [f"fwd_bwd_vs_{p}" for p in paths[2:]] + [f"{p}_peak_MB" for p in paths]
+    else:
+        columns += ["fwd_bwd_traffic_ratio", "ref_temporaries_MB", "ours_temporaries_MB"]
+    return _format_table(rows, columns)
 
 
 def _format_table(rows: list[dict], columns: list[str]) -> str:
@@ -105,6 +120,8 @@ def _plot(rows: list[dict], on_gpu: bool, path: Path) -> None:
     colors = ["tab:gray" if abs(v - 1) < 0.05 else "tab:green" if v > 1 else "tab:red" for v in values]
     ax.barh(labels, values, color=colors)
     ax.axvline(1.0, color="black", linewidth=0.8)
+    if max(values) / min(values) > 20:  # attention's quadratic traffic would flatten every other bar
+        ax.set_xscale("log")
     ax.invert_yaxis()
     ax.set_xlabel("x (higher is better; 1 = parity)")
     ax.set_title(title)
@@ -150,6 +167,10 @@ def main(argv: list[str] | None = None) -> None:
         columns = ["kernel", "size", "ref_fwd_ms", "ref_fwd_bwd_ms", "ref_fwd_bwd_model_MB", "ours_fwd_bwd_model_MB",
                    "fwd_bwd_traffic_ratio", "ref_temporaries_MB", "ours_temporaries_MB"]
     print(_format_table(rows, columns))
+    compute_bound = _compute_bound_table(rows, on_gpu)
+    if compute_bound:
+        print("\nAgainst further PyTorch paths (vs_X = X's time / ours; sdpa without a bias is the speed limit):")
+        print(compute_bound)
     if not on_gpu and any(abs(row["fwd_bwd_traffic_ratio"] - 1) < 0.05 for row in rows):
         print("A traffic ratio of 1 means both sides already move the minimum bytes (blurpool2d: read the input,\n"
               "write the strided output); a GPU speedup there comes only from reaching the bandwidth bound\n"

@@ -53,33 +53,39 @@ _KEY = ["TQ_BUCKET", "TK_BUCKET", "HEAD_DIM_PADDED", "CAUSAL", "INPUT_PRECISION"
 # sequences of 37 or 70 span several tiles, so masked, unmasked and skipped tiles all run.
 _INTERPRETER_CONFIG = triton.Config({"BLOCK_M": 32, "BLOCK_N": 32})
 
+
+def _configs(*tiles: tuple[int, int, int, int]) -> list[triton.Config]:
+    """One config per (BLOCK_M, BLOCK_N, num_warps, num_stages)."""
+    return [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s) for m, n, w, s in tiles]
+
+
 # Some configs exceed an H100's 227 KB of shared memory in the worst case (fp32 at D = 128);
 # Triton's autotuner skips configs that fail to launch, and each list keeps at least two
 # that fit every dtype and head dim (checked by compiling them for sm_90).
-_FORWARD_CONFIGS = [
-    triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, num_stages=3),
-    triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=4, num_stages=3),
-    triton.Config({"BLOCK_M": 128, "BLOCK_N": 128}, num_warps=8, num_stages=2),
-    triton.Config({"BLOCK_M": 128, "BLOCK_N": 128}, num_warps=8, num_stages=3),
-    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=4),
-    triton.Config({"BLOCK_M": 64, "BLOCK_N": 128}, num_warps=4, num_stages=3),
-]
+_FORWARD_CONFIGS = _configs(
+    (128, 64, 8, 3),
+    (128, 64, 4, 3),
+    (128, 128, 8, 2),
+    (128, 128, 8, 3),
+    (64, 64, 4, 4),
+    (64, 128, 4, 3),
+)
 # dK/dV programs keep a key tile and two fp32 accumulators of it resident, so their key
 # tile (BLOCK_N) is the large one; dQ programs keep a query tile (BLOCK_M) resident.
-_DKDV_CONFIGS = [
-    triton.Config({"BLOCK_M": 64, "BLOCK_N": 128}, num_warps=8, num_stages=2),
-    triton.Config({"BLOCK_M": 64, "BLOCK_N": 128}, num_warps=8, num_stages=3),
+_DKDV_CONFIGS = _configs(
+    (64, 128, 8, 2),
+    (64, 128, 8, 3),
     # With D = 128 the 64-query tiles spill registers; 32-query tiles do not.
-    triton.Config({"BLOCK_M": 32, "BLOCK_N": 128}, num_warps=8, num_stages=3),
-    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=3),
-    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=4),
-]
-_DQ_CONFIGS = [
-    triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, num_stages=2),
-    triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, num_stages=3),
-    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=3),
-    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=4),
-]
+    (32, 128, 8, 3),
+    (64, 64, 4, 3),
+    (64, 64, 4, 4),
+)
+_DQ_CONFIGS = _configs(
+    (128, 64, 8, 2),
+    (128, 64, 8, 3),
+    (64, 64, 4, 3),
+    (64, 64, 4, 4),
+)
 _PREPROCESS_BLOCK_M = 64
 
 

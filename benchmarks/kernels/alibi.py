@@ -1,0 +1,106 @@
+"""ALiBi attention cases: GPT-2 small's heads (B=8 on a GPU, H=12, D=64), causal, T from 512 to 8192.
+
+Timed against two materialised-bias paths and one speed limit:
+- ``reference``: ``alibi_attention_reference``, softmax(q kᵀ·scale + bias) v in fp32, the bias
+  built on every call (what a model without a fused kernel does);
+- ``sdpa_bias``: ``F.scaled_dot_product_attention`` with the (H, T, T) bias and causal mask as an
+  explicit ``attn_mask``, built once and cached (the strongest unfused path: PyTorch's efficient
+  attention with an additive mask);
+- ``sdpa``: ``F.scaled_dot_product_attention(is_causal=True)`` with no bias at all, which runs
+  FlashAttention: the speed limit ALiBi should come close to.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.nn.functional as F
+
+from fastcore_ops.kernels import alibi_attention, alibi_slopes
+from fastcore_ops.kernels.alibi import alibi_attention_reference
+
+from . import Case, Traffic, element_size
+
+HEADS, HEAD_DIM = 12, 64
+GPU_BATCH, GPU_LENGTHS = 8, (512, 1024, 2048, 4096, 8192)
+# The CPU reference stores B·H·T² fp32 scores several times over; 2048 keeps it within memory and minutes.
+CPU_BATCH, CPU_LENGTHS = 1, (512, 1024, 2048)
+
+
+def _attended_pairs(tq: int, tk: int, causal: bool) -> int:
+    """(query, key) pairs that take part: query i sees keys j <= i + tk - tq when causal."""
+    if not causal:
+        return tq * tk
+    return tq * (tk - tq) + tq * (tq + 1) // 2
+
+
+def _flops(b: int, h: int, tq: int, tk: int, d: int, causal: bool) -> tuple[float, float]:
+    """Useful matmul FLOPs: forward QKᵀ and PV (2 each per pair and dim); backward two and a half times that."""
+    pairs = b * h * _attended_pairs(tq, tk, causal)
+    return 4.0 * pairs * d, 12.0 * pairs * d
+
+
+def _traffic(b: int, h: int, tq: int, tk: int, d: int, e: int, causal: bool) -> tuple[Traffic, Traffic]:
+    """Modelled DRAM bytes; e is the inputs' element size.
+
+    Ours reads q, k, v and writes the output and an fp32 log-sum-exp per row; the backward reads
+    them again with the output gradient, and writes dq, dk and dv (dk, dv accumulated on chip).
+    The reference works in fp32 on (B, H, Tq, Tk) matrices: scores, biased scores, mask fill,
+    softmax and the probabilities each cross DRAM, and the backward retraces them.
+    """
+    nq, nk, s, p2 = b * h * tq * d, b * h * tk * d, b * h * tq * tk, tq * tk
+    rows = b * h * tq
+    c, upcast = int(causal), int(e < 4)
+    ours = Traffic(
+        forward=2 * e * nq + 2 * e * nk + 4 * rows,
+        forward_backward=9 * e * nq + 8 * e * nk + 24 * rows,
+        temporaries=8 * rows,  # log-sum-exp and the backward's rowwise dot(o, do)
+    )
+    nqk = nq + nk
+    reference = Traffic(
+        forward=(36 + 8 * c) * s + (40 + 10 * c) * p2 + 4 * h * p2 + 8 * nqk + upcast * (e + 4) * 2 * nqk,
+        forward_backward=((72 + 16 * c) * s + (40 + 11 * c) * p2 + 4 * h * p2 + 24 * nqk
+                          + upcast * (e + 4) * 4 * nqk),
+        temporaries=12 * s + 4 * h * p2 + upcast * 4 * (nq + 2 * nk),
+    )
+    return ours, reference
+
+
+@functools.lru_cache(maxsize=1)
+def _cached_bias_mask(heads: int, tq: int, tk: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The (H, Tq, Tk) additive mask that sdpa_bias needs: -slope·distance, -inf above the diagonal."""
+    positions = torch.arange(tq, device=device)[:, None] + (tk - tq) - torch.arange(tk, device=device)[None, :]
+    bias = -alibi_slopes(heads, device)[:, None, None] * positions.abs()
+    return bias.masked_fill(positions < 0, float("-inf")).to(dtype)
+
+
+def _sdpa_with_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    mask = _cached_bias_mask(q.shape[1], q.shape[2], k.shape[2], q.dtype, q.device)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def _sdpa_without_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def cases(dtype: torch.dtype, device: torch.device) -> list[Case]:
+    on_gpu = device.type == "cuda"
+    batch, lengths = (GPU_BATCH, GPU_LENGTHS) if on_gpu else (CPU_BATCH, CPU_LENGTHS)
+    result = []
+    for length in lengths:
+        shape = (batch, HEADS, length, HEAD_DIM)
+
+        def make(shape=shape):
+            return tuple(torch.randn(shape, device=device, dtype=dtype).requires_grad_() for _ in range(3))
+
+        ours, reference = _traffic(batch, HEADS, length, length, HEAD_DIM, element_size(dtype), causal=True)
+        result.append(Case(
+            "alibi_attention", f"{batch}x{HEADS}x{length}x{HEAD_DIM} causal", make,
+            lambda q, k, v: alibi_attention(q, k, v, causal=True),
+            lambda q, k, v: alibi_attention_reference(q, k, v, causal=True),
+            ours, reference,
+            flops=_flops(batch, HEADS, length, length, HEAD_DIM, causal=True),
+            others={"sdpa_bias": _sdpa_with_bias, "sdpa": _sdpa_without_bias},
+        ))
+    return result
