@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import statistics
 import time
 import warnings
 from dataclasses import dataclass
@@ -73,22 +74,24 @@ def _step_flops(model: nn.Module, loss_fn, batch) -> int:
 
 
 def _throughput(model, loss_fn, batch, items: int, device, steps: int) -> float:
+    """Items per second of the median training step, after two warm-up steps.
+
+    The median, not the mean: on a shared CPU one slow step (another process, the allocator
+    growing) would otherwise decide the row.
+    """
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
 
-    def step():
+    def step() -> float:
+        start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         loss_fn(model, batch).backward()
         optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return time.perf_counter() - start
 
-    step()  # warm-up: allocations, autotuning, lazy initialisation
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return items * steps / (time.perf_counter() - start)
+    step(), step()  # warm-up: allocations, autotuning, lazy initialisation, thread pools
+    return items / statistics.median(step() for _ in range(steps))
 
 
 def measure(workload: Workload, surgery: str | None, device, steps: int) -> dict:
@@ -118,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=None, help="default 64 images / 8 sequences on a GPU, 8 / 2 on the CPU")
     parser.add_argument("--image-size", type=int, default=None, help="default 224 on a GPU, 128 on the CPU")
     parser.add_argument("--sequence", type=int, default=None, help="GPT tokens per sequence; default 1024 GPU, 256 CPU")
-    parser.add_argument("--steps", type=int, default=None, help="timed steps after a warm-up; default 20 GPU, 3 CPU")
+    parser.add_argument("--steps", type=int, default=None, help="timed steps after a warm-up; default 20 GPU, 5 CPU")
     parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"))
     args = parser.parse_args(argv)
 
@@ -136,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = [(workloads[name](), surgery) for name in chosen for surgery in [None] + workloads[name]().surgeries
             if surgery is None or surgery in available]
     print(f"Device: {device_name(device)}")
-    rows = [measure(w, s, device, args.steps or (20 if gpu else 3)) for w, s in tqdm(runs, desc="surgeries", leave=False)]
+    rows = [measure(w, s, device, args.steps or (20 if gpu else 5)) for w, s in tqdm(runs, desc="surgeries", leave=False)]
     baseline = {r["model"]: r for r in rows if r["surgery"] == "(none)"}
     for row in rows:
         row["relative_throughput"] = row["throughput"] / baseline[row["model"]]["throughput"]
