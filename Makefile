@@ -10,7 +10,9 @@ INSTALLED := $(VENV)/.installed
 $(INSTALLED): setup.py
 	test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e ".[dev,gpt]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,gpt,data]"
+	# After every project install: pip may have put plain Pillow back (see the script).
+	$(PYTHON) tools/install_pillow_simd.py
 	touch $@
 
 demo: $(INSTALLED)

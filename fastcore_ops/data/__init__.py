@@ -1,0 +1,18 @@
+"""GPU data pipeline: decode with DALI or Pillow(-SIMD), augment the batch on the device.
+
+    >>> from fastcore_ops.data import build_loader, RandAugmentOptions
+    >>> loader = build_loader("/data/imagenet/train", batch_size=256, train=True, image_size=176,
+    ...                       device="cuda", randaugment=RandAugmentOptions(depth=1))   # doctest: +SKIP
+"""
+
+from .colout import ColOutOptions, colout_batch
+from .device_stage import DeviceAugment, flip_batch
+from .loader import Loader, SkippedImagesWarning, build_loader
+from .randaugment import RandAugmentOptions, randaugment_batch
+from .resize import ProgressiveResize, resize_batch
+
+__all__ = [
+    "build_loader", "Loader", "SkippedImagesWarning",
+    "randaugment_batch", "colout_batch", "resize_batch", "flip_batch",
+    "RandAugmentOptions", "ColOutOptions", "ProgressiveResize", "DeviceAugment",
+]

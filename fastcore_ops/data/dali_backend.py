@@ -1,0 +1,320 @@
+"""The ``dali`` decoding backend: NVIDIA DALI decodes, crops and resizes, PyTorch receives uint8 batches.
+
+Python reads each run's encoded bytes in the caller's order, drops the files ``probe`` rejects
+and draws the training crop windows; a DALI pipeline then decodes only the crop window (the
+crop is fused into decoding), resizes it and lays it out as CHW, on the GPU ("mixed" decoders)
+when the device is CUDA and on the CPU otherwise. Because the windows come from Python, seeded
+by ``(seed, epoch, sample position)``, a crop does not depend on thread timing, on which other
+files were skipped or on a pipeline restart.
+
+DALI is imported lazily, so this module imports without it; ``dali_available()`` says why it
+cannot be used.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import logging
+import random
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from PIL import Image, UnidentifiedImageError
+
+from fastcore_ops.data.crops import CropPlan
+from fastcore_ops.data.decoded import DecodedBatch
+from fastcore_ops.data.order import mix_seed
+from fastcore_ops.data.probe import unusable_reason
+
+log = logging.getLogger(__name__)
+
+_INSTALL_HINT = "install it with `pip install nvidia-dali-cuda130` (or the nvidia-dali-cudaXXX wheel for your CUDA)"
+
+
+@functools.cache
+def dali_available() -> str | None:
+    """None when DALI imports and runs a pipeline here, else the reason and the fix.
+
+    >>> dali_available() is None or "pip install" in dali_available()
+    True
+    """
+    try:
+        from nvidia.dali import fn, pipeline_def, types
+    except ImportError as error:
+        return f"NVIDIA DALI cannot be imported ({error}); {_INSTALL_HINT}"
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def smoke_test():
+        return fn.cast(fn.external_source(source=lambda: [np.zeros(1, np.uint8)], batch=True), dtype=types.INT32)
+
+    try:
+        pipeline = smoke_test()
+        pipeline.build()
+        pipeline.run()
+    except Exception as error:  # DALI raises plain RuntimeErrors for missing libraries and drivers
+        return f"NVIDIA DALI is installed but cannot run a pipeline here ({error}); reinstall it: {_INSTALL_HINT}"
+    return None
+
+
+class _Unusable(Exception):
+    """A file to leave out of its batch; the message is the reason."""
+
+
+def _load(path: str) -> tuple[bytes, int, int]:
+    """The file's encoded bytes with its (width, height), or _Unusable with the reason."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError as error:
+        raise _Unusable(f"cannot read ({error.strerror or error})") from None
+    reason = unusable_reason(data)
+    if reason is not None:
+        raise _Unusable(reason)
+    try:
+        # Pillow reads only the header here, no pixels.
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+    except UnidentifiedImageError:
+        raise _Unusable("unreadable image header (Pillow does not recognize it)") from None
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
+        raise _Unusable(f"unreadable image header ({error})") from None
+    return data, width, height
+
+
+@dataclass
+class _FedRun:
+    """A run the feeder has handed to DALI (or found empty): what the consumer needs to yield it."""
+
+    index: int
+    kept: list[str]
+    skipped: list[str]
+
+
+@dataclass
+class _RunFeeder:
+    """The pipeline's external source: each call returns the next non-empty run's bytes, crop windows and labels.
+
+    ``draw_window(width, height, position)`` gives a sample's crop window (x, y, w, h); None
+    decodes whole images. Runs whose files were all skipped are not sent to DALI (it cannot
+    carry an empty batch); they wait in ``fed`` so the consumer yields them, empty, in place.
+    """
+
+    runs: list[list[tuple[str, int]]]
+    batch_size: int
+    next_run: int
+    draw_window: Callable[[int, int, int], tuple[int, int, int, int]] | None
+    undecodable: dict[str, str]
+    fed: deque[_FedRun] = field(default_factory=deque)
+
+    def __call__(self):
+        while self.next_run < len(self.runs):
+            index = self.next_run
+            self.next_run += 1
+            encoded, windows, labels, kept, skipped = [], [], [], [], []
+            for offset, (path, label) in enumerate(self.runs[index]):
+                try:
+                    if path in self.undecodable:
+                        raise _Unusable(self.undecodable[path])
+                    data, width, height = _load(path)
+                except _Unusable as reason:
+                    skipped.append(f"{path}: {reason}")
+                    continue
+                encoded.append(np.frombuffer(data, np.uint8))
+                labels.append(np.array(label, np.int64))
+                kept.append(path)
+                if self.draw_window is not None:
+                    window = self.draw_window(width, height, index * self.batch_size + offset)
+                    windows.append(np.array(window, np.int32))
+            self.fed.append(_FedRun(index, kept, skipped))
+            if encoded and self.draw_window is None:
+                return encoded, labels
+            if encoded:
+                return encoded, labels, [window[:2] for window in windows], [window[2:] for window in windows]
+        raise StopIteration
+
+
+class DaliBackend:
+    """Decodes ``(path, label)`` runs into uint8 NCHW batches with a DALI pipeline.
+
+    Training: random-resized crop (``crop_scale``, ``crop_ratio``) decoded directly, resized to
+    ``image_size``. Evaluation: shorter side to ``round(image_size / eval_crop_fraction)``, center
+    ``image_size`` square. ``num_workers`` is DALI's thread count. build_loader validates the
+    arguments, as for the pil backend.
+
+    >>> backend = DaliBackend(batch_size=64, train=True, image_size=176, device="cpu", seed=0, num_workers=2)
+    >>> for batch in backend.batches([("cat.jpg", 3), ("dog.jpg", 5)], epoch=0):
+    ...     batch.images.shape, batch.labels, batch.skipped
+    """
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        train: bool,
+        image_size: int,
+        device: str | torch.device,
+        seed: int,
+        num_workers: int,
+        crop_scale: tuple[float, float] = (0.08, 1.0),
+        crop_ratio: tuple[float, float] = (3 / 4, 4 / 3),
+        eval_crop_fraction: float = 0.875,
+    ):
+        reason = dali_available()
+        if reason is not None:
+            raise RuntimeError(f"the dali backend cannot run: {reason}; or use the pil backend")
+        self.device = torch.device(device)
+        self._crop_plan = CropPlan(image_size, train=True, scale=crop_scale, ratio=crop_ratio)
+        self.batch_size = batch_size
+        self.train = train
+        self.image_size = image_size
+        self.seed = seed
+        self.num_workers = num_workers
+        self.eval_resize = round(image_size / eval_crop_fraction)
+
+    def batches(self, samples: list[tuple[str, int]], epoch: int) -> Iterator[DecodedBatch]:
+        """One DecodedBatch per run of ``batch_size`` consecutive samples, in order.
+
+        A file that fails the byte check, has an unreadable header or makes DALI fail is left
+        out of its batch and named in that batch's ``skipped``; the other labels stay with their images.
+
+        >>> for batch in backend.batches([("a.jpg", 0), ("b.jpg", 1)], epoch=3):
+        ...     batch.images.shape   # torch.Size([2, 3, image_size, image_size])
+        """
+        runs = [samples[start : start + self.batch_size] for start in range(0, len(samples), self.batch_size)]
+        return self._batches(runs, epoch)
+
+    def _batches(self, runs: list[list[tuple[str, int]]], epoch: int) -> Iterator[DecodedBatch]:
+        undecodable: dict[str, str] = {}
+        next_run = 0
+        # A DALI pipeline that hit a decoding error is unusable (later outputs can be stale), so
+        # a failure costs a fresh pipeline that resumes at the failed run, minus the culprits.
+        # Building one takes milliseconds, so each epoch gets its own: no state leaks between
+        # epochs or from a consumer that stopped early.
+        while next_run < len(runs):
+            draw_window = functools.partial(self._crop_window, epoch) if self.train else None
+            feeder = _RunFeeder(runs, self.batch_size, next_run, draw_window, undecodable)
+            try:
+                for images, labels, fed in self._decoded(feeder):
+                    next_run = fed.index + 1
+                    yield DecodedBatch(images, labels, fed.skipped)
+            except _PipelineFailure as failure:
+                suspects = [path for fed in failure.pending for path in fed.kept]
+                culprits = self._undecodable(suspects)
+                if not culprits:
+                    raise failure.error
+                log.warning("DALI could not decode %d file(s); skipping them: %s", len(culprits), culprits)
+                undecodable.update(culprits)
+
+    def _decoded(self, feeder: _RunFeeder):
+        """(images, labels, fed run) per run, empty runs included; _PipelineFailure if DALI fails."""
+        from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+
+        try:
+            iterator = DALIGenericIterator(
+                self._pipeline(feeder), ["images", "labels"], last_batch_policy=LastBatchPolicy.PARTIAL
+            )
+        except RuntimeError as error:
+            raise _PipelineFailure(error, list(feeder.fed)) from error
+        while True:
+            try:
+                outputs = next(iterator)[0]
+            except StopIteration:
+                break
+            except RuntimeError as error:
+                raise _PipelineFailure(error, list(feeder.fed)) from error
+            yield from self._empty_runs(feeder)
+            yield outputs["images"], outputs["labels"].reshape(-1), feeder.fed.popleft()
+        yield from self._empty_runs(feeder)
+
+    def _empty_runs(self, feeder: _RunFeeder):
+        while feeder.fed and not feeder.fed[0].kept:
+            size = self.image_size
+            empty_images = torch.empty((0, 3, size, size), dtype=torch.uint8, device=self.device)
+            yield empty_images, torch.empty(0, dtype=torch.int64, device=self.device), feeder.fed.popleft()
+
+    def _crop_window(self, epoch: int, width: int, height: int, position: int) -> tuple[int, int, int, int]:
+        # One generator per sample: its crop depends on nothing but (seed, epoch, position), and
+        # equals the pil backend's crop for the same sample.
+        left, top, right, bottom = self._crop_plan.box(width, height, random.Random(mix_seed(self.seed, epoch, position)))
+        return left, top, right - left, bottom - top
+
+    @property
+    def _on_gpu(self) -> bool:
+        return self.device.type == "cuda"
+
+    def _pipeline_kwargs(self, batch_size: int, prefetch: int) -> dict:
+        device_id = None
+        if self._on_gpu:
+            device_id = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        return dict(
+            batch_size=batch_size, num_threads=self.num_workers, device_id=device_id, prefetch_queue_depth=prefetch
+        )
+
+    def _decoder_args(self, types) -> dict:
+        # EXIF orientation is ignored: crop windows are drawn on the stored pixel grid the
+        # header reports, and Pillow-based loaders also see the unrotated pixels.
+        return dict(device="mixed" if self._on_gpu else "cpu", output_type=types.RGB, adjust_orientation=False)
+
+    def _pipeline(self, feeder: _RunFeeder):
+        from nvidia.dali import fn, pipeline_def, types
+
+        @pipeline_def(**self._pipeline_kwargs(self.batch_size, prefetch=2))
+        def decode_crop_resize():
+            # Training also takes each crop window's anchor (x, y) and shape (w, h), in pixels.
+            dtypes = [types.UINT8, types.INT64] + ([types.INT32, types.INT32] if self.train else [])
+            encoded, labels, *window = fn.external_source(
+                source=feeder, num_outputs=len(dtypes), batch=True, dtype=dtypes
+            )
+            decoder = self._decoder_args(types)
+            size = self.image_size
+            if self.train:
+                # Integer anchor and shape are absolute pixels, in the default "WH" axis order.
+                images = fn.decoders.image_slice(encoded, *window, **decoder)
+                images = fn.resize(images, size=[size, size], antialias=True)
+                crop = {}
+            else:
+                images = fn.decoders.image(encoded, **decoder)
+                images = fn.resize(images, resize_shorter=self.eval_resize, antialias=True)
+                crop = dict(crop=[size, size], crop_pos_x=0.5, crop_pos_y=0.5)
+            # uint8 CHW with no mirror and no normalization: the device stage flips and
+            # normalizes after RandAugment and ColOut, which work on raw pixels.
+            images = fn.crop_mirror_normalize(images, dtype=types.UINT8, output_layout="CHW", **crop)
+            return images, labels.gpu() if self._on_gpu else labels
+
+        return decode_crop_resize()
+
+    def _undecodable(self, paths: list[str]) -> dict[str, str]:
+        """The files among ``paths`` DALI's decoder rejects, with the reason; decoded one at a time."""
+        from nvidia.dali import fn, pipeline_def, types
+
+        @pipeline_def(**self._pipeline_kwargs(1, prefetch=1))
+        def decode_one():
+            encoded = fn.external_source(name="encoded", dtype=types.UINT8, ndim=1)
+            return fn.decoders.image(encoded, **self._decoder_args(types))
+
+        culprits = {}
+        pipeline = None
+        for path in paths:
+            if pipeline is None:
+                pipeline = decode_one()
+                pipeline.build()
+            try:
+                pipeline.feed_input("encoded", [np.fromfile(path, np.uint8)])
+                pipeline.run()
+            except RuntimeError:
+                culprits[path] = "DALI's decoder rejects it"  # DALI's message names no cause
+                pipeline = None  # broken by the error; see batches()
+        return culprits
+
+
+class _PipelineFailure(Exception):
+    """DALI failed while runs ``pending`` were fed but not yet yielded."""
+
+    def __init__(self, error: RuntimeError, pending: list[_FedRun]):
+        super().__init__(str(error))
+        self.error = error
+        self.pending = pending

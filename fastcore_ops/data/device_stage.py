@@ -1,0 +1,141 @@
+"""The device stage: what the loader runs on every decoded uint8 batch before the model sees it.
+
+Training: optional resize (progressive resizing; augmenting the smaller images is cheaper), random
+horizontal flip, ColOut, RandAugment, then normalization. Evaluation: optional resize and
+normalization only. MixUp belongs to the trainer, which also sees the labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from numbers import Real
+
+import torch
+
+from fastcore_ops.data.colout import ColOutOptions, colout_batch
+from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
+from fastcore_ops.data.resize import resize_batch
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "ColOutOptions", "DeviceAugment", "RandAugmentOptions", "flip_batch"]
+
+
+def flip_batch(images: torch.Tensor, *, p: float = 0.5, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Mirror each image of an (N, ..., W) batch left-right with probability ``p``, independently.
+
+    Any dtype. The per-sample coin flips are drawn on the CPU from ``generator`` (a CPU
+    generator; None uses torch's global one), so there is no device sync.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> flip_batch(torch.arange(6.0).view(2, 1, 1, 3), p=1.0, generator=g).flatten().tolist()
+    [2.0, 1.0, 0.0, 5.0, 4.0, 3.0]
+    """
+    if not isinstance(images, torch.Tensor):
+        raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
+    if images.dim() < 2:
+        raise ValueError(f"images must be a batch (N, ..., W), got shape {tuple(images.shape)}")
+    if isinstance(p, bool) or not isinstance(p, Real) or not 0 <= p <= 1:
+        raise ValueError(f"p must be a probability in [0, 1], got {p!r}")
+    flipped = (torch.rand(images.shape[0], generator=generator) < p).nonzero().flatten()
+    # Only the drawn samples are mirrored and copied (torch.where would read and write the whole
+    # batch twice); the coin flips stay on the host, so there is no device sync.
+    out = images.clone()
+    rows = flipped.to(images.device, non_blocking=True)
+    out[rows] = images[rows].flip(-1)
+    return out
+
+
+def _channel_stats(name: str, values: object, *, positive: bool) -> tuple[float, float, float]:
+    if (not isinstance(values, Sequence) or len(values) != 3
+            or not all(isinstance(v, Real) and not isinstance(v, bool) for v in values)):
+        raise ValueError(f"{name} must be 3 numbers, one per RGB channel, got {values!r}")
+    if positive and not all(v > 0 for v in values):
+        raise ValueError(f"{name} must be positive (it divides the pixels), got {values!r}")
+    return float(values[0]), float(values[1]), float(values[2])
+
+
+class DeviceAugment:
+    """Turns a uint8 batch into the float32 normalized batch the model trains or evaluates on.
+
+    train: apply the random augmentations (flip, ``randaugment``, ``colout``); otherwise only
+        resize and normalize.
+    randaugment, colout: their options, or None to leave them out.
+    channels_last: return the batch in channels-last memory format.
+    mean, std: per-channel statistics of pixels in [0, 1]; the output is ``(x / 255 - mean) / std``.
+
+    >>> stage = DeviceAugment(train=True, randaugment=RandAugmentOptions(depth=1, severity=9))
+    >>> images = torch.randint(0, 256, (4, 3, 64, 64), dtype=torch.uint8)
+    >>> stage(images, size=32, generator=torch.Generator().manual_seed(0)).shape
+    torch.Size([4, 3, 32, 32])
+    """
+
+    def __init__(self, *, train: bool, flip: bool = True, randaugment: RandAugmentOptions | None = None,
+                 colout: ColOutOptions | None = None, channels_last: bool = False,
+                 mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD) -> None:
+        for name, value in (("train", train), ("flip", flip), ("channels_last", channels_last)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be a bool, got {value!r}")
+        if randaugment is not None and not isinstance(randaugment, RandAugmentOptions):
+            raise TypeError(f"randaugment must be RandAugmentOptions or None, got {type(randaugment).__name__}")
+        if colout is not None and not isinstance(colout, ColOutOptions):
+            raise TypeError(f"colout must be ColOutOptions or None, got {type(colout).__name__}")
+        self.train = train
+        self.flip = flip
+        self.randaugment = randaugment
+        self.colout = colout
+        self.channels_last = channels_last
+        self.mean = _channel_stats("mean", mean, positive=False)
+        self.std = _channel_stats("std", std, positive=True)
+        # Per-device copies, so the statistics cross to the device once, not once per batch.
+        self._stats: dict[tuple[torch.device, float], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def __repr__(self) -> str:
+        return (f"DeviceAugment(train={self.train}, flip={self.flip}, randaugment={self.randaugment}, "
+                f"colout={self.colout}, channels_last={self.channels_last}, mean={self.mean}, std={self.std})")
+
+    def _normalization_on(self, device: torch.device, pixel_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """(scale, shift) with ``x * scale + shift == (x / pixel_scale - mean) / std``, cached per device."""
+        key = (device, pixel_scale)
+        if key not in self._stats:
+            std = torch.tensor(self.std, dtype=torch.float32).view(1, 3, 1, 1)
+            mean = torch.tensor(self.mean, dtype=torch.float32).view(1, 3, 1, 1)
+            self._stats[key] = ((1.0 / (pixel_scale * std)).to(device), (-mean / std).to(device))
+        return self._stats[key]
+
+    def __call__(self, images_uint8: torch.Tensor, *, size: int | None = None,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
+        """Augment (when training) and normalize a (n, 3, S, S) uint8 batch; resize to ``size`` first if given.
+
+        ``generator`` (a CPU generator) drives every random choice; None uses torch's global one.
+        """
+        if not isinstance(images_uint8, torch.Tensor) or images_uint8.dtype != torch.uint8:
+            got = images_uint8.dtype if isinstance(images_uint8, torch.Tensor) else type(images_uint8).__name__
+            raise TypeError(f"images_uint8 must be a uint8 tensor as the decoders ship it, got {got}")
+        if images_uint8.dim() != 4 or images_uint8.shape[1] != 3:
+            raise ValueError(f"images_uint8 must be n x 3 x S x S (RGB), got shape {tuple(images_uint8.shape)}")
+        # Resize, flip and ColOut work on the uint8 pixels: a quarter of float32's bytes, and ColOut
+        # leaves fewer pixels for RandAugment. Only RandAugment needs floats in [0, 1].
+        images = images_uint8 if size is None else resize_batch(images_uint8, size)
+        if self.train and self.flip:
+            images = flip_batch(images, generator=generator)
+        if self.train and self.colout is not None:
+            images = colout_batch(images, p_row=self.colout.p_row, p_col=self.colout.p_col, generator=generator)
+        if self.train and self.randaugment is not None:
+            images = randaugment_batch(images.float().div_(255), depth=self.randaugment.depth,
+                                       severity=self.randaugment.severity, generator=generator)
+            return self._normalize(images, pixel_scale=1.0, in_place=not self.channels_last)
+        return self._normalize(images, pixel_scale=255.0, in_place=False)
+
+    def _normalize(self, images: torch.Tensor, *, pixel_scale: float, in_place: bool) -> torch.Tensor:
+        """(x / pixel_scale - mean) / std as one multiply-add, written straight into the output's layout.
+
+        in_place: ``images`` is a float batch this stage made itself, so it may be overwritten.
+        """
+        scale, shift = self._normalization_on(images.device, pixel_scale)
+        if not in_place:
+            layout = torch.channels_last if self.channels_last else torch.contiguous_format
+            images = torch.empty(images.shape, dtype=torch.float32, device=images.device,
+                                 memory_format=layout).copy_(images)
+        return images.mul_(scale).add_(shift)

@@ -1,0 +1,66 @@
+"""The order in which one rank visits the samples in one epoch.
+
+All ranks draw the same permutation from ``(seed, epoch)`` and each keeps every
+``world_size``-th entry, starting at its rank. When the sample count does not divide by
+``world_size``, the permutation is padded by repeating its first entries (as
+torch.utils.data.DistributedSampler does), so every rank runs the same number of steps;
+collective operations (DDP's all-reduce) would hang if one rank had a step fewer. The padding
+repeats at most ``world_size - 1`` samples per epoch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+
+def mix_seed(*parts: int) -> int:
+    """One 63-bit seed from several integers, well mixed so that (1, 2) and (2, 1) differ.
+
+    >>> mix_seed(0, 1) != mix_seed(1, 0)
+    True
+    """
+    # numpy's SeedSequence hashes its entropy list; summing or xoring seeds would collide.
+    state = np.random.SeedSequence([int(part) & 0xFFFFFFFFFFFFFFFF for part in parts]).generate_state(2, np.uint32)
+    return (int(state[0]) << 31) ^ int(state[1])
+
+
+def samples_per_rank(count: int, world_size: int) -> int:
+    """How many samples each rank visits per epoch, padding included."""
+    return math.ceil(count / world_size)
+
+
+def epoch_order(
+    count: int, *, seed: int, epoch: int, shuffle: bool, rank: int = 0, world_size: int = 1
+) -> list[int]:
+    """Indices into the sample list that ``rank`` visits in ``epoch``, in visiting order.
+
+    >>> epoch_order(5, seed=0, epoch=0, shuffle=False, rank=1, world_size=2)
+    [1, 3, 0]
+    """
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank must be in [0, world_size={world_size}), got {rank}")
+    if shuffle:
+        generator = torch.Generator().manual_seed(mix_seed(seed, epoch))
+        order = torch.randperm(count, generator=generator).tolist()
+    else:
+        order = list(range(count))
+    padded = samples_per_rank(count, world_size) * world_size
+    # Repeat the whole list when world_size exceeds count several times over.
+    while len(order) < padded:
+        order += order[: padded - len(order)]
+    return order[rank::world_size]
+
+
+def batch_count(samples: int, batch_size: int, drop_last: bool) -> int:
+    """Batches in one epoch of ``samples`` samples: a short last batch counts unless dropped."""
+    return samples // batch_size if drop_last else math.ceil(samples / batch_size)
+
+
+def drop_incomplete_batch(order: list[int], batch_size: int, drop_last: bool) -> list[int]:
+    """``order`` cut to whole batches when ``drop_last``, else unchanged."""
+    return order[: batch_count(len(order), batch_size, True) * batch_size] if drop_last else order

@@ -1,0 +1,240 @@
+"""The ``pil`` backend: decode and crop with Pillow (Pillow-SIMD when installed) in DataLoader workers.
+
+Why not torchvision's ImageFolder + RandomResizedCrop: that decodes every photo at full size,
+then crops and resizes it, then makes one float tensor per image. Here the crop box is chosen
+from the header first, so a JPEG that will be shrunk 2x, 4x or 8x anyway is decoded at that
+scale by libjpeg's DCT-domain downscaling (``Image.draft``); crop and resize are one Pillow
+call; and each worker writes a whole batch into one uint8 array.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import io
+import math
+import os
+import random
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import PIL
+import torch
+from PIL import Image, features
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from fastcore_ops.data.crops import CropPlan
+from fastcore_ops.data.decoded import DecodedBatch
+from fastcore_ops.data.order import mix_seed
+from fastcore_ops.data.probe import image_format, unusable_reason
+
+# Pillow first shrinks by an integer factor with a box filter, then resamples the rest; at a gap
+# of 3 the result is visually the same as a full antialiased resize and measurably faster.
+REDUCING_GAP = 3.0
+
+_SIXTEEN_BIT_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I")
+
+
+class PillowSimdMissingWarning(UserWarning):
+    """Plain Pillow is in use where the faster Pillow-SIMD was expected."""
+
+
+def pillow_simd_version() -> str | None:
+    """The installed Pillow-SIMD version, or None when the imported PIL is plain Pillow.
+
+    >>> pillow_simd_version()   # doctest: +SKIP
+    '12.1.1.post0'
+    """
+    try:
+        simd = importlib.metadata.version("pillow-simd")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    # Installing plain Pillow over Pillow-SIMD overwrites the PIL package but leaves Pillow-SIMD's
+    # metadata behind; the imported module's version tells which one is really in use.
+    return simd if PIL.__version__ == simd else None
+
+
+@functools.cache
+def warn_if_no_pillow_simd() -> None:
+    """Warn once per process when the imported Pillow is not Pillow-SIMD."""
+    if pillow_simd_version() is None:
+        warnings.warn(
+            f"the pil backend runs on plain Pillow {PIL.__version__}, not Pillow-SIMD; decoding is slower. "
+            "Run `make` (its setup installs Pillow-SIMD after the project) to get it.",
+            PillowSimdMissingWarning,
+            stacklevel=3,
+        )
+
+
+@functools.cache
+def _decodes_webp() -> bool:
+    # Pillow-SIMD built from source lacks WebP when libwebp's headers were missing at build time.
+    return bool(features.check("webp"))
+
+
+class UnusableImage(Exception):
+    """An image file that cannot be decoded into RGB pixels; the message says why."""
+
+
+def decode_crop(data: bytes, plan: CropPlan, rng: random.Random) -> np.ndarray:
+    """Decode encoded image bytes to a (size, size, 3) uint8 RGB crop, or raise UnusableImage.
+
+    >>> crop = decode_crop(open("cat.jpg", "rb").read(), CropPlan(176, train=True), random.Random(0))  # doctest: +SKIP
+    >>> crop.shape, crop.dtype                                                                      # doctest: +SKIP
+    ((176, 176, 3), dtype('uint8'))
+    """
+    reason = unusable_reason(data)
+    if reason is not None:
+        raise UnusableImage(reason)
+    if image_format(data) == "webp" and not _decodes_webp():
+        raise UnusableImage(
+            "WebP, which this Pillow build cannot decode; install libwebp-dev and rebuild Pillow-SIMD "
+            "(delete .venv/pillow-simd and run `python tools/install_pillow_simd.py`), or use the dali backend"
+        )
+    try:
+        image = Image.open(io.BytesIO(data))
+        width, height = image.size
+        box = plan.box(width, height, rng)
+        # Ask libjpeg for the smallest 1/2, 1/4, 1/8 scale that still leaves the crop at least
+        # `size` pixels wide and high; draft() is a no-op for other formats.
+        wanted = (math.ceil(width * plan.size / (box[2] - box[0])), math.ceil(height * plan.size / (box[3] - box[1])))
+        image.draft("RGB", wanted)
+        sx, sy = image.size[0] / width, image.size[1] / height
+        image = _to_rgb(image)
+        crop = image.resize(
+            (plan.size, plan.size),
+            Image.Resampling.BILINEAR,
+            box=(box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy),
+            reducing_gap=REDUCING_GAP,
+        )
+        return np.asarray(crop)
+    except UnusableImage:
+        raise
+    # Pillow's format plugins raise many exception types on malformed files (OSError,
+    # SyntaxError, ValueError, struct.error, IndexError, DecompressionBombError, ...); whatever
+    # one file raises, that file is unusable and the epoch goes on.
+    except Exception as error:  # noqa: BLE001
+        raise UnusableImage(f"{type(error).__name__}: {error}") from error
+
+
+def _to_rgb(image: Image.Image) -> Image.Image:
+    if image.mode == "RGB":
+        return image
+    if image.mode in _SIXTEEN_BIT_MODES:
+        # Pillow's own conversion clips 16-bit values at 255 (a nearly white image); scale instead.
+        # Mode "I" is how Pillow opens 16-bit grayscale from some formats.
+        wide = np.clip(np.asarray(image).astype(np.int64), 0, 65535)
+        gray = ((wide * 255 + 32767) // 65535).astype(np.uint8)
+        return Image.fromarray(gray, mode="L").convert("RGB")
+    if image.mode == "F":
+        raise UnusableImage("floating-point image (mode F): no agreed 8-bit scale")
+    # L, LA, P, PA, RGBA, CMYK, YCbCr, 1: Pillow's conversions (CMYK inversion for Adobe JPEGs
+    # is handled by its JPEG plugin at load time). Alpha is dropped, as torchvision's loader does.
+    return image.convert("RGB")
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One batch's work order: its samples and where they start in the epoch's order."""
+
+    samples: list[tuple[str, int]]
+    start: int
+    epoch: int
+
+
+class _RunDecoding(Dataset):
+    """Decodes and collates a whole ``_Run`` per item, so a worker hands over one batch at once."""
+
+    def __init__(self, plan: CropPlan, seed: int):
+        self.plan, self.seed = plan, seed
+
+    def __getitem__(self, run: _Run) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+        size = self.plan.size
+        images = np.empty((len(run.samples), 3, size, size), dtype=np.uint8)
+        labels, skipped = [], []
+        for position, (path, label) in enumerate(run.samples, run.start):
+            # Seeded by the position in this epoch's order, so crops do not depend on which
+            # worker decodes them or how many workers there are.
+            rng = random.Random(mix_seed(self.seed, run.epoch, position))
+            try:
+                with open(path, "rb") as file:
+                    crop = decode_crop(file.read(), self.plan, rng)
+            except (UnusableImage, OSError) as error:
+                skipped.append(f"{path}: {error}")
+                continue
+            images[len(labels)] = crop.transpose(2, 0, 1)
+            labels.append(label)
+        return torch.from_numpy(images[: len(labels)]), torch.tensor(labels, dtype=torch.int64), skipped
+
+
+class _Runs(Sampler):
+    """The current epoch's runs; the sampler's "indices" are the runs themselves, sent to the workers."""
+
+    def __init__(self):
+        self.runs: list[_Run] = []
+
+    def __iter__(self):
+        return iter(self.runs)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+
+def default_num_workers() -> int:
+    """One worker per core this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class PilBackend:
+    """Decode with Pillow(-SIMD) in ``num_workers`` DataLoader workers (the contract is in decoded.py).
+
+    build_loader validates the arguments; ``num_workers=0`` decodes in the calling process.
+
+    >>> backend = PilBackend(batch_size=64, train=True, image_size=176, seed=0)      # doctest: +SKIP
+    >>> batch = next(iter(backend.batches(samples, epoch=0)))                          # doctest: +SKIP
+    >>> batch.images.shape, batch.images.dtype                                         # doctest: +SKIP
+    (torch.Size([64, 3, 176, 176]), torch.uint8)
+    """
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        train: bool,
+        image_size: int,
+        device: torch.device | str | None = None,
+        seed: int = 0,
+        num_workers: int | None = None,
+        crop_scale: tuple[float, float] = (0.08, 1.0),
+        crop_ratio: tuple[float, float] = (3 / 4, 4 / 3),
+        eval_crop_fraction: float = 0.875,
+    ):
+        warn_if_no_pillow_simd()
+        self.batch_size = batch_size
+        self.device = torch.device(device if device is not None else "cpu")
+        self.num_workers = default_num_workers() if num_workers is None else num_workers
+        plan = CropPlan(image_size, train, tuple(crop_scale), tuple(crop_ratio), eval_crop_fraction)
+        self._runs = _Runs()
+        # One DataLoader for the backend's life: its workers persist across epochs (no start-up
+        # cost per epoch) and receive each epoch's runs through the sampler.
+        self._loader = DataLoader(
+            _RunDecoding(plan, seed),
+            sampler=self._runs,
+            batch_size=None,  # items are already batches
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+            pin_memory=self.device.type == "cuda",
+        )
+
+    def batches(self, samples: list[tuple[str, int]], epoch: int):
+        """Yield one DecodedBatch per run of ``batch_size`` consecutive samples, in order."""
+        self._runs.runs = [
+            _Run(samples[start : start + self.batch_size], start, epoch) for start in range(0, len(samples), self.batch_size)
+        ]
+        for images, labels, skipped in self._loader:
+            yield DecodedBatch(
+                images.to(self.device, non_blocking=True),
+                labels.to(self.device, non_blocking=True),
+                skipped,
+            )

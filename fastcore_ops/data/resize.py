@@ -1,0 +1,107 @@
+"""Resizing a batch on its device, and the progressive-resizing schedule that picks the size.
+
+Progressive resizing trains on smaller images early, when the network learns coarse features
+that do not need the lost detail, and grows them back to full size for the end of training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Real
+
+import torch
+from torchvision.transforms.v2 import InterpolationMode
+from torchvision.transforms.v2.functional import resize
+
+
+def _output_size(size: object) -> tuple[int, int]:
+    if isinstance(size, int) and not isinstance(size, bool):
+        size = (size, size)
+    if (not isinstance(size, (tuple, list)) or len(size) != 2
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in size)):
+        raise ValueError(f"size must be a positive int or a (height, width) pair of positive ints, got {size!r}")
+    return size[0], size[1]
+
+
+def resize_batch(images: torch.Tensor, size: int | tuple[int, int], *, antialias: bool = True) -> torch.Tensor:
+    """Bilinear resize of an (N, C, H, W) batch to ``size`` x ``size`` (or ``(height, width)``).
+
+    Accepts uint8 (the result is rounded back to uint8) or floating images and keeps the dtype;
+    ``antialias`` low-pass filters when shrinking so small sizes do not alias. Returns ``images``
+    itself when it already has the size.
+
+    >>> resize_batch(torch.rand(2, 3, 64, 64), 32).shape
+    torch.Size([2, 3, 32, 32])
+    """
+    if not isinstance(images, torch.Tensor):
+        raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
+    if images.dim() != 4:
+        raise ValueError(f"images must be N x C x H x W, got shape {tuple(images.shape)}")
+    if not (images.is_floating_point() or images.dtype == torch.uint8):
+        raise TypeError(f"images must be uint8 or floating point, got dtype {images.dtype}")
+    height, width = _output_size(size)
+    if images.shape[-2:] == (height, width):
+        return images
+    return resize(images, [height, width], interpolation=InterpolationMode.BILINEAR, antialias=antialias)
+
+
+def _check_fraction(name: str, value: object, low: float, high: float, *, low_open: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, Real) or not (
+            (low < value if low_open else low <= value) and value <= high):
+        bracket = "(" if low_open else "["
+        raise ValueError(f"{name} must be a number in {bracket}{low}, {high}], got {value!r}")
+
+
+@dataclass(frozen=True)
+class ProgressiveResize:
+    """Schedule of the training image size: small at first, full size at the end.
+
+    The size starts at ``initial_scale`` of the final size, stays there for the first
+    ``delay_fraction`` of training, grows linearly, and is the full size for the last
+    ``finetune_fraction`` (full-size fine-tuning closes the train/test resolution gap). Every
+    size is rounded to the nearest multiple of ``size_increment`` (at least one increment), so
+    the few distinct sizes stay friendly to the network's strides and to kernel tiling.
+
+    >>> schedule = ProgressiveResize(initial_scale=0.5, delay_fraction=0.4, finetune_fraction=0.2)
+    >>> [schedule.size(224, p) for p in (0.0, 0.4, 0.6, 0.8, 1.0)]
+    [112, 112, 168, 224, 224]
+    """
+
+    initial_scale: float = 0.5
+    delay_fraction: float = 0.4
+    finetune_fraction: float = 0.2
+    size_increment: int = 4
+
+    def __post_init__(self) -> None:
+        _check_fraction("initial_scale", self.initial_scale, 0.0, 1.0, low_open=True)
+        _check_fraction("delay_fraction", self.delay_fraction, 0.0, 1.0)
+        _check_fraction("finetune_fraction", self.finetune_fraction, 0.0, 1.0)
+        if self.delay_fraction + self.finetune_fraction > 1:
+            raise ValueError(
+                f"delay_fraction + finetune_fraction must be <= 1 (they are parts of one training run), "
+                f"got {self.delay_fraction} + {self.finetune_fraction}")
+        if (isinstance(self.size_increment, bool) or not isinstance(self.size_increment, int)
+                or self.size_increment < 1):
+            raise ValueError(f"size_increment must be a positive int, got {self.size_increment!r}")
+
+    def scale(self, progress: float) -> float:
+        """Fraction of the final size (before rounding) at ``progress`` in [0, 1] of training."""
+        _check_fraction("progress", progress, 0.0, 1.0)
+        grow_end = 1.0 - self.finetune_fraction
+        if progress >= grow_end:
+            return 1.0
+        if progress <= self.delay_fraction:
+            return self.initial_scale
+        ramp = (progress - self.delay_fraction) / (grow_end - self.delay_fraction)
+        return self.initial_scale + (1.0 - self.initial_scale) * ramp
+
+    def size(self, final_size: int, progress: float) -> int:
+        """Image side length at ``progress`` in [0, 1] of training, for a run ending at ``final_size``."""
+        if isinstance(final_size, bool) or not isinstance(final_size, int) or final_size < 1:
+            raise ValueError(f"final_size must be a positive int, got {final_size!r}")
+        if final_size % self.size_increment:
+            raise ValueError(
+                f"final_size={final_size} is not a multiple of size_increment={self.size_increment}; "
+                "pick a final size that is, or a size_increment that divides it")
+        steps = int(final_size * self.scale(progress) / self.size_increment + 0.5)
+        return max(1, steps) * self.size_increment

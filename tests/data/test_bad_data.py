@@ -1,0 +1,124 @@
+"""Bad data through build_loader: awkward files decode or are skipped, counted and named once per epoch."""
+
+import shutil
+import warnings
+
+import pytest
+import torch
+
+from fastcore_ops.data.dali_backend import dali_available
+from fastcore_ops.data.loader import SkippedImagesWarning, build_loader
+
+from .conftest import class_of
+
+BACKENDS = [
+    pytest.param("pil", id="pil"),
+    pytest.param("dali", id="dali", marks=pytest.mark.skipif(dali_available() is not None, reason=f"DALI: {dali_available()}")),
+]
+
+
+def _options(backend):
+    return dict(batch_size=4, image_size=16, backend=backend, num_workers=0 if backend == "pil" else 1)
+
+
+def _run_epoch(loader):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        batches = list(loader)
+    skips = [w for w in caught if issubclass(w.category, SkippedImagesWarning)]
+    return batches, skips
+
+
+@pytest.fixture
+def mixed_tree(make_tree, real_jpegs, bad_files):
+    """Two classes of real CIFAR JPEGs, each also holding every awkward kind of file."""
+    reals = real_jpegs(6)
+    tree = {}
+    for label, name in enumerate(("a", "b")):
+        tree[name] = {f"real{i}.jpg": path.read_bytes() for i, path in enumerate(reals[label * 3 : label * 3 + 3])}
+        tree[name].update({f"{label}_{file}": data for file, (data, _) in bad_files().items()})
+    return make_tree(tree)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_awkward_files_decode_or_are_skipped_and_named_once_per_epoch(mixed_tree, bad_files, backend):
+    kinds = bad_files()
+    unusable = {f"{label}_{file}" for label in (0, 1) for file, (_, ok) in kinds.items() if not ok}
+    decodable = {f"{label}_{file}" for label in (0, 1) for file, (_, ok) in kinds.items() if ok}
+    total = 6 + len(unusable) + len(decodable)
+    loader = build_loader(mixed_tree, train=True, drop_last=False, **_options(backend))
+    for epoch in (0, 1):
+        loader.set_epoch(epoch)
+        batches, skips = _run_epoch(loader)
+        assert len(skips) == 1, "exactly one warning per epoch"
+        message = str(skips[0].message)
+        named = {name for name in unusable | decodable if f"{name}: " in message}
+        assert message.startswith(f"epoch {epoch}: skipped {len(named)} ")
+        assert unusable <= named  # every broken file is named with its reason
+        if backend == "pil":
+            assert named == unusable  # and Pillow decodes every other kind
+        images = torch.cat([x for x, _ in batches])
+        labels = torch.cat([y for _, y in batches])
+        assert len(images) == total - len(named) and torch.isfinite(images).all()
+        assert labels.tolist().count(0) == labels.tolist().count(1)  # the same kinds survive in each class
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_skipped_files_never_shift_a_label_onto_another_image(coded_tree, bad_files, backend):
+    root = coded_tree(classes=3, per_class=4)
+    broken = [(file, data) for file, (data, ok) in bad_files().items() if not ok]
+    for label in range(3):
+        for file, data in broken:
+            (root / f"class{label}" / f"001_{file}").write_bytes(data)
+    loader = build_loader(root, train=True, drop_last=False, **{**_options(backend), "batch_size": 5})
+    batches, skips = _run_epoch(loader)
+    images = torch.cat([x for x, _ in batches])
+    labels = torch.cat([y for _, y in batches]).tolist()
+    assert class_of(images) == labels
+    assert sorted(labels) == [0] * 4 + [1] * 4 + [2] * 4
+    assert len(skips) == 1 and f"skipped {3 * len(broken)} " in str(skips[0].message)
+
+
+def test_a_long_skip_list_names_ten_files_and_counts_the_rest(coded_tree):
+    root = coded_tree(classes=1, per_class=2)
+    for i in range(13):
+        (root / "class0" / f"zz{i:02d}.jpg").write_bytes(b"")
+    batches, skips = _run_epoch(build_loader(root, train=False, **_options("pil")))
+    message = str(skips[0].message)
+    assert message.startswith("epoch 0: skipped 13 ")
+    assert message.count("empty file") == 10 and "and 3 more" in message
+    assert sum(len(y) for _, y in batches) == 2
+
+
+def test_a_clean_epoch_warns_nothing(coded_tree):
+    _, skips = _run_epoch(build_loader(coded_tree(classes=2, per_class=2), train=False, **_options("pil")))
+    assert skips == []
+
+
+def test_a_file_deleted_after_the_scan_is_skipped_not_fatal(coded_tree):
+    root = coded_tree(classes=2, per_class=2)
+    loader = build_loader(root, train=False, **_options("pil"))
+    (root / "class1" / "000.jpg").unlink()
+    batches, skips = _run_epoch(loader)
+    assert sum(len(y) for _, y in batches) == 3
+    assert "class1/000.jpg: " in str(skips[0].message) and "No such file" in str(skips[0].message)
+
+
+@pytest.mark.parametrize("layout, error, message", [
+    ("missing", FileNotFoundError, "does not exist"),
+    ("empty", ValueError, "no class sub-folders"),
+    ("empty_class", ValueError, "class folder.*'b'"),
+    ("no_images", ValueError, "no images in any"),
+])
+def test_unusable_trees_fail_before_any_work(tmp_path, real_jpegs, layout, error, message):
+    root = tmp_path / "root"
+    if layout != "missing":
+        root.mkdir()
+    if layout in ("empty_class", "no_images"):
+        (root / "a").mkdir()
+        (root / "b").mkdir()
+        (root / "b" / "notes.txt").write_text("not an image")
+    if layout == "empty_class":
+        shutil.copy(real_jpegs(1)[0], root / "a" / "0.jpg")
+    with pytest.raises(error, match=message):
+        build_loader(root, batch_size=2, train=True, image_size=16, backend="pil")

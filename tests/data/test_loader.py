@@ -1,0 +1,235 @@
+"""build_loader on the CPU with each backend: shapes, normalization, labels, seeds, epochs, shards, errors."""
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from fastcore_ops.data import loader as loader_module
+from fastcore_ops.data.dali_backend import dali_available
+from fastcore_ops.data.loader import build_loader
+from fastcore_ops.data.resize import ProgressiveResize
+
+from .conftest import CLASS_COLORS, IMAGENET_MEAN, IMAGENET_STD, class_of, jpeg_bytes, pixels_to_uint8
+
+BACKENDS = [
+    pytest.param("pil", id="pil"),
+    pytest.param("dali", id="dali", marks=pytest.mark.skipif(dali_available() is not None, reason=f"DALI: {dali_available()}")),
+]
+
+# Sample i of the numbered tree is a flat grey of level 10 * i + 5 in class i % 3, so any crop of
+# it tells which file it came from.
+NUMBERED = 24
+CLASSES = 3
+
+
+def _loader(source, backend, **options):
+    options.setdefault("batch_size", 5)
+    options.setdefault("image_size", 16)
+    options.setdefault("train", True)
+    # The pil backend decodes in the test process (no worker start-up); DALI needs one thread.
+    options.setdefault("num_workers", 0 if backend == "pil" else 1)
+    return build_loader(source, backend=backend, **options)
+
+
+@pytest.fixture
+def numbered_tree(make_tree):
+    tree = {f"c{k}": {} for k in range(CLASSES)}
+    for i in range(NUMBERED):
+        level = 10 * i + 5
+        tree[f"c{i % CLASSES}"][f"{i:03d}.jpg"] = jpeg_bytes(Image.new("RGB", (40, 30), (level,) * 3))
+    return make_tree(tree)
+
+
+def _numbers(images: torch.Tensor) -> list[int]:
+    """Which numbered sample each image is, from its grey level."""
+    levels = pixels_to_uint8(images).mean(dim=(1, 2, 3))
+    return ((levels - 5) / 10).round().int().tolist()
+
+
+def _epoch(loader) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    images, labels = zip(*loader)
+    return list(images), list(labels)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batches_are_normalized_float_images_with_int64_labels(coded_tree, backend):
+    loader = _loader(coded_tree(classes=3, per_class=4), backend, train=False, batch_size=5, image_size=24)
+    assert len(loader) == 3 and loader.backend == backend and loader.classes == ["class0", "class1", "class2"]
+    images, labels = _epoch(loader)
+    assert [len(x) for x in images] == [5, 5, 2]
+    for x, y in zip(images, labels):
+        assert x.dtype == torch.float32 and x.shape[1:] == (3, 24, 24) and x.device.type == "cpu"
+        assert y.dtype == torch.int64 and y.shape == (len(x),)
+        low, high = (0 - IMAGENET_MEAN) / IMAGENET_STD, (1 - IMAGENET_MEAN) / IMAGENET_STD
+        assert (x >= low - 1e-5).all() and (x <= high + 1e-5).all()
+        # Normalization: undoing it gives back each class's colour.
+        colours = pixels_to_uint8(x).mean(dim=(2, 3))
+        expected = torch.tensor([CLASS_COLORS[label] for label in y.tolist()], dtype=torch.float32)
+        assert (colours - expected).abs().max() < 8
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_image_carries_its_own_files_label(coded_tree, backend):
+    loader = _loader(coded_tree(classes=4, per_class=5), backend, batch_size=6)
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        images, labels = _epoch(loader)
+        labels = torch.cat(labels).tolist()
+        assert class_of(torch.cat(images)) == labels
+        assert len(labels) == 18  # 20 samples, batches of 6, the short last one dropped in training
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_channels_last_on_request(coded_tree, backend):
+    loader = _loader(coded_tree(classes=2, per_class=2), backend, channels_last=True, batch_size=2)
+    images, _ = next(iter(loader))
+    assert images.is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_same_seed_repeats_and_other_seed_differs(numbered_tree, backend):
+    def run(seed):
+        images, labels = _epoch(_loader(numbered_tree, backend, seed=seed, batch_size=8))
+        return torch.cat(images), torch.cat(labels)
+
+    first, again, other = run(1), run(1), run(2)
+    assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
+    assert _numbers(first[0]) != _numbers(other[0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_set_epoch_reshuffles_and_labels_follow_their_files(numbered_tree, backend):
+    loader = _loader(numbered_tree, backend, batch_size=8)
+    orders = []
+    for epoch in (0, 1, 0):
+        loader.set_epoch(epoch)
+        images, labels = _epoch(loader)
+        numbers = _numbers(torch.cat(images))
+        assert sorted(numbers) == list(range(NUMBERED))
+        assert torch.cat(labels).tolist() == [n % CLASSES for n in numbers]
+        orders.append(numbers)
+    assert orders[0] != orders[1] and orders[0] == orders[2]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_ranks_see_disjoint_halves_that_cover_the_data(numbered_tree, backend):
+    seen = []
+    for rank in range(2):
+        loader = _loader(numbered_tree, backend, batch_size=5, rank=rank, world_size=2, drop_last=False)
+        assert len(loader) == 3
+        loader.set_epoch(3)
+        images, labels = _epoch(loader)
+        numbers = _numbers(torch.cat(images))
+        assert len(numbers) == NUMBERED // 2
+        assert torch.cat(labels).tolist() == [n % CLASSES for n in numbers]
+        seen.append(set(numbers))
+    assert seen[0].isdisjoint(seen[1]) and seen[0] | seen[1] == set(range(NUMBERED))
+
+
+def test_eval_order_is_the_file_order_and_drop_last_defaults_to_train(numbered_tree):
+    evaluation = _loader(numbered_tree, "pil", train=False, batch_size=5)
+    assert len(evaluation) == 5
+    images, _ = _epoch(evaluation)
+    sorted_files = sorted(range(NUMBERED), key=lambda i: (i % CLASSES, i))
+    assert _numbers(torch.cat(images)) == sorted_files
+    training = _loader(numbered_tree, "pil", train=True, batch_size=5)
+    assert len(training) == 4
+    assert [len(x) for x, _ in training] == [5, 5, 5, 5]
+
+
+def test_rank_and_world_size_come_from_torch_distributed_when_initialized(numbered_tree, monkeypatch):
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_rank", lambda: 1)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda: 3)
+    loader = _loader(numbered_tree, "pil", batch_size=4)
+    assert (loader.rank, loader.world_size, len(loader)) == (1, 3, 2)
+
+
+def test_progressive_resize_grows_the_images_over_the_run(coded_tree):
+    schedule = ProgressiveResize(initial_scale=0.5, delay_fraction=0.5, finetune_fraction=0.25, size_increment=4)
+    loader = _loader(coded_tree(classes=2, per_class=4), "pil", image_size=32, batch_size=4,
+                     progressive_resize=schedule, epochs=2)
+    sizes = []
+    for epoch in (0, 1):
+        loader.set_epoch(epoch)
+        sizes.append([x.shape[-1] for x, _ in loader])
+    assert sizes == [[16, 16], [16, 32]]
+
+
+def test_auto_logs_its_choice_and_why(coded_tree, caplog):
+    with caplog.at_level(logging.INFO, logger="fastcore_ops.data"):
+        loader = build_loader(coded_tree(classes=2, per_class=1), batch_size=2, train=False, image_size=16, num_workers=1)
+    assert loader.backend in ("pil", "dali")
+    assert any(f"picked {loader.backend!r}" in message for message in caplog.messages)
+
+
+def test_auto_on_the_cpu_picks_the_faster_measured_backend(monkeypatch):
+    monkeypatch.setattr(loader_module, "dali_available", lambda: None)
+    monkeypatch.setitem(loader_module.CPU_IMAGES_PER_SECOND, "dali", 1.0)
+    monkeypatch.setitem(loader_module.CPU_IMAGES_PER_SECOND, "pil", 2.0)
+    assert loader_module._choose_backend("auto", torch.device("cpu")) == "pil"
+    monkeypatch.setitem(loader_module.CPU_IMAGES_PER_SECOND, "dali", 3.0)
+    assert loader_module._choose_backend("auto", torch.device("cpu")) == "dali"
+    monkeypatch.setattr(loader_module, "dali_available", lambda: "no DALI here")
+    assert loader_module._choose_backend("auto", torch.device("cpu")) == "pil"
+
+
+def test_dali_asked_but_unavailable_gives_the_reason_and_the_fix(coded_tree, monkeypatch):
+    monkeypatch.setattr(loader_module, "dali_available", lambda: "libcudart.so missing")
+    with pytest.raises(RuntimeError, match="libcudart.so missing.*backend='pil'"):
+        build_loader(coded_tree(classes=1, per_class=1), batch_size=1, train=True, image_size=8, backend="dali")
+
+
+@pytest.mark.parametrize("options, error, message", [
+    (dict(batch_size=0), ValueError, "batch_size must be an int >= 1, got 0"),
+    (dict(image_size="224"), ValueError, "image_size must be an int >= 1"),
+    (dict(backend="opencv"), ValueError, "backend must be one of 'auto', 'pil', 'dali', got 'opencv'"),
+    (dict(seed=-1), ValueError, "seed must be an int >= 0"),
+    (dict(num_workers=-2), ValueError, "num_workers must be an int >= 0"),
+    (dict(train="yes"), TypeError, "train must be a bool"),
+    (dict(shuffle=1), TypeError, "shuffle must be a bool or None"),
+    (dict(crop_scale=(0.5, 0.1)), ValueError, "crop_scale must be a .low, high. pair"),
+    (dict(crop_ratio=(0, 1)), ValueError, "crop_ratio must be"),
+    (dict(eval_crop_fraction=1.5), ValueError, r"eval_crop_fraction must be a number in \(0, 1\]"),
+    (dict(progressive_resize=ProgressiveResize()), ValueError, "needs epochs"),
+    (dict(progressive_resize=ProgressiveResize(), epochs=2, train=False), ValueError, "training only"),
+    (dict(progressive_resize=ProgressiveResize(), epochs=2, image_size=30), ValueError, "multiple of size_increment"),
+    (dict(rank=0), ValueError, "pass both rank and world_size"),
+    (dict(rank=2, world_size=2), ValueError, "rank must be < world_size=2"),
+    (dict(device="toaster"), ValueError, "device must be a torch.device or a name"),
+    (dict(flip="no"), TypeError, "flip must be a bool"),
+])
+def test_bad_arguments_are_named_before_any_work(options, error, message, tmp_path):
+    # The root does not exist: argument errors must come before the scan would fail.
+    arguments = dict(batch_size=4, train=True, image_size=16)
+    with pytest.raises(error, match=message):
+        build_loader(tmp_path / "not-scanned", **{**arguments, **options})
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on machines without CUDA")
+def test_cuda_without_a_gpu_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="CUDA is not available here; pass device='cpu'"):
+        build_loader(tmp_path, batch_size=4, train=True, image_size=16, device="cuda")
+
+
+def test_real_photos_come_through_at_full_pipeline_settings(photo_jpegs):
+    pairs = [(path, i) for i, path in enumerate(photo_jpegs(6))]
+    loader = build_loader(pairs, batch_size=3, train=True, image_size=64, backend="pil", num_workers=2, seed=5)
+    images, labels = _epoch(loader)
+    assert [tuple(x.shape) for x in images] == [(3, 3, 64, 64)] * 2
+    assert sorted(torch.cat(labels).tolist()) == list(range(6))
+    pixels = pixels_to_uint8(torch.cat(images))
+    # Photos, not flat fills: every crop has texture.
+    assert bool((pixels.flatten(1).std(dim=1) > 5).all()) and np.isfinite(pixels.numpy()).all()
+
+
+def test_drop_last_that_leaves_no_batch_is_an_error(coded_tree):
+    root = coded_tree(classes=2, per_class=3)
+    with pytest.raises(ValueError, match="drop_last leaves no batch: each of 2 rank.*3 of 6 samples.*batch_size=4"):
+        build_loader(root, batch_size=4, train=True, image_size=16, backend="pil", rank=0, world_size=2)
+    assert len(build_loader(root, batch_size=4, train=True, image_size=16, backend="pil", drop_last=False,
+                            rank=0, world_size=2)) == 1
+

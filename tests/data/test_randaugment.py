@@ -1,0 +1,176 @@
+"""RandAugment on the batch: per-op results against torchvision's functional ops, per-sample draws,
+determinism under a generator, and argument checks. Runs on a few real photos shrunk to 48 px."""
+
+
+import pytest
+import torch
+import torchvision.transforms.v2.functional as TF
+from PIL import Image
+
+from fastcore_ops.data.randaugment import OPS, RandAugmentOptions, apply_ops, randaugment_batch
+from fastcore_ops.data.resize import resize_batch
+
+from tests.data.conftest import DATASETS
+
+PHOTOS = DATASETS / "imagenet-sample"
+SIZE = 48
+
+
+@pytest.fixture(scope="module")
+def photos() -> torch.Tensor:
+    paths = sorted(PHOTOS.glob("*/*.JPEG"))[:4]
+    assert len(paths) == 4, f"expected real photos under {PHOTOS}"
+    crops = [resize_batch(TF.pil_to_tensor(Image.open(p).convert("RGB"))[None], SIZE) for p in paths]
+    return torch.cat(crops).float() / 255
+
+
+def _one_op(images: torch.Tensor, name: str, level: float) -> torch.Tensor:
+    n = images.shape[0]
+    return apply_ops(images, torch.full((n,), OPS.index(name)), torch.full((n,), level))
+
+
+def test_the_fourteen_usual_ops_are_there():
+    assert sorted(OPS) == sorted(["identity", "auto_contrast", "equalize", "rotate", "solarize", "color", "posterize",
+                                  "contrast", "brightness", "sharpness", "shear_x", "shear_y", "translate_x",
+                                  "translate_y"])
+
+
+def test_identity_op_returns_the_input(photos):
+    assert torch.equal(_one_op(photos, "identity", 1.0), photos)
+
+
+@pytest.mark.parametrize("name", ["color", "contrast", "brightness", "sharpness", "posterize",
+                                  "rotate", "shear_x", "shear_y", "translate_x", "translate_y"])
+def test_level_zero_leaves_the_image_unchanged(photos, name):
+    torch.testing.assert_close(_one_op(photos, name, 0.0), photos, atol=2e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", [n for n in OPS if n != "identity"])
+def test_each_op_changes_the_image_and_stays_in_range(photos, name):
+    out = _one_op(photos, name, 0.7)
+    assert out.shape == photos.shape and out.dtype == photos.dtype
+    assert 0 <= out.min() and out.max() <= 1
+    assert (out - photos).abs().amax(dim=(1, 2, 3)).min() > 1e-3
+
+
+def _reference(images: torch.Tensor, name: str, level: float) -> torch.Tensor:
+    """torchvision's functional op at the magnitude randaugment's tables give ``level``."""
+    factor = 1 + 0.9 * level
+    as_uint8 = (images * 255).round().to(torch.uint8)
+    return {
+        "brightness": lambda: TF.adjust_brightness(images, factor),
+        "contrast": lambda: TF.adjust_contrast(images, factor),
+        "color": lambda: TF.adjust_saturation(images, factor),
+        "sharpness": lambda: TF.adjust_sharpness(images, factor),
+        "auto_contrast": lambda: TF.autocontrast(images),
+        "solarize": lambda: TF.solarize(images, 1 - abs(level)),
+        "equalize": lambda: TF.equalize(as_uint8).float() / 255,
+        "posterize": lambda: TF.posterize(as_uint8, 8 - round(4 * abs(level))).float() / 255,
+    }[name]()
+
+
+@pytest.mark.parametrize("level", [0.5, -0.8])
+@pytest.mark.parametrize("name", ["brightness", "contrast", "color", "sharpness", "auto_contrast", "solarize",
+                                  "equalize", "posterize"])
+def test_color_ops_match_torchvision(photos, name, level):
+    # equalize and posterize work on 8-bit levels, so compare on images that hold exact 8-bit values
+    images = (photos * 255).round() / 255
+    torch.testing.assert_close(_one_op(images, name, level), _reference(images, name, level), atol=1e-4, rtol=0)
+
+
+def test_rotate_matches_torchvision_away_from_the_filled_corners(photos):
+    out = _one_op(photos, "rotate", 0.5)
+    expected = TF.rotate(photos, -15.0, interpolation=TF.InterpolationMode.BILINEAR, fill=0.5)
+    torch.testing.assert_close(out[..., 12:-12, 12:-12], expected[..., 12:-12, 12:-12], atol=1e-4, rtol=0)
+
+
+def test_translations_shift_by_their_share_of_the_side_and_fill_grey(photos):
+    shift = 9
+    level = shift / (0.45 * SIZE)
+    right = _one_op(photos, "translate_x", level)
+    torch.testing.assert_close(right[..., shift:], photos[..., :-shift], atol=1e-4, rtol=0)
+    torch.testing.assert_close(right[..., :shift], torch.full_like(right[..., :shift], 0.5))
+    up = _one_op(photos, "translate_y", -level)
+    torch.testing.assert_close(up[..., :-shift, :], photos[..., shift:, :], atol=1e-4, rtol=0)
+
+
+def test_shear_x_keeps_the_centre_row(photos):
+    odd = photos[..., : SIZE - 1, :]
+    out = _one_op(odd, "shear_x", 1.0)
+    centre = (SIZE - 2) // 2
+    torch.testing.assert_close(out[..., centre, :], odd[..., centre, :], atol=1e-4, rtol=0)
+    assert (out[..., 0, :] - odd[..., 0, :]).abs().max() > 0.1
+
+
+def test_mixed_ops_in_one_batch_equal_each_op_on_its_own(photos):
+    names = ["rotate", "equalize", "identity", "translate_y"]
+    levels = torch.tensor([0.3, 0.0, 0.0, -0.6])
+    out = apply_ops(photos, torch.tensor([OPS.index(n) for n in names]), levels)
+    for i, name in enumerate(names):
+        alone = _one_op(photos[i:i + 1], name, float(levels[i]))
+        torch.testing.assert_close(out[i:i + 1], alone, atol=1e-6, rtol=0)
+
+
+def test_each_sample_draws_its_own_op_and_magnitude(photos):
+    copies = photos[:1].expand(64, -1, -1, -1).contiguous()
+    out = randaugment_batch(copies, depth=1, severity=9, generator=torch.Generator().manual_seed(3))
+    changed = (out - copies).flatten(1).abs().amax(1) > 1e-4
+    distinct = torch.unique(out.flatten(1), dim=0)
+    # One magnitude per batch would allow at most 25 distinct results (identity, the two magnitude-free
+    # ops, two signs of the other eleven); per-sample magnitudes leave repeats only from those
+    # magnitude-free ops and posterize's few bit depths.
+    assert 48 <= changed.sum() < 64
+    assert len(distinct) >= 40
+
+
+def test_same_generator_seed_gives_the_same_batch_and_another_seed_does_not(photos):
+    def run(seed):
+        return randaugment_batch(photos, depth=2, severity=9, generator=torch.Generator().manual_seed(seed))
+    assert torch.equal(run(7), run(7))
+    assert not torch.equal(run(7), run(8))
+
+
+def test_severity_scales_the_change(photos):
+    copies = photos.repeat(8, 1, 1, 1)
+
+    def mean_change(severity):
+        out = randaugment_batch(copies, severity=severity, generator=torch.Generator().manual_seed(0))
+        return (out - copies).abs().mean()
+    assert mean_change(1) < mean_change(10)
+
+
+def test_depth_zero_returns_the_input_and_dtypes_are_kept(photos):
+    assert randaugment_batch(photos, depth=0) is photos
+    half = randaugment_batch(photos.half(), depth=2, generator=torch.Generator().manual_seed(1))
+    assert half.dtype == torch.float16 and half.shape == photos.shape
+
+
+@pytest.mark.parametrize("images, error, match", [
+    (torch.zeros(2, 3, 8, 8, dtype=torch.uint8), TypeError, "floating point"),
+    (torch.zeros(3, 8, 8), ValueError, "N x 3 x H x W"),
+    (torch.zeros(2, 1, 8, 8), ValueError, "N x 3 x H x W"),
+])
+def test_bad_images_are_refused(images, error, match):
+    with pytest.raises(error, match=match):
+        randaugment_batch(images)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(depth=-1), "depth"), (dict(depth=1.5), "depth"), (dict(depth=True), "depth"),
+    (dict(severity=10.5), "severity"), (dict(severity=-1), "severity"), (dict(severity="9"), "severity"),
+])
+def test_bad_arguments_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        randaugment_batch(torch.rand(2, 3, 8, 8), **kwargs)
+    with pytest.raises(ValueError, match=match):
+        RandAugmentOptions(**kwargs)
+
+
+def test_apply_ops_refuses_draws_that_do_not_fit_the_batch():
+    images = torch.rand(2, 3, 8, 8)
+    with pytest.raises(ValueError, match="ops"):
+        apply_ops(images, torch.tensor([0]), torch.tensor([0.0, 0.0]))
+    with pytest.raises(ValueError, match="indices into OPS"):
+        apply_ops(images, torch.tensor([0, len(OPS)]), torch.tensor([0.0, 0.0]))
+    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+        apply_ops(images, torch.tensor([0, 1]), torch.tensor([0.0, 2.0]))
