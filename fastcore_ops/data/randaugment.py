@@ -24,7 +24,6 @@ from kornia.enhance import (
     adjust_saturation_with_gray_subtraction,
     equalize,
     posterize,
-    sharpness,
     solarize,
 )
 from kornia.geometry.transform import warp_affine
@@ -85,7 +84,16 @@ def _brightness(images: torch.Tensor, level: torch.Tensor) -> torch.Tensor:
 
 
 def _sharpness(images: torch.Tensor, level: torch.Tensor) -> torch.Tensor:
-    return sharpness(images, 1.0 + MAX_ENHANCE * level)
+    # Own lines rather than kornia's sharpness: its depthwise conv2d is slow on the CPU (13 ms for
+    # 8 images at 176 px); the same 3x3 smoothing as shifted-slice sums takes a fraction of that.
+    # PIL's kernel is [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13, i.e. (3x3 box sum + 4 * centre) / 13;
+    # border pixels keep their values, as in PIL and torchvision.
+    rows = images[..., :-2, :] + images[..., 1:-1, :] + images[..., 2:, :]
+    box = rows[..., :-2] + rows[..., 1:-1] + rows[..., 2:]
+    smooth = images.clone()
+    smooth[..., 1:-1, 1:-1] = (box + 4 * images[..., 1:-1, 1:-1]) / 13
+    factor = (1.0 + MAX_ENHANCE * level).view(-1, 1, 1, 1)
+    return (smooth + factor * (images - smooth)).clamp_(0, 1)
 
 
 def _affine(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, d: torch.Tensor, height: int, width: int,
