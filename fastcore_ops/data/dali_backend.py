@@ -175,8 +175,8 @@ class DaliBackend:
         self.num_workers = num_workers
         self.eval_resize = round(image_size / eval_crop_fraction)
 
-    def batches(self, samples: list[tuple[str, int]], epoch: int) -> Iterator[DecodedBatch]:
-        """One DecodedBatch per run of ``batch_size`` consecutive samples, in order.
+    def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0) -> Iterator[DecodedBatch]:
+        """One DecodedBatch per run of ``batch_size`` consecutive samples, in order, from run ``first_batch``.
 
         A file that fails the byte check, has an unreadable header or makes DALI fail is left
         out of its batch and named in that batch's ``skipped``; the other labels stay with their images.
@@ -185,11 +185,10 @@ class DaliBackend:
         ...     batch.images.shape   # torch.Size([2, 3, image_size, image_size])
         """
         runs = [samples[start : start + self.batch_size] for start in range(0, len(samples), self.batch_size)]
-        return self._batches(runs, epoch)
+        return self._batches(runs, epoch, first_batch)
 
-    def _batches(self, runs: list[list[tuple[str, int]]], epoch: int) -> Iterator[DecodedBatch]:
+    def _batches(self, runs: list[list[tuple[str, int]]], epoch: int, next_run: int) -> Iterator[DecodedBatch]:
         undecodable: dict[str, str] = {}
-        next_run = 0
         # A DALI pipeline that hit a decoding error is unusable (later outputs can be stale), so
         # a failure costs a fresh pipeline that resumes at the failed run, minus the culprits.
         # Building one takes milliseconds, so each epoch gets its own: no state leaks between

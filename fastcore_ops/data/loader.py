@@ -46,7 +46,8 @@ class Loader:
     ``images``: float32 (n, 3, S, S) normalized with the ImageNet mean and std (channels-last if
     asked), ``labels``: int64 (n,), both on the device. A batch whose every file was skipped is
     not yielded, so an epoch can yield fewer than ``len(loader)`` batches. Call ``set_epoch``
-    before each epoch to reshuffle (and to advance progressive resizing).
+    before each epoch to reshuffle (and to advance progressive resizing); ``first_batch`` resumes
+    an epoch part-way with exactly the batches and augmentations an uninterrupted epoch has there.
     """
 
     def __init__(self, *, samples, classes, backend, backend_name, stage, batch_size, image_size, seed,
@@ -59,15 +60,18 @@ class Loader:
         self.rank, self.world_size = rank, world_size
         self._progressive, self._epochs = progressive_resize, epochs
         self.epoch = 0
+        self.first_batch = 0
 
     def __len__(self) -> int:
         return batch_count(samples_per_rank(len(self._samples), self.world_size), self.batch_size, self.drop_last)
 
-    def set_epoch(self, epoch: int) -> None:
-        """Use ``epoch``'s order and augmentation draws for the next iteration."""
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise ValueError(f"epoch must be a non-negative int, got {epoch!r}")
-        self.epoch = epoch
+    def set_epoch(self, epoch: int, first_batch: int = 0) -> None:
+        """Use ``epoch``'s order and augmentation draws for the next iteration, starting at batch ``first_batch``."""
+        _check_int("epoch", epoch, low=0)
+        _check_int("first_batch", first_batch, low=0)
+        if first_batch > len(self):
+            raise ValueError(f"first_batch must be <= len(loader) = {len(self)}, got {first_batch}")
+        self.epoch, self.first_batch = epoch, first_batch
 
     def __iter__(self):
         epoch = self.epoch
@@ -75,14 +79,16 @@ class Loader:
                             rank=self.rank, world_size=self.world_size)
         order = drop_incomplete_batch(order, self.batch_size, self.drop_last)
         samples = [self._samples[index] for index in order]
-        # Seeded per (seed, epoch, rank): a rerun repeats its augmentations, ranks differ.
-        generator = torch.Generator().manual_seed(mix_seed(self.seed, epoch, self.rank))
         steps = len(self)
         skipped: list[str] = []
-        for step, batch in enumerate(self._backend.batches(samples, epoch)):
+        batches = self._backend.batches(samples, epoch, self.first_batch)
+        for step, batch in enumerate(batches, self.first_batch):
             skipped += batch.skipped
             if len(batch.labels) == 0:
                 continue
+            # Seeded per (seed, epoch, rank, batch): a rerun or a resumed epoch repeats its
+            # augmentations, ranks differ.
+            generator = torch.Generator().manual_seed(mix_seed(self.seed, epoch, self.rank, step))
             yield self._stage(batch.images, size=self._size(epoch, step, steps), generator=generator), batch.labels
         if skipped:
             warnings.warn(_skipped_message(epoch, skipped), SkippedImagesWarning, stacklevel=2)
@@ -134,7 +140,7 @@ def build_loader(
     backend: "pil", "dali" or "auto" (DALI on a GPU when it works here, else the faster on the CPU).
     shuffle, drop_last: default to ``train``. drop_last drops this rank's last short batch.
     num_workers: decoding processes (pil) or threads (dali); default one per core.
-    progressive_resize: a training-size schedule; needs ``epochs`` (the run's length).
+    progressive_resize: a training-size schedule; needs ``epochs`` (the run's length, may be fractional).
     rank, world_size: this process's shard; default from torch.distributed when initialized,
         else one process. Every rank sees ``ceil(len / world_size)`` samples (see order.py).
 
@@ -199,10 +205,15 @@ def _check_range(name: str, value, *, upper: float) -> None:
         raise ValueError(f"{name} must be a (low, high) pair with 0 < low <= high <= {upper}, got {value!r}")
 
 
+def _check_epochs(epochs) -> None:
+    if isinstance(epochs, bool) or not isinstance(epochs, Real) or not epochs > 0:
+        raise ValueError(f"epochs must be a number > 0 (the run's length; fractions allowed), got {epochs!r}")
+
+
 def _check_progressive(progressive_resize, epochs, train: bool, image_size: int) -> None:
     if progressive_resize is None:
         if epochs is not None:
-            _check_int("epochs", epochs, low=1)
+            _check_epochs(epochs)
         return
     if not isinstance(progressive_resize, ProgressiveResize):
         raise TypeError(f"progressive_resize must be a ProgressiveResize or None, got {type(progressive_resize).__name__}")
@@ -210,7 +221,7 @@ def _check_progressive(progressive_resize, epochs, train: bool, image_size: int)
         raise ValueError("progressive_resize applies to training only; pass train=True or progressive_resize=None")
     if epochs is None:
         raise ValueError("progressive_resize needs epochs (the length of the run) to know how far training is; pass epochs=")
-    _check_int("epochs", epochs, low=1)
+    _check_epochs(epochs)
     progressive_resize.size(image_size, 0.0)  # raises now if image_size does not fit the schedule
 
 

@@ -227,10 +227,11 @@ class PilBackend:
             pin_memory=self.device.type == "cuda",
         )
 
-    def batches(self, samples: list[tuple[str, int]], epoch: int):
-        """Yield one DecodedBatch per run of ``batch_size`` consecutive samples, in order."""
+    def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0):
+        """Yield one DecodedBatch per run of ``batch_size`` consecutive samples, in order, from run ``first_batch``."""
         self._runs.runs = [
-            _Run(samples[start : start + self.batch_size], start, epoch) for start in range(0, len(samples), self.batch_size)
+            _Run(samples[start : start + self.batch_size], start, epoch)
+            for start in range(first_batch * self.batch_size, len(samples), self.batch_size)
         ]
         for images, labels, skipped in self._loader:
             yield DecodedBatch(

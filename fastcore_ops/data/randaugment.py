@@ -18,15 +18,7 @@ from dataclasses import dataclass
 from numbers import Real
 
 import torch
-from kornia.enhance import (
-    adjust_brightness_accumulative,
-    adjust_contrast_with_mean_subtraction,
-    adjust_saturation_with_gray_subtraction,
-    equalize,
-    posterize,
-    solarize,
-)
-from kornia.geometry.transform import warp_affine
+import torch.nn.functional as F
 
 # Largest magnitudes (severity 10). Enhancement factors span 1 +/- 0.9, rotations 30 degrees,
 # shears 0.3 and translations 45% of the side, as in the common RandAugment tables.
@@ -39,61 +31,104 @@ MIN_MAGNITUDE = 0.1
 MAX_SEVERITY = 10.0
 # Geometric ops uncover areas outside the source image; mid grey keeps their mean neutral.
 FILL_GREY = 0.5
+# ITU-R BT.601 luma weights, the grey PIL's ImageEnhance.Color and Contrast blend towards.
+LUMA_WEIGHTS = (0.299, 0.587, 0.114)
 
-# Every op takes the group's images and its signed levels in [-1, 1] (level = sign * magnitude /
-# 10) and returns the transformed images. Unsigned ops use the absolute level.
-ColorOp = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+# Every color op overwrites its group's images (a private copy apply_ops made) with the result,
+# given their signed levels in [-1, 1] (level = sign * magnitude / 10) as a (k,) tensor on the
+# images' device; unsigned ops use the absolute level. Working in place spares a full-size
+# allocation and copy per op: on the CPU these ops are bound by memory traffic, not arithmetic.
+ColorOp = Callable[[torch.Tensor, torch.Tensor], None]
 # Geometric ops return the (k, 2, 3) pixel-space affine matrices for their levels and image size,
 # so all geometric samples of a round share one warp.
 GeometricOp = Callable[[torch.Tensor, int, int], torch.Tensor]
 
 
-def _auto_contrast(images: torch.Tensor, level: torch.Tensor) -> torch.Tensor:
+def _per_sample(values: torch.Tensor) -> torch.Tensor:
+    """(k,) values shaped to broadcast over (k, C, H, W) images."""
+    return values.view(-1, 1, 1, 1)
+
+
+def _auto_contrast(images: torch.Tensor, level: torch.Tensor) -> None:
     # Own lines rather than kornia's normalize_min_max: that maps a flat channel to black, while
-    # auto-contrast (as in PIL) must leave a channel with no range untouched.
+    # auto-contrast (as in PIL) must leave a channel with no range untouched. Dividing (rather than
+    # multiplying by 1 / span) keeps the brightest pixel at exactly 1.
     low = images.amin(dim=(-2, -1), keepdim=True)
-    high = images.amax(dim=(-2, -1), keepdim=True)
-    span = high - low
-    stretched = (images - low) / torch.where(span > 0, span, torch.ones_like(span))
-    return torch.where(span > 0, stretched, images)
+    span = images.amax(dim=(-2, -1), keepdim=True) - low
+    flat = span <= 0
+    images.sub_(low.masked_fill_(flat, 0)).div_(span.masked_fill_(flat, 1))
 
 
-def _equalize(images: torch.Tensor, level: torch.Tensor) -> torch.Tensor:
-    return equalize(images)
+def _equalize(images: torch.Tensor, level: torch.Tensor) -> None:
+    # Own lines rather than kornia's equalize: one bincount over all planes at once and a single
+    # table lookup take about half the time of its scatter/gather passes. Follows PIL's ImageOps.equalize
+    # on the 8-bit levels round(255 x): each level maps to (step // 2 + pixels below it) // step,
+    # where step = (pixels not at the highest level present) // 255; a plane with step 0 stays as is.
+    k, channels, height, width = images.shape
+    planes = k * channels
+    pixels = height * width
+    # int32 indices halve the traffic of int64 ones; plane p's levels land in bins 256p .. 256p + 255,
+    # and the clamp keeps a value outside [0, 1] from counting in a neighbouring plane.
+    bins = images.reshape(planes, pixels).mul(255).add_(0.5).clamp_(0, 255).to(torch.int32)
+    bins += torch.arange(0, planes * 256, 256, device=images.device, dtype=torch.int32).view(-1, 1)
+    histogram = torch.bincount(bins.view(-1), minlength=planes * 256).view(planes, 256)
+    levels = torch.arange(256, device=images.device)
+    highest = torch.where(histogram > 0, levels, 0).amax(dim=1, keepdim=True)
+    step = (pixels - histogram.gather(1, highest)) // 255
+    below = histogram.cumsum(1) - histogram
+    table = ((below + step // 2) // step.clamp(min=1)).clamp_(max=255).to(images.dtype).div_(255)
+    equalized = table.view(-1).index_select(0, bins.view(-1)).view(k, channels, height, width)
+    torch.where((step == 0).view(k, channels, 1, 1), images, equalized, out=images)
 
 
-def _solarize(images: torch.Tensor, level: torch.Tensor) -> torch.Tensor:
-    return solarize(images, thresholds=1.0 - level.abs())
+def _solarize(images: torch.Tensor, level: torch.Tensor) -> None:
+    # x + above * (1 - 2x), with above = 1 where x >= threshold: torch.where with a full-size mask
+    # runs a scalar loop on the CPU, three times slower than these vectorized passes. Over [-1, 1]
+    # (x - threshold) floors to -1 exactly below the threshold and to 0 or 1 at or above it.
+    above = (images - _per_sample(1.0 - level.abs())).floor_().add_(1).clamp_(0, 1)
+    images.addcmul_(above, torch.rsub(images, 1.0, alpha=2))
 
 
-def _posterize(images: torch.Tensor, level: torch.Tensor) -> torch.Tensor:
-    bits = 8 - torch.round(level.abs() * MAX_POSTERIZE_BITS_REMOVED).to(torch.int64)
-    return posterize(images, bits)
+def _posterize(images: torch.Tensor, level: torch.Tensor) -> None:
+    # Keeps the top bits of the 8-bit level round(255 x), as PIL's ImageOps.posterize on uint8;
+    # floor((255 x + 0.5) / step) equals floor(round(255 x) / step) for the integer step.
+    step = _per_sample(torch.exp2(torch.round(level.abs() * MAX_POSTERIZE_BITS_REMOVED)))
+    posterized = torch.addcmul(0.5 / step, images, 255 / step).floor_().mul_(step / 255)
+    # With no bit removed the image is left exactly as it is, even between 8-bit levels.
+    torch.where(step == 1, images, posterized, out=images)
 
 
-def _color(images: torch.Tensor, level: torch.Tensor) -> torch.Tensor:
-    return adjust_saturation_with_gray_subtraction(images, 1.0 + MAX_ENHANCE * level)
+def _color(images: torch.Tensor, level: torch.Tensor) -> None:
+    # grey + factor * (image - grey) with factor = 1 + 0.9 level, as one lerp towards grey.
+    red, green, blue = images.unbind(1)
+    grey = (red * LUMA_WEIGHTS[0]).add_(green, alpha=LUMA_WEIGHTS[1]).add_(blue, alpha=LUMA_WEIGHTS[2])
+    images.lerp_(grey.unsqueeze(1), _per_sample(-MAX_ENHANCE * level)).clamp_(0, 1)
 
 
-def _contrast(images: torch.Tensor, level: torch.Tensor) -> torch.Tensor:
-    return adjust_contrast_with_mean_subtraction(images, 1.0 + MAX_ENHANCE * level)
+def _contrast(images: torch.Tensor, level: torch.Tensor) -> None:
+    # The mean grey is the luma-weighted mean of the channel means: no grey image is needed.
+    red, green, blue = images.mean(dim=(-2, -1)).unbind(1)
+    mean_grey = red * LUMA_WEIGHTS[0] + green * LUMA_WEIGHTS[1] + blue * LUMA_WEIGHTS[2]
+    images.lerp_(_per_sample(mean_grey), _per_sample(-MAX_ENHANCE * level)).clamp_(0, 1)
 
 
-def _brightness(images: torch.Tensor, level: torch.Tensor) -> torch.Tensor:
-    return adjust_brightness_accumulative(images, 1.0 + MAX_ENHANCE * level)
+def _brightness(images: torch.Tensor, level: torch.Tensor) -> None:
+    images.mul_(_per_sample(1.0 + MAX_ENHANCE * level)).clamp_(0, 1)
 
 
-def _sharpness(images: torch.Tensor, level: torch.Tensor) -> torch.Tensor:
+def _sharpness(images: torch.Tensor, level: torch.Tensor) -> None:
     # Own lines rather than kornia's sharpness: its depthwise conv2d is slow on the CPU (13 ms for
-    # 8 images at 176 px); the same 3x3 smoothing as shifted-slice sums takes a fraction of that.
-    # PIL's kernel is [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13, i.e. (3x3 box sum + 4 * centre) / 13;
-    # border pixels keep their values, as in PIL and torchvision.
-    rows = images[..., :-2, :] + images[..., 1:-1, :] + images[..., 2:, :]
-    box = rows[..., :-2] + rows[..., 1:-1] + rows[..., 2:]
-    smooth = images.clone()
-    smooth[..., 1:-1, 1:-1] = (box + 4 * images[..., 1:-1, 1:-1]) / 13
-    factor = (1.0 + MAX_ENHANCE * level).view(-1, 1, 1, 1)
-    return (smooth + factor * (images - smooth)).clamp_(0, 1)
+    # 8 images at 176 px), and so is avg_pool2d; the same 3x3 smoothing as shifted-slice sums takes
+    # a fraction of that. PIL's kernel is [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13, i.e. (3x3 box sum
+    # + 4 * centre) / 13; border pixels keep their values, as in PIL and torchvision.
+    rows = images[..., :-2, :] + images[..., 1:-1, :]
+    rows += images[..., 2:, :]
+    smooth = rows[..., :-2] + rows[..., 1:-1]
+    smooth += rows[..., 2:]
+    centre = images[..., 1:-1, 1:-1]
+    smooth.add_(centre, alpha=4).div_(13)
+    # smooth + factor * (image - smooth) with factor = 1 + 0.9 level, as one lerp towards smooth.
+    centre.lerp_(smooth, _per_sample(-MAX_ENHANCE * level)).clamp_(0, 1)
 
 
 def _affine(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, d: torch.Tensor, height: int, width: int,
@@ -134,6 +169,48 @@ def _translate_x(level: torch.Tensor, height: int, width: int) -> torch.Tensor:
 
 def _translate_y(level: torch.Tensor, height: int, width: int) -> torch.Tensor:
     return _translate(torch.zeros_like(level), level, height, width)
+
+
+def _sampling_grid(matrices: torch.Tensor, height: int, width: int, device: torch.device,
+                   dtype: torch.dtype) -> torch.Tensor:
+    """grid_sample's (k, H, W, 2) grid for the inverse of the (k, 2, 3) pixel-space forward ``matrices``.
+
+    Pixel coordinates are pixel centres, 0 .. W - 1; grid_sample with align_corners=False reads
+    pixel x at (2 x + 1) / W - 1, so the grid is that normalization applied to the inverse map.
+    """
+    k = matrices.shape[0]
+    forward = torch.eye(3, dtype=torch.float64).repeat(k, 1, 1)
+    forward[:, :2] = matrices
+    inverse = torch.linalg.inv(forward)[:, :2]
+    size = torch.tensor([width, height], dtype=torch.float64).view(1, 2, 1)
+    # normalized source = (2 / size) (inverse @ [x, y, 1]) + 1 / size - 1; built by hand rather
+    # than with F.affine_grid, whose batched matrix product is several times slower on the CPU.
+    theta = 2 * inverse / size
+    theta[:, :, 2] += 1 / size[:, :, 0] - 1
+    theta = theta.to(device, dtype, non_blocking=True)
+    xs = torch.arange(width, device=device, dtype=dtype).view(1, 1, width)
+    ys = torch.arange(height, device=device, dtype=dtype).view(1, height, 1)
+    grid = torch.empty(k, height, width, 2, device=device, dtype=dtype)
+    for axis in range(2):
+        row = theta[:, axis].view(k, 3, 1, 1)
+        torch.add(row[:, 0] * xs + row[:, 2], row[:, 1] * ys, out=grid[..., axis])
+    return grid
+
+
+def _warp_with_grey_fill(images: torch.Tensor, matrices: torch.Tensor) -> torch.Tensor:
+    """Bilinear warp of ``images`` (overwritten) by the (k, 2, 3) pixel-space forward ``matrices``; grey outside.
+
+    Own lines rather than kornia's warp_affine (about twice as slow here): it warps a ones mask
+    as well to paint the fill, while warping (image - grey) with zero padding and adding grey
+    back gives the same blend, exact grey outside, in one grid_sample.
+    """
+    height, width = images.shape[-2:]
+    # Half-precision sampling coordinates are off by up to 1/8 pixel at 176 px: warp in float32.
+    dtype = torch.promote_types(images.dtype, torch.float32)
+    grid = _sampling_grid(matrices, height, width, images.device, dtype)
+    warped = F.grid_sample(images.to(dtype).sub_(FILL_GREY), grid, mode="bilinear", padding_mode="zeros",
+                           align_corners=False)
+    return warped.add_(FILL_GREY).to(images.dtype)
 
 
 COLOR_OPS: dict[str, ColorOp] = {
@@ -216,25 +293,23 @@ def apply_ops(images: torch.Tensor, ops: torch.Tensor, levels: torch.Tensor) -> 
     levels = levels.float()[order]
     order_dev = order.to(images.device, non_blocking=True)
     levels_dev = levels.to(images.device, images.dtype, non_blocking=True)
-    out = images.clone()
+    # One gather lines each op's samples up in a contiguous run of a private copy, where the color
+    # ops work in place; one scatter puts every sample back in its slot.
+    grouped = images.index_select(0, order_dev)
     start = counts[0]
     for name, count in zip(COLOR_OPS, counts[1:]):
         if count:
-            rows = order_dev[start:start + count]
-            out.index_copy_(0, rows, COLOR_OPS[name](images.index_select(0, rows), levels_dev[start:start + count]))
+            COLOR_OPS[name](grouped[start:start + count], levels_dev[start:start + count])
         start += count
+    out = torch.empty_like(images)
+    out.index_copy_(0, order_dev[:start], grouped[:start])
     if start < n:
         height, width = images.shape[-2:]
         matrices, offset = [], start
         for name, count in zip(GEOMETRIC_OPS, counts[1 + len(COLOR_OPS):]):
-            matrices.append(GEOMETRIC_OPS[name](levels[offset:offset + count], height, width))
+            matrices.append(GEOMETRIC_OPS[name](levels[offset:offset + count].double(), height, width))
             offset += count
-        rows = order_dev[start:]
-        matrix = torch.cat(matrices).to(images.device, images.dtype, non_blocking=True)
-        fill = torch.full((3,), FILL_GREY, device=images.device, dtype=images.dtype)
-        warped = warp_affine(images.index_select(0, rows), matrix, (height, width),
-                             padding_mode="fill", fill_value=fill)
-        out.index_copy_(0, rows, warped)
+        out.index_copy_(0, order_dev[start:], _warp_with_grey_fill(grouped[start:], torch.cat(matrices)))
     return out
 
 

@@ -10,6 +10,7 @@ from PIL import Image
 from fastcore_ops.data import loader as loader_module
 from fastcore_ops.data.dali_backend import dali_available
 from fastcore_ops.data.loader import build_loader
+from fastcore_ops.data.randaugment import RandAugmentOptions
 from fastcore_ops.data.resize import ProgressiveResize
 
 from .conftest import CLASS_COLORS, IMAGENET_MEAN, IMAGENET_STD, class_of, jpeg_bytes, pixels_to_uint8
@@ -115,6 +116,21 @@ def test_set_epoch_reshuffles_and_labels_follow_their_files(numbered_tree, backe
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_an_epoch_resumed_at_a_batch_repeats_the_rest_of_that_epoch(photo_jpegs, backend):
+    photos = [(path, index % 2) for index, path in enumerate(photo_jpegs(8))]
+    loader = _loader(photos, backend, batch_size=2, image_size=32, randaugment=RandAugmentOptions(), seed=3)
+    loader.set_epoch(1)
+    images, labels = _epoch(loader)
+    loader.set_epoch(1, first_batch=2)
+    resumed_images, resumed_labels = _epoch(loader)
+    assert len(resumed_images) == len(images) - 2
+    for whole, resumed in zip(images[2:] + labels[2:], resumed_images + resumed_labels):
+        assert torch.equal(whole, resumed)
+    with pytest.raises(ValueError, match="first_batch must be <= len"):
+        loader.set_epoch(1, first_batch=len(loader) + 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_two_ranks_see_disjoint_halves_that_cover_the_data(numbered_tree, backend):
     seen = []
     for rank in range(2):
@@ -197,6 +213,7 @@ def test_dali_asked_but_unavailable_gives_the_reason_and_the_fix(coded_tree, mon
     (dict(progressive_resize=ProgressiveResize()), ValueError, "needs epochs"),
     (dict(progressive_resize=ProgressiveResize(), epochs=2, train=False), ValueError, "training only"),
     (dict(progressive_resize=ProgressiveResize(), epochs=2, image_size=30), ValueError, "multiple of size_increment"),
+    (dict(progressive_resize=ProgressiveResize(), epochs=0), ValueError, "epochs must be a number > 0"),
     (dict(rank=0), ValueError, "pass both rank and world_size"),
     (dict(rank=2, world_size=2), ValueError, "rank must be < world_size=2"),
     (dict(device="toaster"), ValueError, "device must be a torch.device or a name"),

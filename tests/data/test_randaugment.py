@@ -1,6 +1,7 @@
 """RandAugment on the batch: per-op results against torchvision's functional ops, per-sample draws,
 determinism under a generator, and argument checks. Runs on a few real photos shrunk to 48 px."""
 
+import math
 
 import pytest
 import torch
@@ -100,6 +101,75 @@ def test_shear_x_keeps_the_centre_row(photos):
     centre = (SIZE - 2) // 2
     torch.testing.assert_close(out[..., centre, :], odd[..., centre, :], atol=1e-4, rtol=0)
     assert (out[..., 0, :] - odd[..., 0, :]).abs().max() > 0.1
+
+
+def _torchvision_affine(images: torch.Tensor, name: str, level: float) -> dict:
+    """TF.affine's arguments for each geometric op at ``level``: TF.affine turns clockwise on screen
+    for a positive angle (as our positive rotations do) and shears by [[1, -tan(x)], [-tan(y), 1]]."""
+    size = images.shape[-1]
+    return {
+        "rotate": dict(angle=30.0 * level),
+        "shear_x": dict(shear=[-math.degrees(math.atan(0.3 * level)), 0.0]),
+        "shear_y": dict(shear=[0.0, -math.degrees(math.atan(0.3 * level))]),
+        "translate_x": dict(translate=[0.45 * level * size, 0.0]),
+        "translate_y": dict(translate=[0.0, 0.45 * level * size]),
+    }[name]
+
+
+@pytest.mark.parametrize("level", [0.7, -0.4])
+@pytest.mark.parametrize("name", ["rotate", "shear_x", "shear_y", "translate_x", "translate_y"])
+def test_geometric_ops_match_torchvision_affine_inside_and_fill_exact_grey_outside(photos, name, level):
+    options = dict(angle=0.0, translate=[0.0, 0.0], scale=1.0, shear=[0.0, 0.0],
+                   interpolation=TF.InterpolationMode.BILINEAR)
+    options.update(_torchvision_affine(photos, name, level))
+    # Where a ones image warps to exactly 1 every bilinear tap is inside; where to 0, none is.
+    # torchvision blends partly covered border pixels differently, so those are left out.
+    coverage = TF.affine(torch.ones_like(photos), fill=0.0, **options)
+    inside, outside = coverage == 1, coverage == 0
+    assert inside.float().mean() > 0.3 and outside.any()
+    expected = TF.affine(photos, fill=0.5, **options)
+    out = _one_op(photos, name, level)
+    torch.testing.assert_close(out[inside], expected[inside], atol=2e-5, rtol=0)
+    assert torch.all(out[outside] == 0.5)
+
+
+@pytest.mark.parametrize("name", ["rotate", "shear_x", "translate_y"])
+def test_half_precision_geometric_ops_stay_close_to_float32(photos, name):
+    half = _one_op(photos.half(), name, 0.6)
+    assert half.dtype == torch.float16
+    torch.testing.assert_close(half.float(), _one_op(photos.half().float(), name, 0.6), atol=2e-3, rtol=0)
+
+
+def test_solarize_inverts_pixels_at_and_above_the_threshold():
+    # level 0.75 puts the threshold at exactly 0.25
+    values = torch.tensor([0.0, math.nextafter(0.25, 0), 0.25, math.nextafter(0.25, 1), 0.6, 1.0])
+    images = values.view(1, 1, 1, -1).expand(1, 3, 4, -1).contiguous()
+    expected = torch.where(images >= 0.25, 1 - images, images)
+    torch.testing.assert_close(_one_op(images, "solarize", 0.75), expected, atol=1e-7, rtol=0)
+
+
+@pytest.mark.parametrize("level", [0.05, 0.3, 0.9])
+def test_posterize_between_8_bit_levels_keeps_the_top_bits_of_the_rounded_level(level):
+    images = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    bits = 8 - round(4 * level)
+    if bits == 8:
+        expected = images
+    else:
+        mask = 256 - 2 ** (8 - bits)
+        expected = ((images * 255).round().to(torch.uint8) & mask).float() / 255
+    torch.testing.assert_close(_one_op(images, "posterize", level), expected, atol=1e-6, rtol=0)
+
+
+def test_equalize_matches_torchvision_on_flat_and_nearly_flat_channels(photos):
+    images = (photos * 255).round() / 255
+    images[0, 0] = 0.4
+    images[1, 1] = 0.8
+    images[1, 1, :2, :] = 0.2  # 96 pixels below the top level: fewer than 255, so PIL leaves it
+    images[2, 2, :, : SIZE // 2] = 0.1  # two levels, half and half
+    expected = TF.equalize((images * 255).round().to(torch.uint8)).float() / 255
+    out = _one_op(images, "equalize", 1.0)
+    torch.testing.assert_close(out, expected, atol=1e-6, rtol=0)
+    assert torch.equal(out[1, 1], images[1, 1])
 
 
 def test_mixed_ops_in_one_batch_equal_each_op_on_its_own(photos):

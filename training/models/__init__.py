@@ -1,1 +1,65 @@
-"""Models the recipes train that torchvision does not provide: a small GPT."""
+"""Models the recipes train that torchvision does not provide: a small GPT and CIFAR-sized ResNets.
+
+:func:`build_model` turns a recipe's ``model.name`` into a freshly initialized model, from
+this package or from torchvision's classification models.
+
+    >>> build_model("cifar_resnet20", num_classes=10).fc.out_features
+    10
+"""
+
+from __future__ import annotations
+
+import torchvision
+from torch import nn
+
+from .cifar_resnet import CifarResNet, cifar_resnet, cifar_resnet20, cifar_resnet56
+from .gpt import GPT, GPTConfig
+
+__all__ = [
+    "GPT", "GPTConfig", "CifarResNet", "build_model", "cifar_resnet", "cifar_resnet20", "cifar_resnet56",
+    "model_names",
+]
+
+_OWN_MODELS = {"cifar_resnet20": cifar_resnet20, "cifar_resnet56": cifar_resnet56}
+
+
+def _torchvision_classifiers() -> list[str]:
+    # Only the top-level module's models: detection, segmentation and video models take
+    # other inputs and give other outputs than an image classifier's logits.
+    return torchvision.models.list_models(module=torchvision.models)
+
+
+def model_names() -> list[str]:
+    """Every name :func:`build_model` accepts: this package's models, then torchvision's classifiers.
+
+    Example:
+        >>> "resnet50" in model_names() and "cifar_resnet56" in model_names()
+        True
+    """
+    return sorted(_OWN_MODELS) + _torchvision_classifiers()
+
+
+def build_model(name: str, num_classes: int) -> nn.Module:
+    """A randomly initialized classifier with ``num_classes`` outputs.
+
+    Args:
+        name: ``cifar_resnet20`` or ``cifar_resnet56`` (this package), or any torchvision
+            classification model (``resnet50``, ``convnext_tiny``, ...); never pretrained.
+
+    Example:
+        >>> build_model("resnet18", num_classes=100).fc.out_features
+        100
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a model name (str), got {type(name).__name__}")
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+        raise ValueError(f"num_classes must be an int >= 1, got {num_classes!r}")
+    if name in _OWN_MODELS:
+        return _OWN_MODELS[name](num_classes=num_classes)
+    if name in _torchvision_classifiers():
+        return torchvision.models.get_model(name, weights=None, num_classes=num_classes)
+    examples = sorted(_OWN_MODELS) + ["resnet18", "resnet50", "convnext_tiny", "vit_b_16"]
+    raise ValueError(
+        f"name must be one of this package's models or a torchvision classification model, got {name!r}; "
+        f"for example {', '.join(examples)} (model_names() lists all {len(model_names())})"
+    )

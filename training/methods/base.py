@@ -1,0 +1,113 @@
+"""The events a training run fires, the state methods see, and the base class of every method.
+
+A method is a small class that attaches to a few events and changes the run through
+:class:`TrainState`: MixUp rewrites the batch after the dataloader, SAM adds a second pass after
+backward, EMA updates its average at the end of each step. The trainer fires the events in this
+order::
+
+    FIT_START
+    for each epoch:  EPOCH_START
+        for each batch:  AFTER_DATALOADER, (forward) BEFORE_LOSS, (loss, backward) AFTER_BACKWARD,
+                         (optimizer step) STEP_END
+        EPOCH_END
+    FIT_END
+
+Example:
+    >>> class CountSteps(Method):
+    ...     def __init__(self):
+    ...         self.steps = 0
+    ...     def on_step_end(self, state):
+    ...         self.steps += 1
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+
+class Event(enum.Enum):
+    FIT_START = "fit_start"
+    EPOCH_START = "epoch_start"
+    AFTER_DATALOADER = "after_dataloader"
+    BEFORE_LOSS = "before_loss"
+    AFTER_BACKWARD = "after_backward"
+    STEP_END = "step_end"
+    EPOCH_END = "epoch_end"
+    FIT_END = "fit_end"
+
+
+@dataclass
+class TrainState:
+    """Everything a method may read or change; owned by the trainer.
+
+    images, targets: the current batch after the dataloader. ``targets`` is int64 class indices
+        (N,) or, once a method mixes samples, float class probabilities (N, C).
+    outputs, loss: the forward pass's logits and the (unscaled) loss of the current step.
+    step: optimizer steps taken so far in the whole run; ``total_steps`` the run's length.
+    forward_backward: recomputes the loss on the current batch at the current weights and
+        backpropagates it (through the grad scaler under fp16), for methods that need a second
+        pass (SAM); returns the loss.
+    """
+
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    device: torch.device
+    num_classes: int
+    steps_per_epoch: int
+    total_steps: int
+    epoch: int = 0
+    step: int = 0
+    images: torch.Tensor | None = None
+    targets: torch.Tensor | None = None
+    outputs: torch.Tensor | None = None
+    loss: torch.Tensor | None = None
+    forward_backward: Callable[[], torch.Tensor] | None = None
+    # Iterable of this epoch's (images, labels) batches on the device (SWA recomputes BatchNorm with it).
+    train_loader: Any = None
+    # The module evaluation runs (EMA and SWA put their averaged model here); None: ``model``.
+    eval_model: torch.nn.Module | None = None
+    # Wall-clock seconds of method work outside the forward/backward/step, keyed by method name.
+    method_seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def progress(self) -> float:
+        """Fraction of training done, in [0, 1]."""
+        return min(1.0, self.step / self.total_steps)
+
+
+class Method:
+    """Base class: override the ``on_<event>`` hooks the method needs; the rest do nothing.
+
+    A method with state that must survive a restart (EMA weights, SWA's average, ...) also
+    overrides ``state_dict`` and ``load_state_dict``. Structural changes (frozen layers) must be
+    a function of ``state.step`` and be redone in ``on_fit_start``, which also runs on resume.
+    """
+
+    def run(self, event: Event, state: TrainState) -> None:
+        getattr(self, f"on_{event.value}")(state)
+
+    def on_fit_start(self, state: TrainState) -> None: ...
+    def on_epoch_start(self, state: TrainState) -> None: ...
+    def on_after_dataloader(self, state: TrainState) -> None: ...
+    def on_before_loss(self, state: TrainState) -> None: ...
+    def on_after_backward(self, state: TrainState) -> None: ...
+    def on_step_end(self, state: TrainState) -> None: ...
+    def on_epoch_end(self, state: TrainState) -> None: ...
+    def on_fit_end(self, state: TrainState) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state:
+            raise ValueError(f"{type(self).__name__} keeps no state, but the checkpoint has {sorted(state)}")
+
+    def __repr__(self) -> str:
+        options = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        return f"{type(self).__name__}({options})"

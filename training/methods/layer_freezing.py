@@ -1,0 +1,107 @@
+"""Layer freezing: stop training the first layers progressively over the last part of the run.
+
+Method card
+    What: the model's layers are the modules that own parameters, in registration order (for
+        a ResNet the forward order: stem first, classifier last). From ``freeze_start`` of the
+        run on, at each epoch end the first
+        ``floor(L * freeze_level * (progress - freeze_start) / (1 - freeze_start))`` layers are
+        frozen: no gradient, out of the optimizer and its state, for the rest of the run.
+    When it helps: early layers converge first, so late in training their backward pass and
+        update are mostly wasted work; freezing them cuts step time for a small accuracy cost.
+        Worth it on tight budgets; on long runs for best accuracy, leave it off.
+    Hyperparameters: ``freeze_start`` in [0, 1), the fraction of the run where freezing begins;
+        ``freeze_level`` in [0, 1], the fraction of layers frozen by the end of the run.
+    Composition: apply after model surgery (it reads the final module tree). Frozen weights
+        still enter EMA/SWA averages (unchanged from then on) and SAM skips them. Not for
+        DistributedDataParallel, whose gradient buckets are fixed when it wraps the model.
+        On resume ``on_fit_start`` refreezes from ``state.progress``.
+
+    >>> method = LayerFreezing(freeze_start=0.5, freeze_level=0.75)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from training.methods.base import Method, TrainState
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def parameterised_layers(model: torch.nn.Module) -> list[list[torch.nn.Parameter]]:
+    """Each layer's own parameters, layers in registration order; a parameter shared by several
+    layers belongs to the first."""
+    layers, seen = [], set()
+    for module in model.modules():
+        params = [p for p in module.parameters(recurse=False) if id(p) not in seen]
+        seen.update(id(p) for p in params)
+        if params:
+            layers.append(params)
+    return layers
+
+
+def freeze_layers(model: torch.nn.Module, optimizer: torch.optim.Optimizer, count: int) -> int:
+    """Freeze the first ``count`` layers of ``model``; return how many of its layers are frozen now.
+
+    Frozen parameters get ``requires_grad=False``, lose their gradient, and are removed from
+    every param group and from the optimizer's state (groups stay, possibly empty, so learning
+    rate schedulers keep their per-group lists). Freezing is never undone: a smaller ``count``
+    than before changes nothing, and repeating a call is a no-op.
+
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    >>> freeze_layers(model, optimizer, 1)
+    1
+    >>> len(optimizer.param_groups[0]["params"])
+    2
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValueError(f"count must be an int >= 0, got {count!r}")
+    layers = parameterised_layers(model)
+    to_freeze = [p for layer in layers[:count] for p in layer]
+    frozen_ids = {id(p) for p in to_freeze}
+    for p in to_freeze:
+        p.requires_grad_(False)
+        p.grad = None
+        optimizer.state.pop(p, None)
+    for group in optimizer.param_groups:
+        group["params"] = [p for p in group["params"] if id(p) not in frozen_ids]
+    return sum(all(not p.requires_grad for p in layer) for layer in layers)
+
+
+class LayerFreezing(Method):
+    """Freezes ``freeze_level`` of the layers, first layers first, over the run after ``freeze_start``.
+
+    >>> method = LayerFreezing(freeze_start=0.5, freeze_level=1.0)
+    >>> method.layers_to_freeze(num_layers=10, progress=0.75)
+    5
+    """
+
+    def __init__(self, freeze_start: float, freeze_level: float):
+        if not _is_number(freeze_start) or not 0 <= freeze_start < 1:
+            raise ValueError(f"freeze_start must be a number in [0, 1), got {freeze_start!r}")
+        if not _is_number(freeze_level) or not 0 <= freeze_level <= 1:
+            raise ValueError(f"freeze_level must be a number in [0, 1], got {freeze_level!r}")
+        self.freeze_start = float(freeze_start)
+        self.freeze_level = float(freeze_level)
+
+    def layers_to_freeze(self, num_layers: int, progress: float) -> int:
+        """How many of ``num_layers`` layers are frozen at ``progress`` (fraction of the run)."""
+        fraction = self.freeze_level * (progress - self.freeze_start) / (1 - self.freeze_start)
+        # The small margin keeps exact products (e.g. 10 * 0.3) from flooring one layer short.
+        return max(0, math.floor(num_layers * fraction + 1e-9))
+
+    def on_fit_start(self, state: TrainState) -> None:
+        self._freeze(state)
+
+    def on_epoch_end(self, state: TrainState) -> None:
+        self._freeze(state)
+
+    def _freeze(self, state: TrainState) -> None:
+        count = self.layers_to_freeze(len(parameterised_layers(state.model)), state.progress)
+        if count:
+            freeze_layers(state.model, state.optimizer, count)

@@ -1,0 +1,151 @@
+"""SWA: average the weights of the last epochs, trained at a constant learning rate.
+
+Method card
+    What: once ``start_fraction`` of the run is done, the learning rate of every param group is
+        annealed (cosine or linear, over ``anneal_steps``) from its value at that moment to
+        ``swa_lr`` and held there, overriding the trainer's schedule; the weights at the end of
+        every epoch from ``start_fraction`` to ``end_fraction`` are averaged with equal weights.
+        At the end of the run the averaged model's BatchNorm statistics are recomputed on the
+        training data, and evaluation runs the averaged model (Izmailov et al., 2018).
+    When it helps: the average of points spread along a wide basin generalizes better than
+        any one of them; a cheap gain at the end of runs long enough for several averaged
+        epochs. The BatchNorm pass costs one extra forward epoch at the end.
+    Hyperparameters: ``start_fraction`` in [0, 1) and ``end_fraction`` in (start_fraction, 1];
+        ``swa_lr`` (> 0) a constant, fairly high learning rate (e.g. 0.05 x peak);
+        ``anneal_steps`` (>= 0; None: one epoch); ``anneal_strategy`` "cos" or "linear".
+    Composition: set after the trainer's scheduler step, so it wins over the schedule. With
+        EMA the last method to set ``state.eval_model`` decides what is evaluated, so use one.
+        Needs ``state.train_loader`` at fit end when the model has BatchNorm.
+
+    >>> method = SWA(start_fraction=0.75, end_fraction=1.0, swa_lr=0.05)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch.optim.swa_utils import AveragedModel, update_bn
+
+from training.methods.base import Method, TrainState
+
+ANNEAL_STRATEGIES = ("cos", "linear")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class SWA(Method):
+    """Anneals to ``swa_lr``, averages end-of-epoch weights, and makes the average ``state.eval_model``.
+
+    >>> method = SWA(start_fraction=0.7, end_fraction=1.0, swa_lr=0.01, anneal_steps=100)
+    """
+
+    def __init__(
+        self,
+        start_fraction: float,
+        end_fraction: float,
+        swa_lr: float,
+        anneal_steps: int | None = None,
+        anneal_strategy: str = "cos",
+    ):
+        if not _is_number(start_fraction) or not 0 <= start_fraction < 1:
+            raise ValueError(f"start_fraction must be a number in [0, 1), got {start_fraction!r}")
+        if not _is_number(end_fraction) or not start_fraction < end_fraction <= 1:
+            raise ValueError(
+                f"end_fraction must be a number in (start_fraction={start_fraction}, 1], got {end_fraction!r}"
+            )
+        if not _is_number(swa_lr) or not swa_lr > 0:
+            raise ValueError(f"swa_lr must be a number > 0, got {swa_lr!r}")
+        if anneal_steps is not None and (
+            isinstance(anneal_steps, bool) or not isinstance(anneal_steps, int) or anneal_steps < 0
+        ):
+            raise ValueError(f"anneal_steps must be an int >= 0 or None (one epoch), got {anneal_steps!r}")
+        if anneal_strategy not in ANNEAL_STRATEGIES:
+            raise ValueError(f"anneal_strategy must be one of {ANNEAL_STRATEGIES}, got {anneal_strategy!r}")
+        self.start_fraction = float(start_fraction)
+        self.end_fraction = float(end_fraction)
+        self.swa_lr = float(swa_lr)
+        self.anneal_steps = anneal_steps
+        self.anneal_strategy = anneal_strategy
+        self._averaged: AveragedModel | None = None
+        self._pending_state: dict[str, Any] | None = None
+        # Step at which annealing began and each group's learning rate then; None until it begins.
+        self._anneal_start_step: int | None = None
+        self._anneal_start_lrs: list[float] = []
+
+    @property
+    def averaged_model(self) -> torch.nn.Module | None:
+        """The averaged module (None before the run starts)."""
+        return None if self._averaged is None else self._averaged.module
+
+    @property
+    def averaged_count(self) -> int:
+        """How many end-of-epoch weights the average holds."""
+        return 0 if self._averaged is None else int(self._averaged.n_averaged)
+
+    def on_fit_start(self, state: TrainState) -> None:
+        # Plain average of the parameters; buffers follow the model and BatchNorm's are
+        # recomputed at fit end, as averaged running statistics would not match averaged weights.
+        self._averaged = AveragedModel(state.model)
+        self._averaged.requires_grad_(False)
+        if self._pending_state is not None:
+            self._load(self._pending_state)
+            self._pending_state = None
+
+    def on_step_end(self, state: TrainState) -> None:
+        if state.progress < self.start_fraction:
+            return
+        groups = state.optimizer.param_groups
+        if self._anneal_start_step is None:
+            self._anneal_start_step = state.step
+            self._anneal_start_lrs = [group["lr"] for group in groups]
+        anneal_steps = state.steps_per_epoch if self.anneal_steps is None else self.anneal_steps
+        done = 1.0 if anneal_steps == 0 else min(1.0, (state.step - self._anneal_start_step) / anneal_steps)
+        # SWALR is not used: its recursive update assumes no other scheduler touches the
+        # learning rate, while here the trainer's scheduler sets it before every call.
+        remaining = (1 + math.cos(math.pi * done)) / 2 if self.anneal_strategy == "cos" else 1.0 - done
+        for group, start_lr in zip(groups, self._anneal_start_lrs):
+            group["lr"] = self.swa_lr + (start_lr - self.swa_lr) * remaining
+
+    def on_epoch_end(self, state: TrainState) -> None:
+        if self.start_fraction <= state.progress <= self.end_fraction:
+            self._averaged.update_parameters(state.model)
+
+    def on_fit_end(self, state: TrainState) -> None:
+        if self.averaged_count == 0:
+            self._averaged.update_parameters(state.model)
+        has_batch_norm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in state.model.modules())
+        if has_batch_norm:
+            if state.train_loader is None:
+                raise ValueError(
+                    "state.train_loader is None; SWA needs the training batches to recompute BatchNorm statistics"
+                )
+            update_bn(state.train_loader, self._averaged, device=state.device)
+        state.eval_model = self._averaged.module
+
+    def state_dict(self) -> dict[str, Any]:
+        if self._averaged is None:
+            return {}
+        return {
+            "averaged_model": self._averaged.state_dict(),
+            "anneal_start_step": self._anneal_start_step,
+            "anneal_start_lrs": list(self._anneal_start_lrs),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        expected = {"averaged_model", "anneal_start_step", "anneal_start_lrs"}
+        if set(state) != expected:
+            raise ValueError(f"SWA state must have the keys {sorted(expected)}, got {sorted(state)}")
+        if self._averaged is None:
+            # Loaded before the run started: applied once on_fit_start has built the average.
+            self._pending_state = state
+        else:
+            self._load(state)
+
+    def _load(self, state: dict[str, Any]) -> None:
+        self._averaged.load_state_dict(state["averaged_model"])
+        self._anneal_start_step = state["anneal_start_step"]
+        self._anneal_start_lrs = list(state["anneal_start_lrs"])

@@ -1,0 +1,82 @@
+"""The optimizer and the learning-rate schedule of a run: SGD(W) with warmup and cosine decay.
+
+    >>> model = torch.nn.Linear(4, 2)
+    >>> optimizer = build_optimizer(model, OptimizerConfig(lr=0.1, decoupled_weight_decay=True))
+    >>> scheduler = warmup_cosine(optimizer, warmup_steps=10, total_steps=100)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from training.config import OptimizerConfig
+
+# Modules whose weights are scales and shifts, not filters: decaying them toward 0 only hurts.
+_NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.GroupNorm, nn.LayerNorm)
+
+
+class DecoupledSGDW(torch.optim.SGD):
+    """SGD whose weight decay shrinks the weights directly by ``weight_decay * lr / peak_lr``.
+
+    Written here because torch.optim has no decoupled SGD (only AdamW). Decoupling keeps the
+    decay's strength independent of the gradient's scale and of momentum, and scaling it by the
+    schedule (lr / peak lr) makes it fade with the learning rate.
+    """
+
+    def __init__(self, params, lr: float, momentum: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False):
+        super().__init__(params, lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov)
+        for group in self.param_groups:
+            group.setdefault("peak_lr", group["lr"])
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        decays = [group["weight_decay"] for group in self.param_groups]
+        for group in self.param_groups:
+            factor = 1.0 - group["weight_decay"] * group["lr"] / group["peak_lr"]
+            if factor != 1.0:
+                torch._foreach_mul_([p for p in group["params"] if p.grad is not None], factor)
+            group["weight_decay"] = 0.0  # the SGD update below must not decay a second time
+        try:
+            return super().step(closure)
+        finally:
+            for group, decay in zip(self.param_groups, decays):
+                group["weight_decay"] = decay
+
+
+def parameter_groups(model: nn.Module, weight_decay: float, *, no_decay_norm_and_bias: bool) -> list[dict]:
+    """One group with decay; with ``no_decay_norm_and_bias``, a second without for norm weights and biases."""
+    if not no_decay_norm_and_bias:
+        return [{"params": [p for p in model.parameters() if p.requires_grad], "weight_decay": weight_decay}]
+    exempt = set()
+    for module in model.modules():
+        for name, parameter in module.named_parameters(recurse=False):
+            if isinstance(module, _NORM_TYPES) or name == "bias":
+                exempt.add(parameter)
+    decayed = [p for p in model.parameters() if p.requires_grad and p not in exempt]
+    kept = [p for p in model.parameters() if p.requires_grad and p in exempt]
+    return [{"params": decayed, "weight_decay": weight_decay}, {"params": kept, "weight_decay": 0.0}]
+
+
+def build_optimizer(model: nn.Module, config: OptimizerConfig) -> torch.optim.SGD:
+    groups = parameter_groups(model, config.weight_decay, no_decay_norm_and_bias=config.no_decay_norm_and_bias)
+    kind = DecoupledSGDW if config.decoupled_weight_decay else torch.optim.SGD
+    return kind(groups, lr=config.lr, momentum=config.momentum, nesterov=config.nesterov)
+
+
+def lr_factor(step: int, *, warmup_steps: int, total_steps: int, final_fraction: float = 0.0) -> float:
+    """Multiplier of the peak lr at ``step``: linear from ~0 over warmup, then cosine down to ``final_fraction``."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    decay_steps = max(1, total_steps - warmup_steps)
+    progress = min(1.0, (step - warmup_steps) / decay_steps)
+    return final_fraction + (1 - final_fraction) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def warmup_cosine(optimizer: torch.optim.Optimizer, *, warmup_steps: int, total_steps: int,
+                  final_fraction: float = 0.0) -> torch.optim.lr_scheduler.LambdaLR:
+    """A per-step scheduler: call ``step()`` after every optimizer step."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(
+        step, warmup_steps=warmup_steps, total_steps=total_steps, final_fraction=final_fraction))

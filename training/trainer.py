@@ -1,0 +1,325 @@
+"""The training loop: steps, events for the methods, evaluation, timing, checkpoints and resume.
+
+The trainer knows nothing about any particular method: MixUp, SAM, EMA, SWA and the others
+attach to the events of :mod:`training.methods.base` and change the run through its TrainState.
+Time is kept the way the methodology measures cost: ``train_seconds`` counts the training steps
+(waiting for data included) and the methods' own work, never evaluation or checkpointing.
+
+    >>> trainer = Trainer(model=model, optimizer=optimizer, loss_fn=loss_fn, train_loader=train,
+    ...                   eval_loader=test, total_steps=10 * len(train), warmup_steps=len(train),
+    ...                   device=torch.device("cpu"), out=Path("runs/demo"))   # doctest: +SKIP
+    >>> result = trainer.fit()                                                  # doctest: +SKIP
+    >>> result.top1, result.train_seconds                                       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.nn import functional as F
+from tqdm import tqdm
+
+from training import checkpoint
+from training.losses import LossFunction
+from training.methods.base import Event, Method, TrainState
+from training.metrics import MetricsLog
+from training.optim import warmup_cosine
+
+CHECKPOINT_NAME = "checkpoint.pt"
+PHASES = ("data", "forward", "backward", "optimizer", "methods")
+
+
+class TrainingInterrupted(Exception):
+    """A stop signal arrived; the run was checkpointed and can be resumed with ``--resume``."""
+
+    def __init__(self, signal_number: int, message: str):
+        super().__init__(message)
+        self.signal_number = signal_number
+
+
+@dataclass
+class FitResult:
+    top1: float
+    eval_loss: float
+    steps: int
+    epochs_seen: int
+    train_seconds: float
+    first_epoch_seconds: float  # the first epoch's share of train_seconds (start-up and warm-up costs)
+    images_per_second: float  # training images per second of train_seconds, over all processes
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # where train_seconds went
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype for a precision name; "amp" means bf16 on the CPU and fp16 on CUDA."""
+    if precision == "fp32":
+        return None
+    if precision == "amp":
+        return torch.float16 if device.type == "cuda" else torch.bfloat16
+    return {"amp_bf16": torch.bfloat16, "amp_fp16": torch.float16}[precision]
+
+
+def _distributed() -> bool:
+    return dist.is_available() and dist.is_initialized()
+
+
+class Trainer:
+    """Trains ``model`` for ``total_steps`` optimizer steps, firing events for ``methods``.
+
+    model: the module to train; ``ddp_model`` its DistributedDataParallel wrapper when training
+        with several processes (the forward pass goes through it, methods see ``model``).
+    train_loader, eval_loader: fastcore_ops.data loaders (``set_epoch(epoch, first_batch)``, ``len``).
+    out: folder for ``checkpoint.pt``, ``metrics.jsonl`` and ``curves.png``; None keeps nothing.
+    phase_timing: time data/forward/backward/optimizer separately; on CUDA this synchronizes
+        the device at each boundary, which costs a little speed.
+    """
+
+    def __init__(self, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn: LossFunction,
+                 train_loader, eval_loader, total_steps: int, warmup_steps: int = 0, final_lr_fraction: float = 0.0,
+                 methods: Sequence[Method] = (), precision: str = "fp32", device: torch.device,
+                 num_classes: int, out: Path | None = None, ddp_model: torch.nn.Module | None = None,
+                 progress: bool = True, phase_timing: bool = True, eval_every: int = 1):
+        if total_steps < 1:
+            raise ValueError(f"total_steps must be >= 1, got {total_steps}")
+        self.model, self.loss_fn, self.methods = model, loss_fn, list(methods)
+        self.train_loader, self.eval_loader = train_loader, eval_loader
+        self.device, self.out = device, out
+        self.forward_module = ddp_model if ddp_model is not None else model
+        self.is_main = not _distributed() or dist.get_rank() == 0
+        self.progress, self.phase_timing, self.eval_every = progress and self.is_main, phase_timing, eval_every
+        self.dtype = autocast_dtype(precision, device)
+        scaler = torch.amp.GradScaler(device.type, enabled=self.dtype == torch.float16)
+        self.scheduler = warmup_cosine(optimizer, warmup_steps=warmup_steps, total_steps=total_steps,
+                                       final_fraction=final_lr_fraction)
+        self.state = TrainState(model=model, optimizer=optimizer, scaler=scaler, device=device,
+                                num_classes=num_classes, steps_per_epoch=len(train_loader), total_steps=total_steps,
+                                train_loader=train_loader, forward_backward=self._forward_backward)
+        self.batch_in_epoch = 0
+        self.train_seconds = self.first_epoch_seconds = 0.0
+        self.phase_seconds = dict.fromkeys(PHASES, 0.0)
+        self.images_seen = 0
+        self.log = MetricsLog(out) if out is not None and self.is_main else None
+
+    # -- events and phases -------------------------------------------------------------------
+
+    def _fire(self, event: Event) -> None:
+        started = time.perf_counter()
+        for method in self.methods:
+            method.run(event, self.state)
+        self.phase_seconds["methods"] += time.perf_counter() - started
+
+    def _autocast(self):
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.dtype)
+
+    def _sync(self) -> float:
+        if self.phase_timing and self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter()
+
+    def _forward_backward(self) -> torch.Tensor:
+        """Loss and backward on the current batch at the current weights (SAM's second pass)."""
+        with self._autocast():
+            outputs = self.forward_module(self.state.images)
+        loss = self.loss_fn(outputs, self.state.targets)
+        self.state.scaler.scale(loss).backward()
+        return loss.detach()
+
+    # -- one step ----------------------------------------------------------------------------
+
+    def _train_step(self, images: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        state = self.state
+        state.images, state.targets = images, targets
+        self._fire(Event.AFTER_DATALOADER)
+        started = self._sync()
+        with self._autocast():
+            state.outputs = self.forward_module(state.images)
+        self._fire(Event.BEFORE_LOSS)
+        state.loss = self.loss_fn(state.outputs, state.targets)
+        forward_done = self._sync()
+        state.scaler.scale(state.loss).backward()
+        backward_done = self._sync()
+        self.phase_seconds["forward"] += forward_done - started
+        self.phase_seconds["backward"] += backward_done - forward_done
+        self._fire(Event.AFTER_BACKWARD)
+        started = self._sync()
+        state.scaler.step(state.optimizer)
+        state.scaler.update()
+        state.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        state.step += 1
+        self.phase_seconds["optimizer"] += self._sync() - started
+        self._fire(Event.STEP_END)
+        return state.loss.detach()
+
+    # -- evaluation --------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def evaluate(self) -> tuple[float, float]:
+        """(top-1, mean cross-entropy) of the evaluation model over this rank's share, summed over ranks."""
+        model = self.state.eval_model or self.model
+        was_training = model.training
+        model.eval()
+        totals = torch.zeros(3, dtype=torch.float64, device=self.device)  # correct, loss sum, count
+        for images, labels in self.eval_loader:
+            with self._autocast():
+                logits = model(images)
+            totals[0] += (logits.argmax(dim=1) == labels).sum()
+            totals[1] += F.cross_entropy(logits.float(), labels, reduction="sum")
+            totals[2] += len(labels)
+        model.train(was_training)
+        if _distributed():
+            dist.all_reduce(totals)
+        correct, loss_sum, count = totals.tolist()
+        return correct / max(count, 1), loss_sum / max(count, 1)
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def _checkpoint_payload(self, final: tuple[float, float] | None) -> dict:
+        state = self.state
+        return {
+            "model": self.model.state_dict(), "optimizer": state.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(), "scaler": state.scaler.state_dict(),
+            "methods": {type(m).__name__: m.state_dict() for m in self.methods},
+            "step": state.step, "epoch": state.epoch, "batch_in_epoch": self.batch_in_epoch,
+            "train_seconds": self.train_seconds, "first_epoch_seconds": self.first_epoch_seconds,
+            "phase_seconds": dict(self.phase_seconds), "images_seen": self.images_seen,
+            "method_seconds": dict(state.method_seconds), "rng": checkpoint.rng_states(), "final": final,
+        }
+
+    def save_checkpoint(self, final: tuple[float, float] | None = None) -> None:
+        """Save the run; ``final`` (top-1, eval loss) marks it finished."""
+        if self.out is not None and self.is_main:
+            checkpoint.save_atomic(self._checkpoint_payload(final), self.out / CHECKPOINT_NAME)
+
+    def _resume(self) -> dict:
+        """Restore what a fit needs before FIT_START; returns the payload for the rest."""
+        payload = checkpoint.load(self.out / CHECKPOINT_NAME)
+        self.model.load_state_dict(payload["model"])
+        state = self.state
+        state.step, state.epoch = payload["step"], payload["epoch"]
+        self.batch_in_epoch = payload["batch_in_epoch"]
+        self.train_seconds, self.first_epoch_seconds = payload["train_seconds"], payload["first_epoch_seconds"]
+        self.phase_seconds.update(payload["phase_seconds"])
+        self.images_seen = payload["images_seen"]
+        state.method_seconds.update(payload["method_seconds"])
+        if self.log is not None:
+            self.log.truncate_after(state.step)
+        return payload
+
+    def _restore_after_fit_start(self, payload: dict) -> None:
+        # After FIT_START: methods have rebuilt their structure (EMA copies, frozen layers leaving
+        # the optimizer) from the restored step, so the saved states fit them again.
+        saved_methods = payload["methods"]
+        for method in self.methods:
+            method.load_state_dict(saved_methods.get(type(method).__name__, {}))
+        self.state.optimizer.load_state_dict(payload["optimizer"])
+        self.scheduler.load_state_dict(payload["scheduler"])
+        self.state.scaler.load_state_dict(payload["scaler"])
+        checkpoint.restore_rng_states(payload["rng"])
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def _stop_requested(self, stops: checkpoint.StopRequests) -> bool:
+        flag = torch.tensor([stops.requested is not None], dtype=torch.int32)
+        if _distributed():
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)  # every rank stops at the same step
+        return bool(flag.item())
+
+    def _train_epoch(self, stops: checkpoint.StopRequests) -> None:
+        """Train from ``batch_in_epoch`` to the end of the epoch or of the run."""
+        state = self.state
+        self.train_loader.set_epoch(state.epoch, self.batch_in_epoch)
+        loss_sum, losses = torch.zeros((), device=self.device), 0
+        bar = tqdm(total=len(self.train_loader), initial=self.batch_in_epoch, disable=not self.progress,
+                   desc=f"epoch {state.epoch + 1}", unit="batch", dynamic_ncols=True, leave=False)
+        epoch_started = time.perf_counter()
+        batches = iter(self.train_loader)
+        while state.step < state.total_steps:
+            started = time.perf_counter()
+            try:
+                images, targets = next(batches)
+            except StopIteration:
+                break
+            self.phase_seconds["data"] += time.perf_counter() - started
+            loss_sum += self._train_step(images, targets)
+            losses += 1
+            self.batch_in_epoch += 1
+            self.images_seen += len(targets) * (dist.get_world_size() if _distributed() else 1)
+            elapsed = time.perf_counter() - started
+            self.train_seconds += elapsed
+            if state.epoch == 0:
+                self.first_epoch_seconds += elapsed
+            bar.update()
+            if losses % 10 == 0:  # .item() waits for the device: not every step
+                bar.set_postfix(loss=f"{(loss_sum / losses).item():.3f}",
+                                img_s=f"{self.images_seen / max(self.train_seconds, 1e-9):.0f}")
+            if self._stop_requested(stops):
+                bar.close()
+                self.save_checkpoint()
+                number = stops.requested or signal.SIGTERM  # another rank's signal, in DDP
+                raise TrainingInterrupted(number, f"stopped by signal {number} at step {state.step}; checkpoint "
+                                                  f"in {self.out}; rerun with --resume to continue")
+        bar.close()
+        self.epoch_train_loss = (loss_sum / max(losses, 1)).item()
+        self.epoch_seconds = time.perf_counter() - epoch_started
+
+    def _record(self, top1: float, eval_loss: float) -> None:
+        if self.log is None:
+            return
+        self.log.append({
+            "epoch": self.state.epoch + 1, "step": self.state.step, "train_loss": self.epoch_train_loss,
+            "top1": top1, "eval_loss": eval_loss, "train_seconds": self.train_seconds,
+            "images_per_second": self.images_seen / max(self.train_seconds, 1e-9),
+            "lr": self.state.optimizer.param_groups[0]["lr"],
+        })
+
+    def fit(self, resume: bool = False) -> FitResult:
+        """Train to ``total_steps`` (from the checkpoint in ``out`` if ``resume``) and evaluate."""
+        payload = self._resume() if resume else None
+        if payload is not None and payload["final"] is not None:
+            return self._result(*payload["final"])  # nothing left to train
+        self.model.train()
+        with checkpoint.StopRequests() as stops:
+            self._fire(Event.FIT_START)
+            if payload is not None:
+                self._restore_after_fit_start(payload)
+            while self.state.step < self.state.total_steps:
+                if self.batch_in_epoch == 0:
+                    self._fire(Event.EPOCH_START)
+                self._train_epoch(stops)
+                self._fire(Event.EPOCH_END)
+                if self.state.step >= self.state.total_steps:
+                    break
+                if (self.state.epoch + 1) % self.eval_every == 0:
+                    self._record(*self.evaluate())
+                self.state.epoch += 1
+                self.batch_in_epoch = 0
+                self.save_checkpoint()
+                if self.log is not None:
+                    self.log.plot()
+            started = time.perf_counter()
+            self._fire(Event.FIT_END)  # SWA's BatchNorm pass is training cost
+            self.train_seconds += time.perf_counter() - started
+            top1, eval_loss = self.evaluate()
+            self._record(top1, eval_loss)
+            self.save_checkpoint(final=(top1, eval_loss))
+        if self.log is not None:
+            self.log.plot()
+        return self._result(top1, eval_loss)
+
+    def _result(self, top1: float, eval_loss: float) -> FitResult:
+        phases = dict(self.phase_seconds)
+        for name, seconds in self.state.method_seconds.items():
+            phases[f"methods.{name}"] = seconds
+        return FitResult(top1=top1, eval_loss=eval_loss, steps=self.state.step, epochs_seen=self.state.epoch + 1,
+                         train_seconds=self.train_seconds, first_epoch_seconds=self.first_epoch_seconds,
+                         images_per_second=self.images_seen / max(self.train_seconds, 1e-9), phase_seconds=phases)
+
