@@ -15,8 +15,11 @@ $(INSTALLED): setup.py
 	$(PYTHON) tools/install_pillow_simd.py
 	touch $@
 
+# The main job: the Mild recipe on 500 CIFAR-10 images per class (about 5 minutes on 2 CPU cores).
+# Each demo writes a new run folder, so nothing earlier is overwritten.
+DATA ?= ../shared/datasets/cifar10-jpeg
 demo: $(INSTALLED)
-	$(PYTHON) -m benchmarks.kernels
+	$(PYTHON) -m training.train --recipe cifar_mild --data $(DATA) --subset 500 --out runs/demo/$$(date +%Y%m%d-%H%M%S)
 
 # Every Triton kernel runs through Triton's interpreter on machines without a GPU.
 test: $(INSTALLED)

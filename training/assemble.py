@@ -137,9 +137,22 @@ def _loaders(config: TrainConfig, data: Path, device: torch.device, subset: int 
     return train, evaluation, len(classes)
 
 
+def world_size_from_environment() -> int:
+    """The number of processes torchrun started (1 without torchrun)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def check_distributed_support(config: TrainConfig) -> None:
+    """Refuse, before any work, what DistributedDataParallel cannot train."""
+    if world_size_from_environment() > 1 and config.methods.freeze_level > 0:
+        # DDP fixes its gradient buckets when it wraps the model; parameters frozen later break them.
+        raise ValueError("methods.freeze_level > 0 (layer freezing) does not work with several processes "
+                         "(DistributedDataParallel); train with one process or set methods.freeze_level=0")
+
+
 def init_distributed(device: torch.device) -> torch.device:
     """Join the process group torchrun describes in the environment (if any); this process's device."""
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1 or dist.is_initialized():
+    if world_size_from_environment() <= 1 or dist.is_initialized():
         return device
     if device.type == "cuda":
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
@@ -149,8 +162,11 @@ def init_distributed(device: torch.device) -> torch.device:
 
 
 def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: torch.device,
-                  subset: int | None = None, progress: bool = True) -> Trainer:
-    """A Trainer for ``config`` (scale schedule applied here) on ``data``'s train/ and val/ (or test/)."""
+                  subset: int | None = None, progress: bool = True, eval_every: int = 1) -> Trainer:
+    """A Trainer for ``config`` (scale schedule applied here) on ``data``'s train/ and val/ (or test/).
+
+    ``subset``: train on the first ``subset`` images of each class; ``eval_every``: see Trainer.
+    """
     config = scaled(config)
     torch.manual_seed(config.seed)  # the same initial weights for every rank and every rerun
     train, evaluation, num_classes = _loaders(config, data, device, subset)
@@ -158,10 +174,8 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
     optimizer = build_optimizer(model, config.optimizer)
     ddp_model = None
     if dist.is_initialized():
-        # Frozen layers stop producing gradients, which DDP must be told to expect.
         ddp_model = nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None,
-            find_unused_parameters=config.methods.freeze_level > 0)
+            model, device_ids=[device.index] if device.type == "cuda" else None)
     steps_per_epoch = len(train)
     return Trainer(
         model=model, optimizer=optimizer, ddp_model=ddp_model,
@@ -170,4 +184,5 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
         total_steps=max(1, round(config.schedule.epochs * steps_per_epoch)),
         warmup_steps=round(config.schedule.warmup_epochs * steps_per_epoch),
         final_lr_fraction=config.schedule.final_lr_fraction, methods=build_methods(config),
-        precision=config.precision, device=device, num_classes=num_classes, out=out, progress=progress)
+        precision=config.precision, device=device, num_classes=num_classes, out=out, progress=progress,
+        eval_every=eval_every)

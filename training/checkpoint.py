@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import abc
 import os
 import random
 import signal
@@ -53,26 +54,17 @@ def restore_rng_states(states: dict) -> None:
         torch.cuda.set_rng_state_all(states["cuda"])
 
 
-class StopRequests:
-    """Catches SIGTERM and SIGINT while active, so the trainer can checkpoint before it exits.
-
-    ``requested`` holds the signal number once one arrived; a second signal of the same kind
-    falls through to the previous handler (a user pressing Ctrl-C twice means it).
-    """
+class StopSignalHandler(abc.ABC):
+    """Routes SIGTERM and SIGINT to ``self._handle`` while active; the previous handlers come back on exit."""
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
     def __init__(self):
-        self.requested: int | None = None
         self._previous = {}
 
+    @abc.abstractmethod
     def _handle(self, number, frame):
-        if self.requested is not None:
-            previous = self._previous.get(number)
-            if callable(previous):
-                previous(number, frame)
-            raise KeyboardInterrupt
-        self.requested = number
+        """React to stop signal ``number`` (called by Python's signal machinery)."""
 
     def __enter__(self):
         for number in self.SIGNALS:
@@ -83,3 +75,23 @@ class StopRequests:
         for number, previous in self._previous.items():
             signal.signal(number, previous)
         return False
+
+
+class StopRequests(StopSignalHandler):
+    """Catches SIGTERM and SIGINT while active, so the trainer can checkpoint before it exits.
+
+    ``requested`` holds the signal number once one arrived; a second signal of the same kind
+    falls through to the previous handler (a user pressing Ctrl-C twice means it).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.requested: int | None = None
+
+    def _handle(self, number, frame):
+        if self.requested is not None:
+            previous = self._previous.get(number)
+            if callable(previous):
+                previous(number, frame)
+            raise KeyboardInterrupt
+        self.requested = number

@@ -15,6 +15,7 @@ Time is kept the way the methodology measures cost: ``train_seconds`` counts the
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import time
 from collections.abc import Sequence
@@ -78,6 +79,7 @@ class Trainer:
     out: folder for ``checkpoint.pt``, ``metrics.jsonl`` and ``curves.png``; None keeps nothing.
     phase_timing: time data/forward/backward/optimizer separately; on CUDA this synchronizes
         the device at each boundary, which costs a little speed.
+    eval_every: evaluate after every this many epochs; 0 evaluates only at the end of training.
     """
 
     def __init__(self, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn: LossFunction,
@@ -87,6 +89,8 @@ class Trainer:
                  progress: bool = True, phase_timing: bool = True, eval_every: int = 1):
         if total_steps < 1:
             raise ValueError(f"total_steps must be >= 1, got {total_steps}")
+        if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 0:
+            raise ValueError(f"eval_every must be an int >= 0 (epochs; 0 = only at the end), got {eval_every!r}")
         self.model, self.loss_fn, self.methods = model, loss_fn, list(methods)
         self.train_loader, self.eval_loader = train_loader, eval_loader
         self.device, self.out = device, out
@@ -238,8 +242,10 @@ class Trainer:
         state = self.state
         self.train_loader.set_epoch(state.epoch, self.batch_in_epoch)
         loss_sum, losses = torch.zeros((), device=self.device), 0
-        bar = tqdm(total=len(self.train_loader), initial=self.batch_in_epoch, disable=not self.progress,
-                   desc=f"epoch {state.epoch + 1}", unit="batch", dynamic_ncols=True, leave=False)
+        # Over the whole run, so that its ETA is the run's (evaluation not included).
+        epochs = math.ceil(state.total_steps / state.steps_per_epoch)
+        bar = tqdm(total=state.total_steps, initial=state.step, disable=not self.progress,
+                   desc=f"epoch {state.epoch + 1}/{epochs}", unit="step", dynamic_ncols=True, leave=False)
         epoch_started = time.perf_counter()
         batches = iter(self.train_loader)
         while state.step < state.total_steps:
@@ -298,7 +304,7 @@ class Trainer:
                 self._fire(Event.EPOCH_END)
                 if self.state.step >= self.state.total_steps:
                     break
-                if (self.state.epoch + 1) % self.eval_every == 0:
+                if self.eval_every and (self.state.epoch + 1) % self.eval_every == 0:
                     self._record(*self.evaluate())
                 self.state.epoch += 1
                 self.batch_in_epoch = 0

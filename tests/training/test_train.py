@@ -1,7 +1,6 @@
 """``python -m training.train`` end to end on real CIFAR-10 images: learning, outputs, errors, kill and resume, DDP."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -10,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from training.train import main
+from training.train import PROJECT_ROOT, child_environment, main
 
-ROOT = Path(__file__).resolve().parents[2]
 # Small and quick: 600 training images, batch 32, three epochs; the references (not the
 # interpreter) run the kernels so that the subprocesses train at full CPU speed.
 QUICK = ["--recipe", "cifar_baseline", "--epochs", "3", "--set", "data.batch_size=32", "--set", "data.num_workers=1",
@@ -20,8 +18,8 @@ QUICK = ["--recipe", "cifar_baseline", "--epochs", "3", "--set", "data.batch_siz
 
 
 def _run(*args, **popen):
-    environment = {**os.environ, "FASTCORE_OPS_INTERPRET": "0", "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "training.train", *args], cwd=ROOT, env=environment,
+    environment = child_environment()
+    return subprocess.Popen([sys.executable, "-m", "training.train", *args], cwd=PROJECT_ROOT, env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
@@ -103,10 +101,10 @@ def test_sigterm_checkpoints_mid_epoch_and_the_resumed_run_matches(reference_run
 
 def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
     out = tmp_path / "ddp"
-    environment = {**os.environ, "FASTCORE_OPS_INTERPRET": "0", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    environment = child_environment(OMP_NUM_THREADS="1")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                "-m", "training.train", *QUICK, "--epochs", "1", "--data", str(tiny_cifar), "--out", str(out)]
-    finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300)
+    finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr[-3000:]
     summary = _summary(out)
     assert summary["steps"] == (600 // 2) // 32, "each rank trains on its half of the data"
@@ -121,11 +119,19 @@ def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
     (["--recipe", "cifar_baseline", "--device", "cuda:0"] if not __import__("torch").cuda.is_available()
      else ["--recipe", "cifar_baseline", "--device", "tpu"], "--device"),
     (["--resume"], "no checkpoint.pt"),
+    (["--recipe", "cifar_baseline", "--eval-every", "-1"], "--eval-every must be >= 0"),
 ])
 def test_bad_configuration_is_refused_before_training(args, message, tiny_cifar, tmp_path, capsys):
     assert main([*args, "--data", str(tiny_cifar), "--out", str(tmp_path / "run")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_layer_freezing_is_refused_under_ddp_before_training(tiny_cifar, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    args = ["--recipe", "cifar_baseline", "--set", "methods.freeze_level=0.5", "--data", str(tiny_cifar)]
+    assert main([*args, "--out", str(tmp_path / "run")]) == 2
+    assert "layer freezing" in capsys.readouterr().err
 
 
 def test_a_missing_data_folder_and_an_existing_run_are_refused(reference_run, tmp_path, capsys):

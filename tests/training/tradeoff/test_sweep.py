@@ -1,0 +1,137 @@
+"""The sweep's bookkeeping with a stand-in for the train command: skip, resume, fail, stop, refuse."""
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from training.config import to_dict
+from training.tradeoff import sweep
+from training.tradeoff.sweep import (PlannedRun, RunFailed, SweepInterrupted, TrainOptions, check_finished_runs,
+                                     plan_sweep, run_config, run_sweep)
+
+OPTIONS = TrainOptions(data=Path("/data"), device="cpu", machine="host/cpu", subset=5, assignments=("data.batch_size=8",))
+
+
+class FakeTrain:
+    """Stands in for ``subprocess.Popen`` of the train command; records each command it is given."""
+
+    commands: list[list[str]] = []
+    instances: list["FakeTrain"] = []
+    exit_code = 0
+    on_wait = None
+
+    def __init__(self, command, *, stderr, env, **_):
+        self.command, self.stderr, self.env, self.signals = command, stderr, env, []
+        FakeTrain.commands.append(command)
+        FakeTrain.instances.append(self)
+
+    def wait(self):
+        if FakeTrain.on_wait is not None:
+            return FakeTrain.on_wait(self)
+        if FakeTrain.exit_code != 0:
+            self.stderr.write("Traceback (most recent call last):\nRuntimeError: boom\n")
+            return FakeTrain.exit_code
+        out = Path(self.command[self.command.index("--out") + 1])
+        (out / "summary.json").write_text("{}")
+        return 0
+
+    def poll(self):
+        return None
+
+    def send_signal(self, number):
+        self.signals.append(number)
+
+
+@pytest.fixture
+def fake_train(monkeypatch):
+    monkeypatch.setattr(sweep.subprocess, "Popen", FakeTrain)
+    FakeTrain.commands, FakeTrain.instances, FakeTrain.exit_code, FakeTrain.on_wait = [], [], 0, None
+    return FakeTrain
+
+
+PLAN = plan_sweep(["cifar_baseline", "cifar_mild"], [1.0, 0.5], seeds=1, epochs={"cifar_baseline": 15.0,
+                                                                                  "cifar_mild": 8.0})
+
+
+def _folders(commands):
+    return [Path(c[c.index("--out") + 1]).name for c in commands]
+
+
+def test_the_plan_covers_every_recipe_budget_and_seed_in_units_of_budget_times_epochs():
+    plan = plan_sweep(["a", "b"], [2.0, 0.5], seeds=2, epochs={"a": 10.0, "b": 4.0})
+    assert [(r.recipe, r.budget, r.seed, r.units) for r in plan] == [
+        ("a", 0.5, 0, 5.0), ("a", 0.5, 1, 5.0), ("a", 2.0, 0, 20.0), ("a", 2.0, 1, 20.0),
+        ("b", 0.5, 0, 2.0), ("b", 0.5, 1, 2.0), ("b", 2.0, 0, 8.0), ("b", 2.0, 1, 8.0)]
+    assert plan[2].folder_name == "a-x2-s0"
+
+
+def test_finished_runs_are_skipped_and_checkpointed_ones_resumed(fake_train, tmp_path):
+    finished, stopped = tmp_path / "cifar_baseline-x0.5-s0", tmp_path / "cifar_mild-x0.5-s0"
+    finished.mkdir()
+    (finished / "summary.json").write_text("{}")
+    stopped.mkdir()
+    (stopped / "checkpoint.pt").write_bytes(b"")
+    seen = []
+    run_sweep(PLAN, tmp_path, OPTIONS, progress=False, on_finished=lambda run, folder, trained: seen.append(
+        (run.folder_name, trained)))
+    assert _folders(fake_train.commands) == ["cifar_baseline-x1-s0", "cifar_mild-x0.5-s0", "cifar_mild-x1-s0"]
+    assert ["--resume" in c for c in fake_train.commands] == [False, True, False]
+    assert seen == [("cifar_baseline-x0.5-s0", False), ("cifar_baseline-x1-s0", True),
+                    ("cifar_mild-x0.5-s0", True), ("cifar_mild-x1-s0", True)]
+    assert (tmp_path / "cifar_mild-x1-s0" / "machine.txt").read_text().strip() == "host/cpu"
+    # A second pass finds everything finished and trains nothing.
+    fake_train.commands.clear()
+    run_sweep(PLAN, tmp_path, OPTIONS, progress=False)
+    assert fake_train.commands == []
+
+
+def test_every_run_gets_the_shared_options_and_never_the_triton_interpreter(fake_train, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    run_sweep(PLAN[:1], tmp_path, OPTIONS, progress=False)
+    child, = fake_train.instances
+    assert "TRITON_INTERPRET" not in child.env and child.env["FASTCORE_OPS_INTERPRET"] == "0"
+    command = fake_train.commands[0]
+    pairs = dict(zip(command[3::2], command[4::2]))
+    assert command[1:3] == ["-m", "training.train"] and "--no-progress" in command
+    assert pairs["--recipe"] == "cifar_baseline" and pairs["--scale-schedule"] == "0.5" and pairs["--seed"] == "0"
+    assert command[command.index("--subset") + 1] == "5"
+    assert command[command.index("--set") + 1] == "data.batch_size=8"
+    assert command[command.index("--device") + 1] == "cpu"
+
+
+def test_a_failed_run_stops_the_sweep_and_shows_its_stderr(fake_train, tmp_path):
+    fake_train.exit_code = 1
+    with pytest.raises(RunFailed, match="(?s)cifar_baseline-x0.5-s0 failed with exit code 1.*RuntimeError: boom"):
+        run_sweep(PLAN, tmp_path, OPTIONS, progress=False)
+    assert len(fake_train.commands) == 1
+
+
+def test_a_stop_signal_is_passed_to_the_run_and_ends_the_sweep_with_how_to_resume(fake_train, tmp_path):
+    children = []
+
+    def interrupted(child):
+        children.append(child)
+        os.kill(os.getpid(), signal.SIGTERM)  # the sweep's handler passes it on to the child
+        return 128 + signal.SIGTERM
+
+    fake_train.on_wait = interrupted
+    handler_before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SweepInterrupted, match="rerun the same command") as stop:
+        run_sweep(PLAN, tmp_path, OPTIONS, progress=False)
+    assert stop.value.signal_number == signal.SIGTERM
+    assert children[0].signals == [signal.SIGTERM] and len(fake_train.commands) == 1
+    assert signal.getsignal(signal.SIGTERM) == handler_before  # the handler was put back
+
+
+def test_a_finished_run_with_another_configuration_is_refused(tmp_path):
+    run = PlannedRun("cifar_mild", 0.5, 0, 4.0)
+    folder = tmp_path / run.folder_name
+    folder.mkdir()
+    (folder / "summary.json").write_text("{}")
+    (folder / "config.json").write_text(json.dumps(to_dict(run_config(run, ["data.batch_size=8"]))))
+    check_finished_runs([run], tmp_path, ["data.batch_size=8"])  # the same: accepted
+    with pytest.raises(ValueError, match="another configuration"):
+        check_finished_runs([run], tmp_path, ["data.batch_size=16"])

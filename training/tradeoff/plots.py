@@ -1,0 +1,99 @@
+"""The report's two figures as PNG files: the tradeoff (Pareto) plot and the per-step time breakdown.
+
+One panel per machine in each, since times from different machines never share an axis.
+
+    >>> plot_tradeoff(records, Path("reports/demo/pareto.png"))       # doctest: +SKIP
+    >>> plot_breakdown(time_breakdown(records), Path("reports/demo/breakdown.png"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a window: the tool runs on servers
+import matplotlib.pyplot as plt  # noqa: E402
+
+from training.tradeoff.analysis import BreakdownRow, Spread, group_runs  # noqa: E402
+from training.tradeoff.curves import pareto_frontier  # noqa: E402
+from training.tradeoff.results import RunRecord  # noqa: E402
+
+
+def _machines(keys) -> list[str]:
+    return list(dict.fromkeys(machine for machine, _ in keys))
+
+
+def _panels(count: int, width: float, height: float):
+    figure, axes = plt.subplots(count, 1, figsize=(width, height * count), squeeze=False)
+    return figure, [row[0] for row in axes]
+
+
+def plot_tradeoff(records: Sequence[RunRecord], path: Path) -> None:
+    """Top-1 against training time per recipe: seed means with their spread, the Pareto frontier marked.
+
+    Example:
+        >>> plot_tradeoff(records, Path("pareto.png"))  # doctest: +SKIP
+    """
+    if not records:
+        raise ValueError("records must hold at least one run to plot, got none")
+    groups = group_runs(records)
+    machines = _machines(groups)
+    figure, axes = _panels(len(machines), 8.0, 5.0)
+    for machine, ax in zip(machines, axes):
+        frontier_points = []
+        for (run_machine, recipe), by_budget in groups.items():
+            if run_machine != machine:
+                continue
+            seconds = [Spread.of([r.train_seconds for r in runs]) for runs in by_budget.values()]
+            top1 = [Spread.of([100 * r.top1 for r in runs]) for runs in by_budget.values()]
+            x, y = [s.mean for s in seconds], [a.mean for a in top1]
+            xerr = [[s.mean - s.low_high[0] for s in seconds], [s.low_high[1] - s.mean for s in seconds]]
+            yerr = [[a.mean - a.low_high[0] for a in top1], [a.low_high[1] - a.mean for a in top1]]
+            ax.errorbar(x, y, xerr=xerr, yerr=yerr, marker="o", capsize=3, label=recipe)
+            for budget, px, py in zip(by_budget, x, y):
+                ax.annotate(f"x{budget:g}", (px, py), textcoords="offset points", xytext=(4, -10), fontsize=7)
+            frontier_points += list(zip(x, y))
+        frontier = [frontier_points[i] for i in pareto_frontier(frontier_points)]
+        ax.plot(*zip(*frontier), color="black", linestyle="--", linewidth=1, drawstyle="steps-post", zorder=1)
+        ax.scatter(*zip(*frontier), s=140, facecolors="none", edgecolors="black", zorder=3, label="Pareto frontier")
+        ax.set_xscale("log")  # budgets are ratios: equal factors look equally far apart
+        ax.set_xlabel("training time (s, evaluation and checkpoints excluded; log scale)")
+        ax.set_ylabel("top-1 (%)")
+        ax.set_title(f"Accuracy against training time on {machine} (mean and spread over seeds)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def plot_breakdown(rows: Sequence[BreakdownRow], path: Path) -> None:
+    """Milliseconds per training step by phase, one stacked horizontal bar per recipe.
+
+    Example:
+        >>> plot_breakdown(time_breakdown(records), Path("breakdown.png"))  # doctest: +SKIP
+    """
+    if not rows:
+        raise ValueError("rows must hold at least one recipe's breakdown, got none")
+    machines = _machines((row.machine, row.recipe) for row in rows)
+    phases = list(dict.fromkeys(name for row in rows for name in row.ms_per_step))
+    palette = plt.get_cmap("tab10" if len(phases) <= 10 else "tab20").colors
+    colors = {phase: palette[index % len(palette)] for index, phase in enumerate(phases)}
+    figure, axes = _panels(len(machines), 9.0, 1.2 + 0.6 * max(
+        sum(1 for row in rows if row.machine == machine) for machine in machines))
+    for machine, ax in zip(machines, axes):
+        mine = [row for row in rows if row.machine == machine]
+        labels = [row.recipe for row in mine]
+        left = [0.0] * len(mine)
+        for phase in phases:
+            widths = [row.ms_per_step.get(phase, 0.0) for row in mine]
+            ax.barh(labels, widths, left=left, color=colors[phase], label=phase)
+            left = [a + b for a, b in zip(left, widths)]
+        ax.invert_yaxis()  # recipes top to bottom in the order they were given
+        ax.set_xlabel("milliseconds per training step")
+        ax.set_title(f"Where a training step's time goes on {machine}")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    figure.savefig(path, dpi=110, bbox_inches="tight")  # the legends sit beside the panels
+    plt.close(figure)

@@ -1,0 +1,207 @@
+"""Run every (recipe, budget, seed) of a sweep through ``python -m training.train``, resuming where it stopped.
+
+Each run is a subprocess in its own folder ``<out>/runs/<recipe>-x<budget>-s<seed>``: a folder
+with ``summary.json`` is finished and skipped, one with ``checkpoint.pt`` but no summary is
+continued with ``--resume``, anything else starts afresh. A stop signal is passed on to the
+running child, which checkpoints and exits; rerunning the same command picks up from there.
+
+    >>> plan = plan_sweep(["cifar_baseline", "cifar_mild"], [0.5, 1.0], seeds=1, epochs={"cifar_baseline": 15.0,
+    ...                   "cifar_mild": 8.0})
+    >>> [(run.folder_name, run.units) for run in plan][:2]
+    [('cifar_baseline-x0.5-s0', 7.5), ('cifar_baseline-x1-s0', 15.0)]
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from tqdm import tqdm
+
+from training.config import TrainConfig, config_hash, from_dict, override
+from training.recipes import get_recipe
+from training.checkpoint import StopSignalHandler
+from training.train import PROJECT_ROOT, child_environment
+from training.trainer import CHECKPOINT_NAME
+from training.tradeoff.results import MACHINE_FILE
+
+STDOUT_LOG, STDERR_LOG = "train.stdout.log", "train.stderr.log"
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One training run of the sweep; ``units`` is its size in baseline-budget units (budget x epochs)."""
+
+    recipe: str
+    budget: float
+    seed: int
+    units: float
+
+    @property
+    def folder_name(self) -> str:
+        return f"{self.recipe}-x{self.budget:g}-s{self.seed}"
+
+
+class RunState(Enum):
+    FINISHED = "finished"
+    RESUMABLE = "resumable"
+    NEW = "new"
+
+
+def plan_sweep(recipes: Sequence[str], budgets: Sequence[float], seeds: int,
+               epochs: dict[str, float]) -> list[PlannedRun]:
+    """Every run, recipe by recipe, budget by budget (small first), seed by seed (seeds 0 to seeds-1).
+
+    epochs: each recipe's effective epochs at budget 1, the size proxy for the progress bar.
+    """
+    return [PlannedRun(recipe, budget, seed, budget * epochs[recipe])
+            for recipe in recipes for budget in sorted(budgets) for seed in range(seeds)]
+
+
+def run_state(folder: Path) -> RunState:
+    """Whether the run in ``folder`` is finished, can be resumed, or has to start.
+
+    Example:
+        >>> run_state(Path("/nonexistent"))
+        <RunState.NEW: 'new'>
+    """
+    if (folder / "summary.json").is_file():
+        return RunState.FINISHED
+    if (folder / CHECKPOINT_NAME).is_file():
+        return RunState.RESUMABLE
+    return RunState.NEW
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """What every run of the sweep shares: the data and the train command's pass-through options."""
+
+    data: Path
+    device: str
+    machine: str
+    subset: int | None = None
+    assignments: tuple[str, ...] = ()
+
+
+def train_command(run: PlannedRun, folder: Path, options: TrainOptions, resume: bool) -> list[str]:
+    """The ``python -m training.train`` command line for ``run``.
+
+    Example:
+        >>> options = TrainOptions(data=Path("data"), device="cpu", machine="h/cpu", assignments=("seed=1",))
+        >>> train_command(PlannedRun("cifar_mild", 0.5, 2, 4.0), Path("runs/x"), options, resume=True)[3:]
+        ['--recipe', 'cifar_mild', '--scale-schedule', '0.5', '--seed', '2', '--data', 'data', '--out', 'runs/x', '--no-progress', '--eval-every', '0', '--device', 'cpu', '--set', 'seed=1', '--resume']
+    """
+    # A curve needs only each run's final top-1: no evaluation between epochs.
+    command = [sys.executable, "-m", "training.train", "--recipe", run.recipe, "--scale-schedule", f"{run.budget!r}",
+               "--seed", str(run.seed), "--data", str(options.data), "--out", str(folder), "--no-progress",
+               "--eval-every", "0", "--device", options.device]
+    if options.subset is not None:
+        command += ["--subset", str(options.subset)]
+    for assignment in options.assignments:
+        command += ["--set", assignment]
+    if resume:
+        command.append("--resume")
+    return command
+
+
+class RunFailed(Exception):
+    """A training run exited with an error; the message holds its stderr tail."""
+
+
+class SweepInterrupted(Exception):
+    """A stop signal arrived; the running child checkpointed. ``signal_number`` is the signal."""
+
+    def __init__(self, signal_number: int, message: str):
+        super().__init__(message)
+        self.signal_number = signal_number
+
+
+class _Forwarder(StopSignalHandler):
+    """Passes SIGINT/SIGTERM on to the running child once, and remembers that one came."""
+
+    def __init__(self):
+        super().__init__()
+        self.child: subprocess.Popen | None = None
+        self.received: int | None = None
+
+    def _handle(self, number, frame):
+        if self.received is None and self.child is not None and self.child.poll() is None:
+            self.child.send_signal(number)
+        self.received = self.received or number
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.is_file() else "(no stderr)"
+
+
+def _train(run: PlannedRun, folder: Path, options: TrainOptions, forwarder: _Forwarder) -> None:
+    resume = run_state(folder) is RunState.RESUMABLE
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MACHINE_FILE).write_text(options.machine + "\n")
+    with open(folder / STDOUT_LOG, "a") as stdout, open(folder / STDERR_LOG, "a") as stderr:
+        # A session of its own, so a terminal's Ctrl-C reaches the child only once, through us.
+        forwarder.child = subprocess.Popen(train_command(run, folder, options, resume), cwd=PROJECT_ROOT,
+                                           env=child_environment(), stdout=stdout, stderr=stderr, start_new_session=True)
+        code = forwarder.child.wait()
+    if forwarder.received is not None:
+        raise SweepInterrupted(forwarder.received, f"sweep stopped by signal {forwarder.received} during "
+                                                   f"{run.folder_name} (checkpointed); rerun the same command to resume")
+    if code != 0:
+        raise RunFailed(f"run {run.folder_name} failed with exit code {code}; the end of its stderr "
+                        f"({folder / STDERR_LOG}):\n{_tail(folder / STDERR_LOG)}")
+
+
+def run_sweep(plan: Sequence[PlannedRun], runs_folder: Path, options: TrainOptions, *, progress: bool = True,
+              on_finished: Callable[[PlannedRun, Path, bool], None] = lambda run, folder, trained: None) -> None:
+    """Train every run of ``plan`` not yet finished under ``runs_folder``, one at a time.
+
+    One progress bar counts baseline-budget units over the whole sweep; its time left comes
+    from the seconds per unit of the runs trained so far (finished runs from before do not
+    count). ``on_finished(run, folder, trained)`` is called after each run, skipped or trained. Raises RunFailed or
+    SweepInterrupted.
+    """
+    done = sum(run.units for run in plan if run_state(runs_folder / run.folder_name) is RunState.FINISHED)
+    # smoothing=0: the rate is the average since start, i.e. seconds per unit measured so far.
+    bar = tqdm(total=sum(run.units for run in plan), initial=done, unit="unit", smoothing=0, disable=not progress,
+               desc="sweep", bar_format="{l_bar}{bar}| {n:.2f}/{total:.2f} units [{elapsed}<{remaining}{postfix}]",
+               dynamic_ncols=True)
+    with bar, _Forwarder() as forwarder:
+        for run in plan:
+            folder = runs_folder / run.folder_name
+            trained = run_state(folder) is not RunState.FINISHED
+            if trained:
+                started = time.perf_counter()
+                bar.set_postfix_str(run.folder_name)
+                _train(run, folder, options, forwarder)
+                bar.update(run.units)
+                bar.set_postfix_str(f"{(time.perf_counter() - started) / max(run.units, 1e-9):.1f} s/unit")
+            on_finished(run, folder, trained)
+
+
+def run_config(run: PlannedRun, assignments: Sequence[str]) -> TrainConfig:
+    """The configuration ``python -m training.train`` builds for ``run`` (same overrides, same order).
+
+    Example:
+        >>> run_config(PlannedRun("cifar_mild", 0.5, 2, 4.0), ["data.batch_size=32"]).schedule.scale_schedule_ratio
+        0.5
+    """
+    flags = [f"seed={run.seed}", f"schedule.scale_schedule_ratio={run.budget!r}"]
+    return override(get_recipe(run.recipe), [*flags, *assignments])
+
+
+def check_finished_runs(plan: Sequence[PlannedRun], runs_folder: Path, assignments: Sequence[str]) -> None:
+    """Refuse to reuse a finished run whose saved configuration is not the one this sweep asks for."""
+    for run in plan:
+        folder = runs_folder / run.folder_name
+        if run_state(folder) is RunState.FINISHED:
+            saved = config_hash(from_dict(json.loads((folder / "config.json").read_text())))
+            wanted = config_hash(run_config(run, assignments))
+            if saved != wanted:
+                raise ValueError(f"--out: {folder} holds a finished run with another configuration ({saved}, this "
+                                 f"sweep asks for {wanted}); use another --out or the same --set values as before")
