@@ -79,7 +79,6 @@ class Loader:
                             rank=self.rank, world_size=self.world_size)
         order = drop_incomplete_batch(order, self.batch_size, self.drop_last)
         samples = [self._samples[index] for index in order]
-        steps = len(self)
         skipped: list[str] = []
         batches = self._backend.batches(samples, epoch, self.first_batch)
         for step, batch in enumerate(batches, self.first_batch):
@@ -89,15 +88,20 @@ class Loader:
             # Seeded per (seed, epoch, rank, batch): a rerun or a resumed epoch repeats its
             # augmentations, ranks differ.
             generator = torch.Generator().manual_seed(mix_seed(self.seed, epoch, self.rank, step))
-            yield self._stage(batch.images, size=self._size(epoch, step, steps), generator=generator), batch.labels
+            yield self._stage(batch.images, size=self.image_size_at(epoch, step), generator=generator), batch.labels
         if skipped:
             warnings.warn(_skipped_message(epoch, skipped), SkippedImagesWarning, stacklevel=2)
 
-    def _size(self, epoch: int, step: int, steps: int) -> int | None:
+    def image_size_at(self, epoch: int, step: int) -> int | None:
+        """The training image size progressive resizing gives batch ``step`` of ``epoch``; None without it.
+
+            >>> loader.image_size_at(0, 0)  # doctest: +SKIP
+            88
+        """
         if self._progressive is None:
             return None
         # Training past the declared number of epochs stays at the final size.
-        progress = min(1.0, (epoch + step / steps) / self._epochs)
+        progress = min(1.0, (epoch + step / len(self)) / self._epochs)
         return self._progressive.size(self.image_size, progress)
 
 

@@ -1,0 +1,52 @@
+"""build_trainer: the scale schedule stretches every schedule of a run together."""
+
+import pytest
+import torch
+
+from training.assemble import build_trainer
+from training.config import override
+from training.methods import SWA, LayerFreezing
+from training.recipes import get_recipe
+
+EPOCHS = 4
+# Warmup, progressive resizing, layer freezing and SWA all on, so that each one's timing is checked.
+SCHEDULED = ["data.batch_size=8", f"schedule.epochs={EPOCHS}", "schedule.warmup_epochs=1", "methods.swa=True",
+             "methods.swa_start=0.75", "methods.freeze_start=0.5", "methods.freeze_level=0.5",
+             "methods.ema_half_life_steps=0"]
+
+
+def _trainer(config, data):
+    return build_trainer(config, data=data, out=None, device=torch.device("cpu"), subset=8, progress=False)
+
+
+def _lr_factor(trainer, step):
+    return trainer.scheduler.lr_lambdas[0](step)
+
+
+def _size(trainer, step):
+    return trainer.train_loader.image_size_at(*divmod(step, len(trainer.train_loader)))
+
+
+@pytest.mark.parametrize("ratio", [0.5, 3.0])
+def test_the_scale_schedule_stretches_every_schedule(ratio, tiny_cifar):
+    config = override(get_recipe("cifar_mild"), SCHEDULED)
+    plain = _trainer(config, tiny_cifar)
+    stretched = _trainer(override(config, [f"schedule.scale_schedule_ratio={ratio}"]), tiny_cifar)
+    steps_per_epoch = len(plain.train_loader)
+    assert steps_per_epoch == 80 // 8 and len(stretched.train_loader) == steps_per_epoch
+    total, stretched_total = plain.state.total_steps, stretched.state.total_steps
+    assert (total, stretched_total) == (EPOCHS * steps_per_epoch, round(ratio * EPOCHS * steps_per_epoch))
+
+    warmup = stretched_total // EPOCHS  # one epoch of four, stretched too
+    assert _lr_factor(stretched, 0) == pytest.approx(1 / warmup)
+    assert _lr_factor(stretched, warmup - 1) == pytest.approx(1.0)
+    for fraction in (0.25, 0.5, 0.75, 0.9, 1.0):  # the cosine and the image size at the same points of the run
+        assert _lr_factor(stretched, round(fraction * stretched_total)) == pytest.approx(
+            _lr_factor(plain, round(fraction * total)))
+        assert _size(stretched, round(fraction * stretched_total)) == _size(plain, round(fraction * total))
+    assert _size(plain, 0) < _size(plain, total) == 32
+
+    # Freezing and SWA act on the fraction of the run done, which the stretched run reaches at stretched steps.
+    assert [type(method) for method in stretched.methods] == [LayerFreezing, SWA]
+    stretched.state.step = round(0.75 * stretched_total)
+    assert stretched.state.progress == pytest.approx(0.75)
