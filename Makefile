@@ -19,7 +19,8 @@ $(INSTALLED): setup.py
 # Each demo writes a new run folder, so nothing earlier is overwritten.
 DATA ?= ../shared/datasets/cifar10-jpeg
 demo: $(INSTALLED)
-	$(PYTHON) -m training.train --recipe cifar_mild --data $(DATA) --subset 500 --out runs/demo/$$(date +%Y%m%d-%H%M%S)
+	$(PYTHON) -m training.train --recipe cifar_mild --data $(DATA) --subset 500 --eval-every 2 \
+		--out runs/demo/$$(date +%Y%m%d-%H%M%S)
 
 # Every Triton kernel runs through Triton's interpreter on machines without a GPU.
 test: $(INSTALLED)
