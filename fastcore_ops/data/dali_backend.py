@@ -32,7 +32,8 @@ from fastcore_ops.data.probe import unusable_reason
 
 log = logging.getLogger(__name__)
 
-_INSTALL_HINT = "install it with `pip install nvidia-dali-cuda130` (or the nvidia-dali-cudaXXX wheel for your CUDA)"
+_INSTALL_HINT = ("install it with `pip install nvidia-dali-cuda130` for CUDA 13, or `pip install nvidia-dali-cuda120` "
+                 "for CUDA 12")
 
 
 @functools.cache

@@ -31,7 +31,7 @@ def test_get_recipe_returns_independent_copies():
     first.optimizer.lr = 9.0
     first.data.crop_scale = (0.5, 1.0)
     second = get_recipe("cifar_hot")
-    assert second.optimizer.lr == 0.8 and second.data.crop_scale == (0.35, 1.0)
+    assert second.optimizer.lr == 0.4 and second.data.crop_scale == (0.35, 1.0)
     assert second is not first and second.methods is not first.methods
 
 
@@ -119,6 +119,7 @@ def test_cifar_recipes_add_methods_in_the_mosaic_order():
     assert mild.schedule.epochs < baseline.schedule.epochs == medium.schedule.epochs < hot.schedule.epochs
     assert (mild.methods.loss, mild.methods.label_smoothing, mild.methods.mixup_alpha) == ("bce", 0.08, 0.0)
     assert mild.model.blurpool and mild.model.channels_last and mild.methods.ema_half_life_steps > 0
+    assert mild.optimizer == medium.optimizer == hot.optimizer == dataclasses.replace(baseline.optimizer, lr=0.4)
     assert (mild.data.progressive_resize, mild.data.resize_initial_scale, mild.data.resize_size_increment) == (
         True, 0.5, 4)
     assert (medium.methods.mixup_alpha, medium.methods.sam_rho, medium.methods.sam_interval) == (0.2, 0.05, 10)

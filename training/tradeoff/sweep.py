@@ -56,12 +56,13 @@ class RunState(Enum):
 
 def plan_sweep(recipes: Sequence[str], budgets: Sequence[float], seeds: int,
                epochs: dict[str, float]) -> list[PlannedRun]:
-    """Every run, recipe by recipe, budget by budget (small first), seed by seed (seeds 0 to seeds-1).
+    """Every run: seed by seed (0 to seeds-1), then recipe by recipe, then budget by budget (small first).
 
+    Seeds go outermost so that a sweep stopped part-way already holds whole curves for its first seeds.
     epochs: each recipe's effective epochs at budget 1, the size proxy for the progress bar.
     """
     return [PlannedRun(recipe, budget, seed, budget * epochs[recipe])
-            for recipe in recipes for budget in sorted(budgets) for seed in range(seeds)]
+            for seed in range(seeds) for recipe in recipes for budget in sorted(budgets)]
 
 
 def run_state(folder: Path) -> RunState:

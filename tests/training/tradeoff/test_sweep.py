@@ -60,12 +60,12 @@ def _folders(commands):
     return [Path(c[c.index("--out") + 1]).name for c in commands]
 
 
-def test_the_plan_covers_every_recipe_budget_and_seed_in_units_of_budget_times_epochs():
+def test_the_plan_covers_every_recipe_budget_and_seed_in_units_of_budget_times_epochs_seed_by_seed():
     plan = plan_sweep(["a", "b"], [2.0, 0.5], seeds=2, epochs={"a": 10.0, "b": 4.0})
     assert [(r.recipe, r.budget, r.seed, r.units) for r in plan] == [
-        ("a", 0.5, 0, 5.0), ("a", 0.5, 1, 5.0), ("a", 2.0, 0, 20.0), ("a", 2.0, 1, 20.0),
-        ("b", 0.5, 0, 2.0), ("b", 0.5, 1, 2.0), ("b", 2.0, 0, 8.0), ("b", 2.0, 1, 8.0)]
-    assert plan[2].folder_name == "a-x2-s0"
+        ("a", 0.5, 0, 5.0), ("a", 2.0, 0, 20.0), ("b", 0.5, 0, 2.0), ("b", 2.0, 0, 8.0),
+        ("a", 0.5, 1, 5.0), ("a", 2.0, 1, 20.0), ("b", 0.5, 1, 2.0), ("b", 2.0, 1, 8.0)]
+    assert plan[1].folder_name == "a-x2-s0"
 
 
 def test_finished_runs_are_skipped_and_checkpointed_ones_resumed(fake_train, tmp_path):
