@@ -5,7 +5,7 @@
     python -m training.tradeoff --merge reports/laptop reports/gpu --out reports/merged
 
 Every input is checked before any training. Exit codes: 0 done, 1 a run failed, 2 bad input,
-128+signal when stopped (rerun the same command to resume).
+128+signal when stopped (rerun the same command to resume; the report then holds the runs finished so far).
 """
 
 from __future__ import annotations
@@ -152,6 +152,9 @@ def _sweep(args: argparse.Namespace) -> int:
         return 1
     except SweepInterrupted as stop:
         print(stop, file=sys.stderr)
+        if records:  # a sweep run in pieces shows what it has so far
+            written = build_report(records, args.out, baseline)
+            print(f"partial report of the {len(records)} runs finished so far: {written[-1]}", file=sys.stderr)
         return 128 + stop.signal_number
     return _report(records, args.out, baseline)
 

@@ -1,12 +1,15 @@
-"""The command line: bad input refused before any training, and --merge rebuilding a report per machine."""
+"""The command line: bad input refused before any training, a partial report when stopped, and --merge."""
 
 import csv
 import json
+import signal
 
 import pytest
 
+from training.tradeoff import cli
 from training.tradeoff.cli import main
 from training.tradeoff.results import RunRecord, write_results
+from training.tradeoff.sweep import SweepInterrupted
 
 
 @pytest.fixture
@@ -88,3 +91,21 @@ def test_merge_rebuilds_every_output_and_keeps_each_machine_apart(tmp_path, caps
     assert page.count("data:image/png;base64,") == 2
     assert "<b>cifar_hot</b> on laptop/cpu: <span class=\"no\">does not beat the baseline" in page
     assert "report.html" in capsys.readouterr().out
+
+
+def test_a_stopped_sweep_reports_the_runs_finished_so_far(data, tmp_path, monkeypatch, capsys):
+    def stopped_after_two_runs(plan, runs_folder, options, *, progress, on_finished):
+        for run in plan[:2]:
+            on_finished(run, runs_folder / run.folder_name, True)
+        raise SweepInterrupted(signal.SIGTERM, "stopped; rerun the same command to continue")
+
+    monkeypatch.setattr(cli, "run_sweep", stopped_after_two_runs)
+    monkeypatch.setattr(cli, "read_run", lambda folder, *, recipe, budget, seed: _record(
+        "host/cpu", recipe, budget, 100.0 * budget, 0.5 + 0.1 * budget))
+    out = tmp_path / "report"
+    args = ["--recipes", "cifar_baseline,cifar_mild", "--budgets", "0.5,1", "--data", str(data), "--out", str(out)]
+    assert main(args) == 128 + signal.SIGTERM
+    assert "partial report of the 2 runs finished so far" in capsys.readouterr().err
+    assert [(r["recipe"], r["budget"]) for r in json.loads((out / "results.json").read_text())] == [
+        ("cifar_baseline", 0.5), ("cifar_baseline", 1.0)]
+    assert (out / "report.html").is_file()
