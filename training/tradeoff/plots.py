@@ -30,6 +30,20 @@ def _panels(count: int, width: float, height: float):
     return figure, [row[0] for row in axes]
 
 
+def _straight_in_linear_time(x: list[float], y: list[float], steps: int = 24) -> tuple[list[float], list[float]]:
+    """The curve through (x, y) drawn as the speedup table reads it: straight in linear time.
+
+    Matplotlib draws straight segments on the axis's log scale; densifying each segment makes
+    the drawn line bow there exactly as the table's linear-in-time interpolation does.
+    """
+    dense_x, dense_y = x[:1], y[:1]
+    for (x0, y0), (x1, y1) in zip(zip(x, y), zip(x[1:], y[1:])):
+        fractions = [step / steps for step in range(1, steps + 1)]
+        dense_x = dense_x + [x0 + f * (x1 - x0) for f in fractions]
+        dense_y = dense_y + [y0 + f * (y1 - y0) for f in fractions]
+    return dense_x, dense_y
+
+
 def plot_tradeoff(records: Sequence[RunRecord], path: Path) -> None:
     """Top-1 against training time per recipe: seed means with their spread, the Pareto frontier marked.
 
@@ -51,7 +65,8 @@ def plot_tradeoff(records: Sequence[RunRecord], path: Path) -> None:
             x, y = [s.mean for s in seconds], [a.mean for a in top1]
             xerr = [[s.mean - s.low_high[0] for s in seconds], [s.low_high[1] - s.mean for s in seconds]]
             yerr = [[a.mean - a.low_high[0] for a in top1], [a.low_high[1] - a.mean for a in top1]]
-            ax.errorbar(x, y, xerr=xerr, yerr=yerr, marker="o", capsize=3, label=recipe)
+            bars = ax.errorbar(x, y, xerr=xerr, yerr=yerr, marker="o", capsize=3, linestyle="none", label=recipe)
+            ax.plot(*_straight_in_linear_time(x, y), color=bars.lines[0].get_color())
             for budget, px, py in zip(by_budget, x, y):
                 ax.annotate(f"x{budget:g}", (px, py), textcoords="offset points", xytext=(4, -10), fontsize=7)
             frontier_points += list(zip(x, y))
