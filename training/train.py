@@ -135,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         print(stop, file=sys.stderr)
         return 128 + stop.signal_number
     finally:
+        trainer.train_loader.close()
+        trainer.eval_loader.close()
         if dist.is_initialized():
             dist.destroy_process_group()
     if is_main:

@@ -73,7 +73,21 @@ class Loader:
             raise ValueError(f"first_batch must be <= len(loader) = {len(self)}, got {first_batch}")
         self.epoch, self.first_batch = epoch, first_batch
 
+    def close(self) -> None:
+        """Stop the backend's decoding workers now; the loader cannot be iterated afterwards.
+
+        Call it when training ends. Left to interpreter exit, the pil backend's workers are
+        stopped from an exit hook (DALI's, when it is installed) where their stop messages are
+        not delivered: each worker then waits out PyTorch's 5 s join timeout.
+
+            >>> loader.close()  # doctest: +SKIP
+        """
+        # The pil backend's DataLoader is its workers' only owner: dropping the backend stops them.
+        self._backend = None
+
     def __iter__(self):
+        if self._backend is None:
+            raise RuntimeError("this loader was closed; build a new one with build_loader")
         epoch = self.epoch
         order = epoch_order(len(self._samples), seed=self.seed, epoch=epoch, shuffle=self.shuffle,
                             rank=self.rank, world_size=self.world_size)

@@ -1,6 +1,7 @@
 """build_loader on the CPU with each backend: shapes, normalization, labels, seeds, epochs, shards, errors."""
 
 import logging
+import multiprocessing
 
 import numpy as np
 import pytest
@@ -250,3 +251,18 @@ def test_drop_last_that_leaves_no_batch_is_an_error(coded_tree):
     assert len(build_loader(root, batch_size=4, train=True, image_size=16, backend="pil", drop_last=False,
                             rank=0, world_size=2)) == 1
 
+
+def test_close_stops_the_decoding_workers_and_a_closed_loader_says_so(numbered_tree):
+    before = set(multiprocessing.active_children())
+    loader = _loader(numbered_tree, "pil", num_workers=2)
+    _epoch(loader)
+    workers = [child for child in multiprocessing.active_children() if child not in before]
+    assert len(workers) == 2 and all(worker.is_alive() for worker in workers)  # persistent across epochs
+
+    loader.close()
+
+    for worker in workers:
+        worker.join(timeout=10)
+    assert not any(worker.is_alive() for worker in workers)
+    with pytest.raises(RuntimeError, match="loader was closed; build a new one with build_loader"):
+        next(iter(loader))
