@@ -36,11 +36,11 @@ def _straight_in_linear_time(x: list[float], y: list[float], steps: int = 24) ->
     Matplotlib draws straight segments on the axis's log scale; densifying each segment makes
     the drawn line bow there exactly as the table's linear-in-time interpolation does.
     """
+    fractions = [step / steps for step in range(1, steps + 1)]
     dense_x, dense_y = x[:1], y[:1]
     for (x0, y0), (x1, y1) in zip(zip(x, y), zip(x[1:], y[1:])):
-        fractions = [step / steps for step in range(1, steps + 1)]
-        dense_x = dense_x + [x0 + f * (x1 - x0) for f in fractions]
-        dense_y = dense_y + [y0 + f * (y1 - y0) for f in fractions]
+        dense_x += [x0 + f * (x1 - x0) for f in fractions]
+        dense_y += [y0 + f * (y1 - y0) for f in fractions]
     return dense_x, dense_y
 
 
