@@ -7,16 +7,26 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["fastcore_ops*", "training*", "benchmarks*"]),
     install_requires=[
-        # The releases these machines install from local disk (a CUDA build that brings triton).
-        "torch==2.14.1",
-        "torchvision==0.29.1",
-        "triton>=3.0; platform_system == 'Linux'",
+        # A range, not a pin, so that installing the library keeps the user's PyTorch. The floor:
+        # the kernels are torch.library.custom_op ops (register_fake, register_autograd: 2.4) in
+        # modules with `from __future__ import annotations`, whose string annotations custom_op
+        # reads from 2.5 on; torch.amp.GradScaler(device) and torch.compiler.is_compiling need 2.3.
+        # The ceiling: a major release may change those APIs. Tested with 2.14.1 (the Makefile pins it).
+        "torch>=2.5,<3",
+        "torchvision>=0.20,<1",  # the release paired with torch 2.5: models.get_model, ops.stochastic_depth
+        "triton>=3.0; platform_system == 'Linux'",  # optional elsewhere: the kernels then run their references
         "numpy",
+        # libjpeg-turbo's strict decode: the data pipeline's check for JPEGs cut inside their scan.
+        "simplejpeg>=1.9",
         "tqdm",
         "matplotlib",
     ],
     extras_require={
-        "data": ["kornia>=0.7", "nvidia-dali-cuda130"],
+        # NVIDIA DALI decodes JPEGs on the GPU; its wheels are built per CUDA major version.
+        "dali-cuda12": ["nvidia-dali-cuda120"],
+        "dali-cuda13": ["nvidia-dali-cuda130"],
+        # What the Makefile installs: DALI for the CUDA 13 build of torch 2.14.1 it pins.
+        "data": ["nvidia-dali-cuda130"],
         "gpt": ["transformers>=4.48"],  # AttentionInterface, for the alibi surgery on GPT-2
         "dev": ["pytest>=8", "hypothesis>=6", "pytest-timeout"],
     },

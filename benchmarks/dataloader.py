@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from fastcore_ops.data import build_loader
 from fastcore_ops.data.device_stage import DeviceAugment
+from fastcore_ops.data.probe import jpeg_truncation
 from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
 
 from .timing import device_name
@@ -88,6 +89,7 @@ def _per_image_ms(fn: Callable[[], object], count: int, repeats: int = 3) -> flo
 def _breakdown(files: list[Path], image_size: int, batch_size: int, device: torch.device) -> list[dict]:
     """Single-threaded cost of each stage per image, in milliseconds."""
     files = files[:batch_size]
+    encoded = [f.read_bytes() for f in files]
     decoded = [Image.open(f).convert("RGB") for f in files]
     crop = transforms.RandomResizedCrop(image_size)
     cropped = [crop(image) for image in decoded]
@@ -110,6 +112,7 @@ def _breakdown(files: list[Path], image_size: int, batch_size: int, device: torc
     rows = [
         ("decode JPEG (Pillow, full size)", "both", lambda: [Image.open(f).convert("RGB") for f in files]),
         ("random-resized crop + resize (Pillow)", "both", lambda: [crop(image) for image in decoded]),
+        ("JPEG truncation check (dali: first epoch; pil: rarely)", "ours", lambda: [jpeg_truncation(e) for e in encoded]),
         ("RandAugment, 1 op (torchvision, per PIL image)", "torchvision", lambda: [torchvision_randaugment(c) for c in cropped]),
         ("ToTensor + Normalize (per image)", "torchvision", lambda: [to_tensor(c) for c in cropped]),
         ("host-to-device copy, uint8 batch", "ours", synced(lambda: uint8_batch.to(device))),

@@ -1,14 +1,7 @@
-"""Shared test fixtures. Kernels run through Triton's interpreter unless a GPU is present."""
+"""Shared test fixtures. Kernels run through Triton's interpreter (see the root conftest.py) unless a GPU is present."""
 
-import os
-
-# Route CPU tensors through the Triton kernels. fastcore_ops must then be imported before
-# any test module imports triton, since Triton fixes interpreting at import.
-os.environ.setdefault("FASTCORE_OPS_INTERPRET", "1")
-
-import fastcore_ops  # noqa: E402, F401
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
+import torch
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

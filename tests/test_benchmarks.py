@@ -47,5 +47,5 @@ def test_alibi_sdpa_bias_path_matches_the_reference():
     from benchmarks.kernels import alibi
 
     q, k, v = (torch.randn(2, 12, 40, 64) for _ in range(3))
-    reference = alibi.alibi_attention_reference(q, k, v, causal=True)
+    reference = alibi.alibi_attention_reference(q, k, v, is_causal=True)
     torch.testing.assert_close(alibi._sdpa_with_bias(q, k, v), reference, atol=1e-5, rtol=1e-5)

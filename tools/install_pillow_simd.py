@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 # Everything that imports PIL in the project must still import once the swap is done.
-_IMPORT_CHECK = "import PIL.Image, torchvision, matplotlib, kornia"
+_IMPORT_CHECK = "import PIL.Image, torchvision, matplotlib"
 _IN_USE = (
     "import importlib.metadata as m, PIL\n"
     "try:\n    simd = m.version('pillow-simd')\nexcept m.PackageNotFoundError:\n    simd = None\n"

@@ -37,6 +37,7 @@ from torch.nn import functional as F  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from fastcore_ops import apply_surgery  # noqa: E402
+from fastcore_ops.checks import check_int, check_number  # noqa: E402
 from training.models.gpt import GPT, GPTConfig  # noqa: E402
 from training.optim import parameter_groups, warmup_cosine  # noqa: E402
 from training.text_corpus import ByteCorpus, load_stdlib_corpus  # noqa: E402
@@ -81,18 +82,15 @@ class ExtrapolationConfig:
         minimums = dict(train_length=2, steps=1, batch_size=1, n_layer=1, n_head=1, n_embd=1, eval_spans=1,
                         eval_batch_tokens=1, seed=0)
         for name, minimum in minimums.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+            check_int(name, getattr(self, name), low=minimum)
         for name in ("lr", "grad_clip"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+            check_number(name, getattr(self, name), low=0, low_open=True)
         for name in ("weight_decay", "warmup_fraction", "final_lr_fraction"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+            check_number(name, getattr(self, name), low=0, high=1)
         multiples = self.length_multiples
-        if not multiples or any(isinstance(m, bool) or not isinstance(m, int) or m < 1 for m in multiples) \
-                or list(multiples) != sorted(set(multiples)) or multiples[0] != 1:
+        for index, multiple in enumerate(multiples):
+            check_int(f"length_multiples[{index}]", multiple, low=1)
+        if not multiples or list(multiples) != sorted(set(multiples)) or multiples[0] != 1:
             raise ValueError(f"length_multiples must be increasing positive ints starting at 1, got {multiples!r}")
         if any(multiples[-1] % m for m in multiples):
             # Each span is cut into whole windows at every length, so all must divide the longest.
@@ -265,8 +263,8 @@ def run_experiment(config: ExtrapolationConfig, out: Path, *, corpus: ByteCorpus
     """Train both models, evaluate them at every length, write :data:`RESULT_FILES` to ``out``.
 
     Example:
-        >>> results = run_experiment(ExtrapolationConfig(steps=20), Path("runs/alibi_quick"))
-        >>> [row["status"] for row in results["rows"] if row["model"] == "learned"]
+        >>> results = run_experiment(ExtrapolationConfig(steps=20), Path("runs/alibi_quick"))  # doctest: +SKIP
+        >>> [row["status"] for row in results["rows"] if row["model"] == "learned"]  # doctest: +SKIP
         ['ok', 'cannot run', 'cannot run', 'cannot run']
     """
     started = time.perf_counter()

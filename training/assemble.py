@@ -3,6 +3,7 @@
 The one place that reads every section of the configuration; ``training.train`` (the command)
 and ``training.tradeoff`` call it.
 
+    >>> from training.recipes import get_recipe
     >>> trainer = build_trainer(get_recipe("cifar_mild"), data=Path("../shared/datasets/cifar10-jpeg"),
     ...                         out=Path("runs/mild"), device=torch.device("cpu"), subset=500)  # doctest: +SKIP
 """
@@ -20,8 +21,10 @@ from torch import nn
 
 from fastcore_ops import apply_surgery
 from fastcore_ops.data import ColOutOptions, ProgressiveResize, RandAugmentOptions, build_loader
+from fastcore_ops.data.order import samples_per_rank
 from fastcore_ops.data.sources import find_samples
 from fastcore_ops.kernels import init_bce_bias_
+from training.checkpoint import CheckpointPolicy
 from training.config import TrainConfig
 from training.losses import classification_loss
 from training.methods import EMA, SAM, SWA, CutMix, LayerFreezing, Method, MixUp
@@ -40,6 +43,10 @@ def scaled(config: TrainConfig) -> TrainConfig:
 
     Every other schedule (progressive resizing, layer freezing, SWA, the cosine) is a fraction of
     the run and stretches with it.
+
+        >>> from training.config import override
+        >>> scaled(override(TrainConfig(), ["schedule.scale_schedule_ratio=0.5"])).schedule.epochs
+        45.0
     """
     ratio = config.schedule.scale_schedule_ratio
     schedule = dataclasses.replace(config.schedule, epochs=config.schedule.epochs * ratio,
@@ -59,6 +66,31 @@ def split_folders(data: Path) -> tuple[Path, Path]:
     return found[0], evals[0]
 
 
+def effective_lr(config: TrainConfig, world_size: int) -> float:
+    """``optimizer.lr`` scaled linearly from ``optimizer.reference_batch`` to the run's global batch.
+
+    The global batch is ``data.batch_size`` on each of ``world_size`` processes (the linear
+    scaling rule of Goyal et al., 2017), so a recipe keeps its LR per image at any world size.
+
+        >>> from training.config import override
+        >>> config = override(TrainConfig(), ["optimizer.lr=2.048", "optimizer.reference_batch=2048"])
+        >>> effective_lr(config, world_size=1), effective_lr(config, world_size=8)  # batch 256 each
+        (0.256, 2.048)
+    """
+    return config.optimizer.lr * config.data.batch_size * world_size / config.optimizer.reference_batch
+
+
+def lr_scaling_note(config: TrainConfig, world_size: int) -> str:
+    """One line saying which LR the run uses and how it follows from the recipe's.
+
+        >>> print(lr_scaling_note(TrainConfig(), world_size=2))
+        lr 0.2 = 0.1 x 512 / 256 (linear scaling to the global batch, 2 x 256)
+    """
+    optimizer, batch = config.optimizer, config.data.batch_size
+    return (f"lr {effective_lr(config, world_size):g} = {optimizer.lr:g} x {batch * world_size} / "
+            f"{optimizer.reference_batch} (linear scaling to the global batch, {world_size} x {batch})")
+
+
 def first_per_class(root: Path, per_class: int) -> tuple[list[tuple[str, int]], list[str]]:
     """The first ``per_class`` images of each class (in file order) and the class names."""
     samples, classes = find_samples(root)
@@ -69,6 +101,36 @@ def first_per_class(root: Path, per_class: int) -> tuple[list[tuple[str, int]], 
             subset.append((path, label))
             taken[label] += 1
     return subset, classes
+
+
+def training_samples(train_root: Path, subset: int | None) -> tuple[list[tuple[str, int]], list[str]]:
+    """The training samples and class names: the first ``subset`` per class, or all of them."""
+    return first_per_class(train_root, subset) if subset else find_samples(train_root)
+
+
+def check_shard_size(config: TrainConfig, data: Path, subset: int | None, world_size: int) -> None:
+    """Refuse, before any process starts work, a run whose training shards hold no full batch.
+
+    Training drops each rank's last incomplete batch, so a rank needs at least ``data.batch_size``
+    images; every rank gets the same count (training shards are padded to equal size).
+
+        >>> import tempfile
+        >>> data = Path(tempfile.mkdtemp())
+        >>> for name in ("train/cat/1.jpg", "train/cat/2.jpg", "train/cat/3.jpg", "val/cat/1.jpg"):
+        ...     (data / name).parent.mkdir(parents=True, exist_ok=True)
+        ...     (data / name).touch()
+        >>> check_shard_size(TrainConfig(), data, subset=None, world_size=2)
+        Traceback (most recent call last):
+        ...
+        ValueError: data.batch_size=256 is more than the 2 training images each of 2 process(es) gets (3 in all), ...
+    """
+    samples, _ = training_samples(split_folders(data)[0], subset)
+    per_rank = samples_per_rank(len(samples), world_size)
+    if per_rank < config.data.batch_size:
+        raise ValueError(
+            f"data.batch_size={config.data.batch_size} is more than the {per_rank} training images each of "
+            f"{world_size} process(es) gets ({len(samples)} in all), which leaves no batch to train on; lower "
+            f"it (--set data.batch_size={per_rank}), or use fewer processes or more data")
 
 
 def _surgeries(config: TrainConfig) -> list:
@@ -118,7 +180,7 @@ def build_methods(config: TrainConfig) -> list[Method]:
 
 def _loaders(config: TrainConfig, data: Path, device: torch.device, subset: int | None):
     train_root, eval_root = split_folders(data)
-    train_source, classes = first_per_class(train_root, subset) if subset else find_samples(train_root)
+    train_source, classes = training_samples(train_root, subset)
     d = config.data
     common = dict(batch_size=d.batch_size, device=device, backend=d.backend, seed=config.seed,
                   num_workers=None if d.num_workers < 0 else d.num_workers, channels_last=config.model.channels_last)
@@ -150,6 +212,35 @@ def check_distributed_support(config: TrainConfig) -> None:
                          "(DistributedDataParallel); train with one process or set methods.freeze_level=0")
 
 
+def joined_world_size() -> int:
+    """The number of processes in the process group this one joined (1 when it joined none).
+
+        >>> joined_world_size()
+        1
+    """
+    return dist.get_world_size() if dist.is_initialized() else 1
+
+
+def may_leave_parameters_unused(config: TrainConfig) -> bool:
+    """Whether a training step may leave some parameters without a gradient.
+
+    Stochastic depth (applied here in its "block" mode, which skips computing a dropped
+    residual branch: that is its speed-up) leaves the dropped blocks' parameters out of the
+    step. DistributedDataParallel must then look for unused parameters after every forward
+    pass, a walk of the autograd graph that costs little next to the step; other runs skip it.
+    Ranks seed torch's generator alike, so they normally drop the same blocks, and DDP leaves
+    the gradients of parameters unused on every rank None, as one process would (checked with
+    torch 2.14 on gloo). Computing the dropped branch and multiplying it by zero would avoid
+    the walk but give up the speed-up, and its zero gradients would feed momentum and weight
+    decay, unlike one process.
+
+        >>> from training.recipes import get_recipe
+        >>> may_leave_parameters_unused(get_recipe("cifar_hot")), may_leave_parameters_unused(get_recipe("cifar_mild"))
+        (True, False)
+    """
+    return config.model.stochastic_depth > 0
+
+
 def init_distributed(device: torch.device) -> torch.device:
     """Join the process group torchrun describes in the environment (if any); this process's device."""
     if world_size_from_environment() <= 1 or dist.is_initialized():
@@ -162,20 +253,24 @@ def init_distributed(device: torch.device) -> torch.device:
 
 
 def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: torch.device,
-                  subset: int | None = None, progress: bool = True, eval_every: int = 1) -> Trainer:
+                  subset: int | None = None, progress: bool = True, eval_every: int = 1,
+                  checkpoint_policy: CheckpointPolicy = CheckpointPolicy()) -> Trainer:
     """A Trainer for ``config`` (scale schedule applied here) on ``data``'s train/ and val/ (or test/).
 
-    ``subset``: train on the first ``subset`` images of each class; ``eval_every``: see Trainer.
+    ``subset``: train on the first ``subset`` images of each class; ``eval_every``,
+    ``checkpoint_policy``: see Trainer.
     """
     config = scaled(config)
     torch.manual_seed(config.seed)  # the same initial weights for every rank and every rerun
     train, evaluation, num_classes = _loaders(config, data, device, subset)
     model = build_classifier(config, num_classes).to(device)
-    optimizer = build_optimizer(model, config.optimizer)
+    lr = effective_lr(config, joined_world_size())
+    optimizer = build_optimizer(model, dataclasses.replace(config.optimizer, lr=lr))
     ddp_model = None
     if dist.is_initialized():
         ddp_model = nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None)
+            model, device_ids=[device.index] if device.type == "cuda" else None,
+            find_unused_parameters=may_leave_parameters_unused(config))
     steps_per_epoch = len(train)
     return Trainer(
         model=model, optimizer=optimizer, ddp_model=ddp_model,
@@ -185,4 +280,4 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
         warmup_steps=round(config.schedule.warmup_epochs * steps_per_epoch),
         final_lr_fraction=config.schedule.final_lr_fraction, methods=build_methods(config),
         precision=config.precision, device=device, num_classes=num_classes, out=out, progress=progress,
-        eval_every=eval_every)
+        eval_every=eval_every, checkpoint_policy=checkpoint_policy)

@@ -1,54 +1,225 @@
-"""Checkpoints that survive a kill: written atomically, and on SIGTERM/SIGINT as well as every epoch.
+"""Checkpoints that survive a kill, a full disk and a damaged file, and never run code when loaded.
 
-    >>> save_atomic({"step": 3}, Path("runs/demo/checkpoint.pt"))   # doctest: +SKIP
-    >>> load(Path("runs/demo/checkpoint.pt"))["step"]                # doctest: +SKIP
+A checkpoint file is one header line, ``fastcore_ops checkpoint v1 sha256=<digest>``, then the
+payload serialized by torch.save. The payload holds only tensors and plain containers, is
+loaded with ``torch.load(weights_only=True)``, and its sha256 is checked first, so a truncated,
+corrupted or crafted file gives one :class:`CheckpointError` naming it. Files are written
+atomically (temporary file, fsync, rename), and the last ``keep`` checkpoints are kept as
+``checkpoint.pt`` (newest), ``checkpoint.1.pt``, ``checkpoint.2.pt``, ...
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "checkpoint.pt"
+    >>> save_atomic({"step": 3}, path)
+    >>> load(path)["step"]
     3
+    >>> _ = path.write_bytes(b"")
+    >>> load(path)
+    Traceback (most recent call last):
+    ...
+    training.checkpoint.CheckpointError: .../checkpoint.pt is not a fastcore_ops checkpoint: the file is empty
 """
 
 from __future__ import annotations
 
 import abc
+import errno
+import hashlib
+import io
 import os
+import pickle
 import random
+import re
 import signal
+import warnings
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from fastcore_ops.checks import check_int, check_number
+
+CHECKPOINT_NAME = "checkpoint.pt"
+FORMAT_VERSION = 1
+_HEADER = re.compile(rb"fastcore_ops checkpoint v(\d+) sha256=([0-9a-f]{64})")
+
+
+class CheckpointError(Exception):
+    """A checkpoint could not be written or read; the message names the file and what to do."""
+
+
+def encode(payload: dict) -> bytes:
+    """``payload`` as the bytes of a checkpoint file: the header line with its sha256, then the payload.
+
+    >>> encode({"step": 1})[:28]
+    b'fastcore_ops checkpoint v1 s'
+    """
+    buffer = io.BytesIO()
+    torch.save({**payload, "format_version": FORMAT_VERSION}, buffer)
+    body = buffer.getvalue()
+    header = f"fastcore_ops checkpoint v{FORMAT_VERSION} sha256={hashlib.sha256(body).hexdigest()}\n"
+    return header.encode() + body
+
+
+def decode(data: bytes, path: Path) -> dict:
+    """The payload in ``data`` (read from ``path``), or a CheckpointError saying what is wrong with it."""
+    if not data:
+        raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: the file is empty")
+    header, _, body = data.partition(b"\n")
+    match = _HEADER.fullmatch(header)
+    if match is None:
+        raise CheckpointError(f"{path} is not a fastcore_ops checkpoint (no fastcore_ops header); "
+                              f"only files written by training.train are loaded")
+    if int(match[1]) != FORMAT_VERSION:
+        raise CheckpointError(f"{path} is a version {int(match[1])} fastcore_ops checkpoint; "
+                              f"this code reads version {FORMAT_VERSION}")
+    if hashlib.sha256(body).hexdigest() != match[2].decode():
+        raise CheckpointError(f"checkpoint {path} is corrupted: its contents do not match their sha256 "
+                              f"checksum (truncated or changed on disk)")
+    if not zipfile.is_zipfile(io.BytesIO(body)):  # torch.save's format; anything else is not ours
+        raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: its payload is not a torch.save archive")
+    try:
+        payload = torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: it holds objects other than tensors "
+                              f"and plain containers, which are never loaded (they could run code)") from None
+    except (RuntimeError, EOFError, ValueError) as error:  # a forged archive with a matching checksum
+        raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: its payload cannot be read ({error})") from None
+    if not isinstance(payload, dict) or payload.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: no format version {FORMAT_VERSION} inside")
+    return payload
+
+
+def _write_synced(data: bytes, path: Path) -> None:
+    with open(path, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def _write_temporary(payload: dict, path: Path) -> Path:
+    """Write ``payload`` beside ``path``; on failure remove the partial file and raise CheckpointError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        _write_synced(encode(payload), temporary)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        reason = "no space left on device" if error.errno == errno.ENOSPC else f"{error.strerror or error}"
+        raise CheckpointError(f"{reason} while writing checkpoint {path}; the previous checkpoint is intact") from None
+    return temporary
+
 
 def save_atomic(payload: dict, path: Path) -> None:
-    """Write ``payload`` with torch.save to a temporary file beside ``path``, then rename it into place.
+    """Write ``payload`` to a temporary file beside ``path``, then rename it into place.
 
     A reader sees the old checkpoint or the new one, never half of one, even if the process dies
     mid-write (the rename is atomic on POSIX file systems).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "wb") as file:
-        torch.save(payload, file)
-        file.flush()
-        os.fsync(file.fileno())
+    os.replace(_write_temporary(payload, path), path)
+
+
+def older(path: Path, age: int) -> Path:
+    """The file of the checkpoint ``age`` saves before the newest (``age`` 0 is ``path`` itself).
+
+    >>> older(Path("run/checkpoint.pt"), 2).name
+    'checkpoint.2.pt'
+    """
+    return path if age == 0 else path.with_name(f"{path.stem}.{age}{path.suffix}")
+
+
+def save_keeping(payload: dict, path: Path, keep: int) -> None:
+    """Save ``payload`` atomically as ``path`` and keep the ``keep - 1`` checkpoints before it.
+
+    The new file is complete on disk before any older one moves, so a kill at any moment leaves
+    at least one whole checkpoint (:func:`load_newest` finds it).
+    """
+    temporary = _write_temporary(payload, path)
+    for age in range(keep - 1, 0, -1):
+        if older(path, age - 1).is_file():
+            os.replace(older(path, age - 1), older(path, age))
     os.replace(temporary, path)
 
 
+def existing(path: Path) -> list[Path]:
+    """The checkpoint files of the run whose newest checkpoint is ``path``, newest first."""
+    found, age = [], 0
+    # Age 0 may be missing for an instant while the files move up (see save_keeping).
+    while older(path, age).is_file() or (age == 0 and older(path, 1).is_file()):
+        if older(path, age).is_file():
+            found.append(older(path, age))
+        age += 1
+    return found
+
+
 def load(path: Path) -> dict:
-    """A checkpoint written by :func:`save_atomic` (our own files: RNG states need full unpickling)."""
+    """A checkpoint written by :func:`save_atomic` or :func:`save_keeping`."""
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}; start without --resume, or point --out at the run to resume")
-    return torch.load(path, map_location="cpu", weights_only=False)
+    return decode(path.read_bytes(), path)
+
+
+def load_newest(path: Path) -> dict:
+    """The newest readable checkpoint among ``path`` and its older copies.
+
+    A damaged newer one is skipped with a warning naming it (the run goes back to the one
+    before, losing the steps in between); when none is readable, the newest one's error.
+    """
+    candidates = existing(path) or [path]
+    errors = []
+    for candidate in candidates:
+        try:
+            payload = load(candidate)
+        except CheckpointError as error:
+            errors.append(error)
+            continue
+        for error in errors:
+            warnings.warn(f"{error}; resuming from the older {candidate} instead", stacklevel=2)
+        return payload
+    raise errors[0]
+
+
+@dataclass(frozen=True)
+class CheckpointPolicy:
+    """When a run checkpoints within an epoch, and how many checkpoints it keeps (each epoch's end always saves).
+
+    every_steps: every this many optimizer steps; None: every ``every_seconds`` of training instead.
+    keep: the newest checkpoints kept on disk (>= 1); more than one lets a resume survive a damaged newest file.
+
+    >>> CheckpointPolicy(every_steps=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: every_steps must be an int >= 1, got 0
+    """
+
+    every_steps: int | None = None
+    every_seconds: float = 600.0
+    keep: int = 2
+
+    def __post_init__(self):
+        if self.every_steps is not None:
+            check_int("every_steps", self.every_steps, low=1)
+        check_number("every_seconds", self.every_seconds, low=0, low_open=True)
+        check_int("keep", self.keep, low=1)
 
 
 def rng_states() -> dict:
-    states = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """Every global RNG state the run draws from, as tensors and plain lists (loadable with weights_only)."""
+    version, internal, gauss = random.getstate()
+    kind, keys, position, has_gauss, cached = np.random.get_state()
+    states = {"python": [version, list(internal), gauss],
+              "numpy": [kind, keys.tolist(), position, has_gauss, cached], "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         states["cuda"] = torch.cuda.get_rng_state_all()
     return states
 
 
 def restore_rng_states(states: dict) -> None:
-    random.setstate(states["python"])
-    np.random.set_state(states["numpy"])
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, position, has_gauss, cached = states["numpy"]
+    np.random.set_state((kind, np.array(keys, dtype=np.uint32), position, has_gauss, cached))
     torch.set_rng_state(states["torch"])
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(states["cuda"])

@@ -18,9 +18,13 @@ import hashlib
 import json
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number
 
 PRECISIONS = ("fp32", "amp", "amp_bf16", "amp_fp16")
 LOSSES = ("ce", "bce")
+BACKENDS = ("auto", "pil", "dali")
 
 
 @dataclass
@@ -38,7 +42,11 @@ class ModelConfig:
 class OptimizerConfig:
     """SGD with momentum, the optimizer of every recipe here."""
 
-    lr: float = 0.1  # peak learning rate, reached at the end of warmup
+    # Peak learning rate (reached at the end of warmup) for a global batch of reference_batch
+    # images; the run scales it linearly to its own global batch, data.batch_size x processes.
+    # A --set optimizer.lr=X override is scaled too: X is the LR at reference_batch.
+    lr: float = 0.1
+    reference_batch: int = 256  # the global batch that lr was written for
     momentum: float = 0.9
     nesterov: bool = False
     weight_decay: float = 5e-4
@@ -66,7 +74,7 @@ class DataConfig:
     eval_size: int = 224
     eval_resize: int = 232  # evaluation resizes the shorter side to this, then center-crops eval_size
     crop_scale: tuple[float, float] = (0.08, 1.0)  # area range of the random-resized crop
-    backend: str = "auto"
+    backend: str = "auto"  # one of BACKENDS; "auto" picks DALI on a GPU, the faster measured one on a CPU
     num_workers: int = -1  # decoding workers; -1 = one per core
     flip: bool = True
     randaugment_depth: int = 0  # ops per image; 0 = off
@@ -173,60 +181,157 @@ def _sections() -> list[str]:
 
 
 def validate(config: TrainConfig) -> None:
-    """Raise ValueError naming the first field whose value cannot work."""
-    checks = [
-        ("precision", config.precision in PRECISIONS, f"one of {PRECISIONS}"),
-        ("methods.loss", config.methods.loss in LOSSES, f"one of {LOSSES}"),
-        ("optimizer.lr", config.optimizer.lr > 0, "> 0"),
-        ("optimizer.momentum", 0 <= config.optimizer.momentum < 1, "in [0, 1)"),
-        ("optimizer.weight_decay", config.optimizer.weight_decay >= 0, ">= 0"),
-        ("schedule.epochs", config.schedule.epochs > 0, "> 0"),
-        ("schedule.warmup_epochs", 0 <= config.schedule.warmup_epochs <= config.schedule.epochs,
-         "in [0, schedule.epochs]"),
-        ("schedule.final_lr_fraction", 0 <= config.schedule.final_lr_fraction <= 1, "in [0, 1]"),
-        ("schedule.scale_schedule_ratio", config.schedule.scale_schedule_ratio > 0, "> 0"),
-        ("data.batch_size", config.data.batch_size >= 1, ">= 1"),
-        ("data.eval_resize", config.data.eval_resize >= config.data.eval_size, ">= data.eval_size"),
-        ("data.num_workers", config.data.num_workers >= -1, ">= 0, or -1 for one per core"),
-        ("methods.label_smoothing", 0 <= config.methods.label_smoothing < 1, "in [0, 1)"),
-        ("methods.mixup_alpha", config.methods.mixup_alpha >= 0, ">= 0"),
-        ("methods.cutmix_alpha", config.methods.cutmix_alpha >= 0 and not (
-            config.methods.cutmix_alpha and config.methods.mixup_alpha), ">= 0, and 0 when mixup_alpha is set"),
-        ("methods.sam_rho", config.methods.sam_rho >= 0, ">= 0"),
-        ("methods.sam_interval", config.methods.sam_interval >= 1, ">= 1"),
-        ("methods.ema_half_life_steps", config.methods.ema_half_life_steps >= 0, ">= 0"),
-        ("methods.swa_start", 0 <= config.methods.swa_start < config.methods.swa_end <= 1,
-         "in [0, methods.swa_end), with swa_end <= 1"),
-        ("methods.freeze_level", 0 <= config.methods.freeze_level <= 1, "in [0, 1]"),
-        ("methods.freeze_start", 0 <= config.methods.freeze_start < 1, "in [0, 1)"),
-    ]
-    for name, ok, accepted in checks:
-        if not ok:
-            section, _, leaf = name.rpartition(".")
-            value = getattr(getattr(config, section) if section else config, leaf)
-            raise ValueError(f"{name} must be {accepted}, got {value!r}")
+    """Raise TypeError (wrong type) or ValueError (wrong value) naming the first field that cannot work.
+
+    >>> validate(dataclasses.replace(TrainConfig(), model=ModelConfig(stochastic_depth=1.5)))
+    Traceback (most recent call last):
+    ...
+    ValueError: model.stochastic_depth must be a number in [0, 1), got 1.5
+    """
+    if not isinstance(config.name, str):
+        raise TypeError(f"name must be a str, got {type(config.name).__name__} {config.name!r}")
+    check_choice("precision", config.precision, PRECISIONS)
+    check_int("seed", config.seed, low=0)
+    _validate_model(config.model)
+    _validate_optimizer(config.optimizer)
+    _validate_schedule(config.schedule)
+    _validate_data(config.data)
+    _validate_methods(config.methods)
+
+
+def _validate_model(model: ModelConfig) -> None:
+    from training.models import is_known_model  # here: the models import torchvision, configs need not
+
+    if not isinstance(model.name, str) or not is_known_model(model.name):
+        raise ValueError(f"model.name must be one of training.models' models or a torchvision classifier "
+                         f"(cifar_resnet20, resnet50, ...; training.models.model_names() lists them), "
+                         f"got {model.name!r}")
+    for flag in ("blurpool", "squeeze_excite", "channels_last"):
+        check_bool(f"model.{flag}", getattr(model, flag))
+    check_number("model.stochastic_depth", model.stochastic_depth, low=0, high=1, high_open=True)
+    check_int("model.ghost_batch_size", model.ghost_batch_size, low=0)
+    if model.ghost_batch_size == 1:  # BatchNorm over one sample has no variance
+        raise ValueError(f"model.ghost_batch_size must be 0 (off) or an int >= 2, got {model.ghost_batch_size}")
+
+
+def _validate_optimizer(optimizer: OptimizerConfig) -> None:
+    check_number("optimizer.lr", optimizer.lr, low=0, low_open=True)
+    check_int("optimizer.reference_batch", optimizer.reference_batch, low=1)
+    check_number("optimizer.momentum", optimizer.momentum, low=0, high=1, high_open=True)
+    check_number("optimizer.weight_decay", optimizer.weight_decay, low=0)
+    for flag in ("nesterov", "decoupled_weight_decay", "no_decay_norm_and_bias"):
+        check_bool(f"optimizer.{flag}", getattr(optimizer, flag))
+    if optimizer.nesterov and optimizer.momentum == 0:
+        raise ValueError("optimizer.nesterov must be False when optimizer.momentum is 0 (Nesterov needs "
+                         "momentum), got True")
+
+
+def _validate_schedule(schedule: ScheduleConfig) -> None:
+    check_number("schedule.epochs", schedule.epochs, low=0, low_open=True)
+    check_number("schedule.warmup_epochs", schedule.warmup_epochs, low=0)
+    if schedule.warmup_epochs > schedule.epochs:
+        raise ValueError(f"schedule.warmup_epochs must be in [0, schedule.epochs={schedule.epochs}], "
+                         f"got {schedule.warmup_epochs!r}")
+    check_number("schedule.final_lr_fraction", schedule.final_lr_fraction, low=0, high=1)
+    check_number("schedule.scale_schedule_ratio", schedule.scale_schedule_ratio, low=0, low_open=True)
+
+
+def _validate_data(data: DataConfig) -> None:
+    check_int("data.batch_size", data.batch_size, low=1)
+    check_int("data.train_size", data.train_size, low=1)
+    check_int("data.eval_size", data.eval_size, low=1)
+    check_int("data.eval_resize", data.eval_resize, low=data.eval_size)
+    check_interval("data.crop_scale", data.crop_scale, high=1.0)
+    check_choice("data.backend", data.backend, BACKENDS)
+    check_int("data.num_workers (-1 = one per core)", data.num_workers, low=-1)
+    check_bool("data.flip", data.flip)
+    check_int("data.randaugment_depth", data.randaugment_depth, low=0)
+    check_number("data.randaugment_severity", data.randaugment_severity, low=0, high=10)
+    check_number("data.colout", data.colout, low=0, high=1, high_open=True)
+    check_bool("data.progressive_resize", data.progressive_resize)
+    check_number("data.resize_initial_scale", data.resize_initial_scale, low=0, high=1, low_open=True)
+    check_number("data.resize_delay_fraction", data.resize_delay_fraction, low=0, high=1)
+    check_number("data.resize_finetune_fraction", data.resize_finetune_fraction, low=0, high=1)
+    if data.resize_delay_fraction + data.resize_finetune_fraction > 1:
+        raise ValueError(f"data.resize_delay_fraction + data.resize_finetune_fraction must be <= 1 (parts of one "
+                         f"run), got {data.resize_delay_fraction} + {data.resize_finetune_fraction}")
+    check_int("data.resize_size_increment", data.resize_size_increment, low=1)
+
+
+def _validate_methods(methods: MethodsConfig) -> None:
+    check_choice("methods.loss", methods.loss, LOSSES)
+    check_number("methods.label_smoothing", methods.label_smoothing, low=0, high=1, high_open=True)
+    check_number("methods.mixup_alpha", methods.mixup_alpha, low=0)
+    check_number("methods.cutmix_alpha", methods.cutmix_alpha, low=0)
+    if methods.cutmix_alpha and methods.mixup_alpha:
+        raise ValueError(f"methods.cutmix_alpha must be 0 when mixup_alpha is set (one batch mixing at a time), "
+                         f"got {methods.cutmix_alpha!r}")
+    check_number("methods.sam_rho", methods.sam_rho, low=0)
+    check_int("methods.sam_interval", methods.sam_interval, low=1)
+    check_int("methods.ema_half_life_steps", methods.ema_half_life_steps, low=0)
+    check_bool("methods.swa", methods.swa)
+    check_number("methods.swa_start", methods.swa_start, low=0, high=1, high_open=True)
+    check_number("methods.swa_end", methods.swa_end, low=0, high=1)
+    if methods.swa_end <= methods.swa_start:
+        raise ValueError(f"methods.swa_end must be in (methods.swa_start={methods.swa_start}, 1], "
+                         f"got {methods.swa_end!r}")
+    check_number("methods.swa_lr", methods.swa_lr, low=0, low_open=True)
+    check_number("methods.freeze_start", methods.freeze_start, low=0, high=1, high_open=True)
+    check_number("methods.freeze_level", methods.freeze_level, low=0, high=1)
 
 
 def to_dict(config: TrainConfig) -> dict:
     return dataclasses.asdict(config)
 
 
+def _section_from_dict(section: str, kind, values) -> object:
+    if not isinstance(values, dict):
+        raise ValueError(f"configuration section {section!r} must be an object of fields, got {values!r}")
+    fields = _field_types(kind)
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ValueError(f"unknown configuration field {section}.{unknown[0]!r}; fields here: {', '.join(fields)}")
+    return kind(**{name: tuple(value) if typing.get_origin(fields[name]) is tuple and isinstance(value, list)
+                   else value for name, value in values.items()})
+
+
 def from_dict(values: dict) -> TrainConfig:
-    """The config saved by :func:`to_dict` (a run's ``config.json``)."""
-    sections = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
+    """The config saved by :func:`to_dict` (a run's ``config.json``), validated.
+
+    >>> from_dict(to_dict(TrainConfig())) == TrainConfig()
+    True
+    """
+    if not isinstance(values, dict):
+        raise ValueError(f"a configuration must be an object of sections, got {type(values).__name__}")
     kinds = _field_types(TrainConfig)
     kwargs = {}
     for name, value in values.items():
-        if name not in sections:
+        if name not in kinds:
             raise ValueError(f"unknown configuration field {name!r}")
-        kind = kinds[name]
-        if dataclasses.is_dataclass(kind):
-            inner = _field_types(kind)
-            value = kind(**{k: tuple(v) if typing.get_origin(inner.get(k)) is tuple else v for k, v in value.items()})
-        kwargs[name] = value
+        kwargs[name] = _section_from_dict(name, kinds[name], value) if dataclasses.is_dataclass(kinds[name]) else value
     config = TrainConfig(**kwargs)
     validate(config)
     return config
+
+
+def load_config(path: Path) -> TrainConfig:
+    """The configuration saved in ``path`` (JSON), or a ValueError naming the file and what is wrong.
+
+    >>> load_config(Path("no/such/config.json"))
+    Traceback (most recent call last):
+    ...
+    ValueError: cannot read the configuration no/such/config.json: No such file or directory
+    """
+    try:
+        values = json.loads(path.read_text())
+    except OSError as error:
+        raise ValueError(f"cannot read the configuration {path}: {error.strerror or error}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"the configuration {path} is not valid JSON: {error}") from None
+    try:
+        return from_dict(values)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"the configuration {path} is not usable: {error}") from None
 
 
 def config_hash(config: TrainConfig) -> str:

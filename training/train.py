@@ -5,8 +5,10 @@
     python -m training.train --out runs/mild --data ... --resume          # continue a stopped run
     torchrun --nproc_per_node=2 -m training.train --recipe cifar_mild --data ... --out runs/ddp
 
-Writes ``config.json`` (the effective configuration), ``metrics.jsonl``, ``curves.png``,
-``checkpoint.pt`` and ``summary.json`` to ``--out``.
+Writes ``config.json`` (the effective configuration), ``run.json`` (``--subset``, ``--eval-every``),
+``metrics.jsonl``, ``curves.png``, ``checkpoint.pt`` (and the previous ones, ``checkpoint.1.pt``, ...)
+and ``summary.json`` to ``--out``. Invalid settings exit with status 2 and ``error: ...`` before
+anything is written.
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from training.assemble import build_trainer, check_distributed_support, init_distributed, split_folders
-from training.config import config_hash, from_dict, override, to_dict
+from training.assemble import (build_trainer, check_distributed_support, check_shard_size, init_distributed,
+                               joined_world_size, lr_scaling_note, split_folders, world_size_from_environment)
+from training.checkpoint import CheckpointError, CheckpointPolicy
+from training.config import TrainConfig, config_hash, load_config, override, to_dict
 from training.recipes import get_recipe, list_recipes
-from training.trainer import CHECKPOINT_NAME, TrainingInterrupted
+from training.run_folder import (CONFIG_NAME, SUMMARY_NAME, RunSettings, check_resume, check_run_folder,
+                                 check_settings)
+from training.trainer import TrainingInterrupted
 
-CONFIG_NAME = "config.json"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -55,44 +60,88 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--scale-schedule", type=float, help="override schedule.scale_schedule_ratio")
     parser.add_argument("--seed", type=int, help="override seed")
     parser.add_argument("--subset", type=int, help="train on the first N images of each class")
-    parser.add_argument("--eval-every", type=int, default=1, metavar="EPOCHS",
+    parser.add_argument("--eval-every", type=int, metavar="EPOCHS",
                         help="evaluate after every EPOCHS epochs (default 1); 0 evaluates only at the end")
+    parser.add_argument("--checkpoint-every", type=int, metavar="STEPS",
+                        help="checkpoint every STEPS steps within an epoch (default: every 10 minutes of training); "
+                             "every epoch's end is always checkpointed")
+    parser.add_argument("--keep-checkpoints", type=int, default=2, metavar="K",
+                        help="keep the K newest checkpoints (default 2); a resume falls back to an older one, "
+                             "with a warning, when the newest is damaged")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="override any configuration field; repeatable")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in --out from its last checkpoint; every setting must match the "
+                             "saved run's, except a longer --epochs, which extends an unfinished run (from the resumed "
+                             "step on, the LR follows the cosine of the new length)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
     return parser.parse_args(argv)
 
 
-def effective_config(args: argparse.Namespace):
-    """The recipe with every command-line override applied, or the saved one of a resumed run."""
-    saved = args.out / CONFIG_NAME
-    if args.resume and saved.is_file() and args.recipe is None:
-        return from_dict(json.loads(saved.read_text()))
+def _assignments(args: argparse.Namespace) -> list[str]:
+    """``--set`` values, after those of the flags that set one field (so ``--set`` wins)."""
+    flags = [f"{field}={getattr(args, flag)}" for flag, field in (
+        ("model", "model.name"), ("epochs", "schedule.epochs"),
+        ("scale_schedule", "schedule.scale_schedule_ratio"), ("seed", "seed")) if getattr(args, flag) is not None]
+    return [*flags, *args.assignments]
+
+
+def requested_settings(args: argparse.Namespace, saved: RunSettings | None = None) -> RunSettings:
+    """The run settings the command line asks for; a flag left out keeps the saved run's value."""
+    base = saved or RunSettings()
+    return RunSettings(subset=base.subset if args.subset is None else args.subset,
+                       eval_every=base.eval_every if args.eval_every is None else args.eval_every)
+
+
+def new_run(args: argparse.Namespace) -> tuple[TrainConfig, RunSettings]:
+    """The recipe with every command-line override applied, and the run settings."""
     if args.recipe is None:
         raise ValueError("--recipe is required (or --resume with an --out that holds a run's config.json)")
-    assignments = list(args.assignments)
-    for flag, field in (("model", "model.name"), ("epochs", "schedule.epochs"),
-                        ("scale_schedule", "schedule.scale_schedule_ratio"), ("seed", "seed")):
-        if getattr(args, flag) is not None:
-            assignments.insert(0, f"{field}={getattr(args, flag)}")
-    config = override(get_recipe(args.recipe), assignments)
-    if args.resume and saved.is_file():
-        before = from_dict(json.loads(saved.read_text()))
-        if config_hash(before) != config_hash(config):
-            raise ValueError(f"--resume: the run in {args.out} was made with another configuration; "
-                             f"resume it without --recipe/--set, or start a new run with another --out")
-    return config
+    return override(get_recipe(args.recipe), _assignments(args)), requested_settings(args)
 
 
-def check_run_folder(args: argparse.Namespace) -> None:
-    """Refuse to overwrite a run, and to resume one that is not there."""
-    has_checkpoint = (args.out / CHECKPOINT_NAME).is_file()
-    if args.resume and not has_checkpoint:
-        raise ValueError(f"--resume: no {CHECKPOINT_NAME} in {args.out}; start the run without --resume")
-    if not args.resume and has_checkpoint:
-        raise ValueError(f"{args.out} already holds a run; pass --resume to continue it or choose another --out")
+def resumed_run(args: argparse.Namespace) -> tuple[TrainConfig, RunSettings]:
+    """The saved run in ``--out``, refusing any change but a longer ``--epochs`` (see training.run_folder)."""
+    saved = load_config(args.out / CONFIG_NAME)
+    requested = override(get_recipe(args.recipe) if args.recipe else saved, _assignments(args))
+    check_resume(saved, requested, args.out, finished=(args.out / SUMMARY_NAME).is_file())
+    saved_settings = RunSettings.load(args.out)
+    settings = requested_settings(args, saved_settings)
+    check_settings(saved_settings, settings, args.out)
+    return requested, settings
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse command-line values out of range (the configuration's fields are checked by its validate)."""
+    if args.subset is not None and args.subset < 1:
+        raise ValueError(f"--subset must be >= 1 (images per class), got {args.subset}")
+    if args.eval_every is not None and args.eval_every < 0:
+        raise ValueError(f"--eval-every must be >= 0 (0 evaluates only at the end), got {args.eval_every}")
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be >= 1 (steps), got {args.checkpoint_every}")
+    if args.keep_checkpoints < 1:
+        raise ValueError(f"--keep-checkpoints must be >= 1, got {args.keep_checkpoints}")
+
+
+def _class_folders(root: Path) -> list[str]:
+    return sorted(entry.name for entry in root.iterdir() if entry.is_dir())
+
+
+def check_same_classes(train_root: Path, eval_root: Path) -> None:
+    """Refuse training and evaluation folders whose classes differ (labels would not line up)."""
+    train_classes, eval_classes = _class_folders(train_root), _class_folders(eval_root)
+    if train_classes != eval_classes:
+        only_train = sorted(set(train_classes) - set(eval_classes))
+        only_eval = sorted(set(eval_classes) - set(train_classes))
+        raise ValueError(f"the class folders of {train_root} and {eval_root} differ: only in {train_root.name}/: "
+                         f"{only_train[:5]}, only in {eval_root.name}/: {only_eval[:5]}; both need the same classes")
+
+
+def write_run(out: Path, config: TrainConfig, settings: RunSettings) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CONFIG_NAME).write_text(json.dumps(to_dict(config), indent=2) + "\n")
+    settings.save(out)
 
 
 def check_device(name: str) -> torch.device:
@@ -109,38 +158,42 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        check_run_folder(args)
-        config = effective_config(args)
+        check_arguments(args)
+        check_run_folder(args.out, args.resume)
+        config, settings = resumed_run(args) if args.resume else new_run(args)
         check_distributed_support(config)
-        split_folders(args.data)
-        if args.subset is not None and args.subset < 1:
-            raise ValueError(f"--subset must be >= 1 (images per class), got {args.subset}")
-        if args.eval_every < 0:
-            raise ValueError(f"--eval-every must be >= 0 (0 evaluates only at the end), got {args.eval_every}")
+        check_same_classes(*split_folders(args.data))
         device = check_device(args.device)
-    except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        check_shard_size(config, args.data, settings.subset, world_size_from_environment())
+    except (ValueError, TypeError, FileNotFoundError) as error:
+        if os.environ.get("RANK", "0") == "0":  # every torchrun rank refuses alike: say it once
+            print(f"error: {error}", file=sys.stderr)
         return 2
     device = init_distributed(device)
     is_main = not dist.is_initialized() or dist.get_rank() == 0
     if is_main:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / CONFIG_NAME).write_text(json.dumps(to_dict(config), indent=2) + "\n")
+        write_run(args.out, config, settings)
         print(f"{config.name} ({config_hash(config)}) on {device}, writing to {args.out}")
-    trainer = build_trainer(config, data=args.data, out=args.out, device=device, subset=args.subset,
-                            progress=not args.no_progress, eval_every=args.eval_every)
+        print(lr_scaling_note(config, joined_world_size()))
+    trainer = build_trainer(config, data=args.data, out=args.out, device=device, subset=settings.subset,
+                            progress=not args.no_progress, eval_every=settings.eval_every,
+                            checkpoint_policy=CheckpointPolicy(every_steps=args.checkpoint_every,
+                                                               keep=args.keep_checkpoints))
     try:
         result = trainer.fit(resume=args.resume)
     except TrainingInterrupted as stop:
         print(stop, file=sys.stderr)
         return 128 + stop.signal_number
+    except CheckpointError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     finally:
         trainer.train_loader.close()
         trainer.eval_loader.close()
         if dist.is_initialized():
             dist.destroy_process_group()
     if is_main:
-        (args.out / "summary.json").write_text(json.dumps(dataclasses.asdict(result), indent=2) + "\n")
+        (args.out / SUMMARY_NAME).write_text(json.dumps(dataclasses.asdict(result), indent=2) + "\n")
         print(f"{config.name}: top-1 {100 * result.top1:.2f}% | train time {result.train_seconds:.1f} s "
               f"(evaluation and checkpoints excluded) | {result.images_per_second:.0f} images/s | "
               f"{result.steps} steps")

@@ -27,13 +27,14 @@ import torch.distributed as dist
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from fastcore_ops.checks import check_int
 from training import checkpoint
 from training.losses import LossFunction
 from training.methods.base import Event, Method, TrainState
 from training.metrics import MetricsLog
 from training.optim import warmup_cosine
 
-CHECKPOINT_NAME = "checkpoint.pt"
+CHECKPOINT_NAME = checkpoint.CHECKPOINT_NAME
 PHASES = ("data", "forward", "backward", "optimizer", "methods")
 
 
@@ -70,6 +71,16 @@ def _distributed() -> bool:
     return dist.is_available() and dist.is_initialized()
 
 
+def _share_rank0_buffers(model: torch.nn.Module) -> None:
+    """Give every rank rank 0's buffers, so that all evaluate the model rank 0 saves.
+
+    DDP keeps the parameters equal, but BatchNorm statistics drift apart: each rank's last
+    forward pass (and SWA's BatchNorm pass) updates them from its own shard only.
+    """
+    for buffer in model.buffers():
+        dist.broadcast(buffer, src=0)
+
+
 class Trainer:
     """Trains ``model`` for ``total_steps`` optimizer steps, firing events for ``methods``.
 
@@ -80,17 +91,18 @@ class Trainer:
     phase_timing: time data/forward/backward/optimizer separately; on CUDA this synchronizes
         the device at each boundary, which costs a little speed.
     eval_every: evaluate after every this many epochs; 0 evaluates only at the end of training.
+    checkpoint_policy: when to checkpoint within an epoch and how many checkpoints to keep.
     """
 
     def __init__(self, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn: LossFunction,
                  train_loader, eval_loader, total_steps: int, warmup_steps: int = 0, final_lr_fraction: float = 0.0,
                  methods: Sequence[Method] = (), precision: str = "fp32", device: torch.device,
                  num_classes: int, out: Path | None = None, ddp_model: torch.nn.Module | None = None,
-                 progress: bool = True, phase_timing: bool = True, eval_every: int = 1):
-        if total_steps < 1:
-            raise ValueError(f"total_steps must be >= 1, got {total_steps}")
-        if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 0:
-            raise ValueError(f"eval_every must be an int >= 0 (epochs; 0 = only at the end), got {eval_every!r}")
+                 progress: bool = True, phase_timing: bool = True, eval_every: int = 1,
+                 checkpoint_policy: checkpoint.CheckpointPolicy = checkpoint.CheckpointPolicy()):
+        check_int("total_steps", total_steps, low=1)
+        check_int("eval_every", eval_every, low=0)
+        self.checkpoint_policy = checkpoint_policy
         self.model, self.loss_fn, self.methods = model, loss_fn, list(methods)
         self.train_loader, self.eval_loader = train_loader, eval_loader
         self.device, self.out = device, out
@@ -105,6 +117,9 @@ class Trainer:
                                 num_classes=num_classes, steps_per_epoch=len(train_loader), total_steps=total_steps,
                                 train_loader=train_loader, forward_backward=self._forward_backward)
         self.batch_in_epoch = 0
+        # The epoch's summed training loss so far: saved mid-epoch, so a resumed epoch reports the same mean.
+        self.epoch_loss_sum, self.epoch_losses = torch.zeros((), device=device), 0
+        self.last_checkpoint_time = time.monotonic()
         self.train_seconds = self.first_epoch_seconds = 0.0
         self.phase_seconds = dict.fromkeys(PHASES, 0.0)
         self.images_seen = 0
@@ -167,8 +182,14 @@ class Trainer:
 
     @torch.no_grad()
     def evaluate(self) -> tuple[float, float]:
-        """(top-1, mean cross-entropy) of the evaluation model over this rank's share, summed over ranks."""
+        """(top-1, mean cross-entropy) of the evaluation model over this rank's share, summed over ranks.
+
+        Under DDP each rank evaluates its own unpadded shard (the shards may differ by a batch),
+        so the only collectives are a broadcast of the buffers before the loop and one sum after it.
+        """
         model = self.state.eval_model or self.model
+        if _distributed():
+            _share_rank0_buffers(model)
         was_training = model.training
         model.eval()
         totals = torch.zeros(3, dtype=torch.float64, device=self.device)  # correct, loss sum, count
@@ -193,6 +214,7 @@ class Trainer:
             "scheduler": self.scheduler.state_dict(), "scaler": state.scaler.state_dict(),
             "methods": {type(m).__name__: m.state_dict() for m in self.methods},
             "step": state.step, "epoch": state.epoch, "batch_in_epoch": self.batch_in_epoch,
+            "epoch_loss_sum": self.epoch_loss_sum, "epoch_losses": self.epoch_losses,
             "train_seconds": self.train_seconds, "first_epoch_seconds": self.first_epoch_seconds,
             "phase_seconds": dict(self.phase_seconds), "images_seen": self.images_seen,
             "method_seconds": dict(state.method_seconds), "rng": checkpoint.rng_states(), "final": final,
@@ -201,15 +223,29 @@ class Trainer:
     def save_checkpoint(self, final: tuple[float, float] | None = None) -> None:
         """Save the run; ``final`` (top-1, eval loss) marks it finished."""
         if self.out is not None and self.is_main:
-            checkpoint.save_atomic(self._checkpoint_payload(final), self.out / CHECKPOINT_NAME)
+            checkpoint.save_keeping(self._checkpoint_payload(final), self.out / CHECKPOINT_NAME,
+                                    self.checkpoint_policy.keep)
+        self.last_checkpoint_time = time.monotonic()
+
+    def _checkpoint_due(self) -> bool:
+        """Whether to checkpoint now, mid-epoch (an epoch's end and the run's end save anyway)."""
+        state = self.state
+        if self.batch_in_epoch >= state.steps_per_epoch or state.step >= state.total_steps:
+            return False
+        policy = self.checkpoint_policy
+        if policy.every_steps is not None:
+            return state.step % policy.every_steps == 0
+        return time.monotonic() - self.last_checkpoint_time >= policy.every_seconds
 
     def _resume(self) -> dict:
         """Restore what a fit needs before FIT_START; returns the payload for the rest."""
-        payload = checkpoint.load(self.out / CHECKPOINT_NAME)
+        payload = checkpoint.load_newest(self.out / CHECKPOINT_NAME)
         self.model.load_state_dict(payload["model"])
         state = self.state
         state.step, state.epoch = payload["step"], payload["epoch"]
         self.batch_in_epoch = payload["batch_in_epoch"]
+        self.epoch_loss_sum = payload["epoch_loss_sum"].to(self.device)
+        self.epoch_losses = payload["epoch_losses"]
         self.train_seconds, self.first_epoch_seconds = payload["train_seconds"], payload["first_epoch_seconds"]
         self.phase_seconds.update(payload["phase_seconds"])
         self.images_seen = payload["images_seen"]
@@ -241,7 +277,8 @@ class Trainer:
         """Train from ``batch_in_epoch`` to the end of the epoch or of the run."""
         state = self.state
         self.train_loader.set_epoch(state.epoch, self.batch_in_epoch)
-        loss_sum, losses = torch.zeros((), device=self.device), 0
+        if self.batch_in_epoch == 0:
+            self.epoch_loss_sum, self.epoch_losses = torch.zeros((), device=self.device), 0
         # Over the whole run, so that its ETA is the run's (evaluation not included).
         epochs = math.ceil(state.total_steps / state.steps_per_epoch)
         bar = tqdm(total=state.total_steps, initial=state.step, disable=not self.progress,
@@ -255,8 +292,8 @@ class Trainer:
             except StopIteration:
                 break
             self.phase_seconds["data"] += time.perf_counter() - started
-            loss_sum += self._train_step(images, targets)
-            losses += 1
+            self.epoch_loss_sum += self._train_step(images, targets)
+            self.epoch_losses += 1
             self.batch_in_epoch += 1
             self.images_seen += len(targets) * (dist.get_world_size() if _distributed() else 1)
             elapsed = time.perf_counter() - started
@@ -264,8 +301,8 @@ class Trainer:
             if state.epoch == 0:
                 self.first_epoch_seconds += elapsed
             bar.update()
-            if losses % 10 == 0:  # .item() waits for the device: not every step
-                bar.set_postfix(loss=f"{(loss_sum / losses).item():.3f}",
+            if self.epoch_losses % 10 == 0:  # .item() waits for the device: not every step
+                bar.set_postfix(loss=f"{(self.epoch_loss_sum / self.epoch_losses).item():.3f}",
                                 img_s=f"{self.images_seen / max(self.train_seconds, 1e-9):.0f}")
             if self._stop_requested(stops):
                 bar.close()
@@ -273,8 +310,10 @@ class Trainer:
                 number = stops.requested or signal.SIGTERM  # another rank's signal, in DDP
                 raise TrainingInterrupted(number, f"stopped by signal {number} at step {state.step}; checkpoint "
                                                   f"in {self.out}; rerun with --resume to continue")
+            if self._checkpoint_due():
+                self.save_checkpoint()
         bar.close()
-        self.epoch_train_loss = (loss_sum / max(losses, 1)).item()
+        self.epoch_train_loss = (self.epoch_loss_sum / max(self.epoch_losses, 1)).item()
         self.epoch_seconds = time.perf_counter() - epoch_started
 
     def _record(self, top1: float, eval_loss: float) -> None:
@@ -293,6 +332,7 @@ class Trainer:
         if payload is not None and payload["final"] is not None:
             return self._result(*payload["final"])  # nothing left to train
         self.model.train()
+        self.last_checkpoint_time = time.monotonic()
         with checkpoint.StopRequests() as stops:
             self._fire(Event.FIT_START)
             if payload is not None:

@@ -97,8 +97,8 @@ def cases(dtype: torch.dtype, device: torch.device) -> list[Case]:
         ours, reference = _traffic(batch, HEADS, length, length, HEAD_DIM, element_size(dtype), causal=True)
         result.append(Case(
             "alibi_attention", f"{batch}x{HEADS}x{length}x{HEAD_DIM} causal", make,
-            lambda q, k, v: alibi_attention(q, k, v, causal=True),
-            lambda q, k, v: alibi_attention_reference(q, k, v, causal=True),
+            lambda q, k, v: alibi_attention(q, k, v, is_causal=True),
+            lambda q, k, v: alibi_attention_reference(q, k, v, is_causal=True),
             ours, reference,
             flops=_flops(batch, HEADS, length, length, HEAD_DIM, causal=True),
             others={"sdpa_bias": _sdpa_with_bias, "sdpa": _sdpa_without_bias},

@@ -50,8 +50,8 @@ def cases(dtype: torch.dtype, device: torch.device) -> list[Case]:
             ours = Traffic(nc * b + target_bytes + nc * b, nc * b + target_bytes + nc * b + 2 * nc * b, nc * b)
             result.append(Case(
                 "bce_with_logits", f"{n}x{c} {'labels' if index_target else 'mixed'}", make,
-                lambda x, t: bce_with_logits(x, t, SMOOTHING),
-                lambda x, t: bce_with_logits_reference(x, t, SMOOTHING),
+                lambda x, t: bce_with_logits(x, t, label_smoothing=SMOOTHING),
+                lambda x, t: bce_with_logits_reference(x, t, label_smoothing=SMOOTHING),
                 ours, _reference_traffic(n, c, b, index_target),
             ))
     return result

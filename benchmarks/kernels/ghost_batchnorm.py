@@ -51,8 +51,8 @@ def cases(batch: int, dtype: torch.dtype, device: torch.device) -> list[Case]:
             ours, reference = _traffic(probe, ghost)
             result.append(Case(
                 "ghost_batch_norm", f"{batch}x{channels}x{size}x{size} G{ghost} {layout_name}", make,
-                lambda x, w, b, m, v: ghost_batch_norm(x, w, b, m, v, ghost),
-                lambda x, w, b, m, v: ghost_batch_norm_reference(x, w, b, m, v, ghost),
+                lambda x, w, b, m, v: ghost_batch_norm(x, m, v, w, b, True, ghost_batch_size=ghost),
+                lambda x, w, b, m, v: ghost_batch_norm_reference(x, m, v, w, b, True, ghost_batch_size=ghost),
                 ours, reference,
             ))
     return result

@@ -10,9 +10,10 @@ from .device_stage import DeviceAugment, flip_batch
 from .loader import Loader, SkippedImagesWarning, build_loader
 from .randaugment import RandAugmentOptions, randaugment_batch
 from .resize import ProgressiveResize, resize_batch
+from .sources import DatasetScanWarning
 
 __all__ = [
-    "build_loader", "Loader", "SkippedImagesWarning",
+    "build_loader", "Loader", "SkippedImagesWarning", "DatasetScanWarning",
     "randaugment_batch", "colout_batch", "resize_batch", "flip_batch",
     "RandAugmentOptions", "ColOutOptions", "ProgressiveResize", "DeviceAugment",
 ]

@@ -8,16 +8,16 @@ columns go for the whole batch so it stays one dense tensor.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Real
 
 import torch
 
+from fastcore_ops.checks import check_number
+
 
 def check_colout_args(p_row: object, p_col: object) -> None:
-    """Raise if ``p_row`` or ``p_col`` is not a number in [0, 1)."""
+    """Raise if ``p_row`` or ``p_col`` (the fractions of rows and columns to drop) is not a number in [0, 1)."""
     for name, value in (("p_row", p_row), ("p_col", p_col)):
-        if isinstance(value, bool) or not isinstance(value, Real) or not 0 <= value < 1:
-            raise ValueError(f"{name} must be a fraction in [0, 1) of the lines to drop, got {value!r}")
+        check_number(name, value, low=0, high=1, high_open=True)
 
 
 @dataclass(frozen=True)

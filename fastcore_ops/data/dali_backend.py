@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import io
 import logging
-import random
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,10 +24,9 @@ import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
-from fastcore_ops.data.crops import CropPlan
-from fastcore_ops.data.decoded import DecodedBatch
-from fastcore_ops.data.order import mix_seed
-from fastcore_ops.data.probe import unusable_reason
+from fastcore_ops.data.crops import CropPlan, crop_rng
+from fastcore_ops.data.decoded import DecodedBatch, give_up_if_nothing_decodes, replacement_candidates
+from fastcore_ops.data.probe import image_format, jpeg_truncation, unusable_reason
 
 log = logging.getLogger(__name__)
 
@@ -65,16 +63,24 @@ class _Unusable(Exception):
     """A file to leave out of its batch; the message is the reason."""
 
 
-def _load(path: str) -> tuple[bytes, int, int]:
-    """The file's encoded bytes with its (width, height), or _Unusable with the reason."""
+def _load(path: str, verified: set[str]) -> tuple[bytes, int, int]:
+    """The file's encoded bytes with its (width, height), or _Unusable with the reason.
+
+    ``verified``: the files that already passed. A JPEG not among them gets ``jpeg_truncation``'s
+    decode (about 1 ms per ImageNet photo), because DALI decodes one whose data ends early without
+    a word; so each file pays it once per backend, in its first epoch.
+    """
     try:
         with open(path, "rb") as file:
             data = file.read()
     except OSError as error:
         raise _Unusable(f"cannot read ({error.strerror or error})") from None
     reason = unusable_reason(data)
+    if reason is None and path not in verified and image_format(data) == "jpeg":
+        reason = jpeg_truncation(data)
     if reason is not None:
         raise _Unusable(reason)
+    verified.add(path)
     try:
         # Pillow reads only the header here, no pixels.
         with Image.open(io.BytesIO(data)) as image:
@@ -96,46 +102,89 @@ class _FedRun:
 
 
 @dataclass
+class _FeedBatch:
+    """What one call of the feeder hands to DALI, gathered file by file."""
+
+    kept: list[str] = field(default_factory=list)
+    encoded: list[np.ndarray] = field(default_factory=list)
+    labels: list[np.ndarray] = field(default_factory=list)
+    windows: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+    def add(self, path: str, data: bytes, label: int, window: tuple[int, int, int, int] | None) -> None:
+        self.kept.append(path)
+        self.encoded.append(np.frombuffer(data, np.uint8))
+        self.labels.append(np.array(label, np.int64))
+        if window is not None:
+            self.windows.append(window)
+
+    def outputs(self, with_windows: bool) -> tuple:
+        if not with_windows:
+            return self.encoded, self.labels
+        anchors = [np.array(window[:2], np.int32) for window in self.windows]
+        shapes = [np.array(window[2:], np.int32) for window in self.windows]
+        return self.encoded, self.labels, anchors, shapes
+
+
+@dataclass
 class _RunFeeder:
     """The pipeline's external source: each call returns the next non-empty run's bytes, crop windows and labels.
 
-    ``draw_window(width, height, position)`` gives a sample's crop window (x, y, w, h); None
-    decodes whole images. Runs whose files were all skipped are not sent to DALI (it cannot
+    ``samples`` is cut into runs of ``batch_size``, fed from run ``next_run`` on.
+    ``draw_window(width, height, key)`` gives a crop window (x, y, w, h) from a crop key
+    (decoded.py); None decodes whole images. With ``refill``, stand-ins take the places of
+    skipped files (decoded.py). Runs whose files were all skipped are not sent to DALI (it cannot
     carry an empty batch); they wait in ``fed`` so the consumer yields them, empty, in place.
     """
 
-    runs: list[list[tuple[str, int]]]
+    samples: list[tuple[str, int]]
     batch_size: int
     next_run: int
-    draw_window: Callable[[int, int, int], tuple[int, int, int, int]] | None
+    draw_window: Callable[[int, int, tuple[int, ...]], tuple[int, int, int, int]] | None
+    refill: bool
     undecodable: dict[str, str]
+    verified: set[str]
     fed: deque[_FedRun] = field(default_factory=deque)
 
+    @property
+    def exhausted(self) -> bool:
+        return self.next_run * self.batch_size >= len(self.samples)
+
     def __call__(self):
-        while self.next_run < len(self.runs):
+        while not self.exhausted:
             index = self.next_run
             self.next_run += 1
-            encoded, windows, labels, kept, skipped = [], [], [], [], []
-            for offset, (path, label) in enumerate(self.runs[index]):
-                try:
-                    if path in self.undecodable:
-                        raise _Unusable(self.undecodable[path])
-                    data, width, height = _load(path)
-                except _Unusable as reason:
+            start = index * self.batch_size
+            run = self.samples[start : start + self.batch_size]
+            batch, skipped = _FeedBatch(), []
+            for position, (path, label) in enumerate(run, start):
+                reason = self._add(batch, path, label, (position,))
+                if reason is not None:
                     skipped.append(f"{path}: {reason}")
-                    continue
-                encoded.append(np.frombuffer(data, np.uint8))
-                labels.append(np.array(label, np.int64))
-                kept.append(path)
-                if self.draw_window is not None:
-                    window = self.draw_window(width, height, index * self.batch_size + offset)
-                    windows.append(np.array(window, np.int32))
-            self.fed.append(_FedRun(index, kept, skipped))
-            if encoded and self.draw_window is None:
-                return encoded, labels
-            if encoded:
-                return encoded, labels, [window[:2] for window in windows], [window[2:] for window in windows]
+            if self.refill and skipped:
+                self._add_stand_ins(batch, start, len(run), skipped)
+            self.fed.append(_FedRun(index, batch.kept, skipped))
+            if batch.kept:
+                return batch.outputs(with_windows=self.draw_window is not None)
         raise StopIteration
+
+    def _add(self, batch: _FeedBatch, path: str, label: int, key: tuple[int, ...]) -> str | None:
+        """Add one file to ``batch``; the reason it cannot be added, or None."""
+        try:
+            if path in self.undecodable:
+                raise _Unusable(self.undecodable[path])
+            data, width, height = _load(path, self.verified)
+        except _Unusable as reason:
+            return str(reason)
+        window = self.draw_window(width, height, key) if self.draw_window is not None else None
+        batch.add(path, data, label, window)
+        return None
+
+    def _add_stand_ins(self, batch: _FeedBatch, start: int, length: int, skipped: list[str]) -> None:
+        for key, (path, label) in replacement_candidates(self.samples, start, length):
+            if len(batch.kept) == length:
+                return
+            give_up_if_nothing_decodes(key, len(batch.kept), len(self.samples), skipped)
+            self._add(batch, path, label, key)  # a stand-in that fails is named where its own run reaches it
 
 
 class DaliBackend:
@@ -146,9 +195,10 @@ class DaliBackend:
     ``image_size`` square. ``num_workers`` is DALI's thread count. build_loader validates the
     arguments, as for the pil backend.
 
-    >>> backend = DaliBackend(batch_size=64, train=True, image_size=176, device="cpu", seed=0, num_workers=2)
-    >>> for batch in backend.batches([("cat.jpg", 3), ("dog.jpg", 5)], epoch=0):
-    ...     batch.images.shape, batch.labels, batch.skipped
+    >>> backend = DaliBackend(batch_size=2, train=True, image_size=32, device="cpu", seed=0, num_workers=1)
+    >>> samples = [(red_jpeg, 3), (red_jpeg, 5)]   # red_jpeg: a JPEG file's path
+    >>> [(tuple(b.images.shape), b.labels.tolist()) for b in backend.batches(samples, epoch=0)]
+    [((2, 3, 32, 32), [3, 5])]
     """
 
     def __init__(
@@ -175,28 +225,33 @@ class DaliBackend:
         self.seed = seed
         self.num_workers = num_workers
         self.eval_resize = round(image_size / eval_crop_fraction)
+        # The files that passed _load's checks, so the JPEG decode check runs once per file. It
+        # holds the sample list's own path strings: a set entry per file, about 50 MB for ImageNet.
+        self._verified: set[str] = set()
 
     def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0) -> Iterator[DecodedBatch]:
         """One DecodedBatch per run of ``batch_size`` consecutive samples, in order, from run ``first_batch``.
 
         A file that fails the byte check, has an unreadable header or makes DALI fail is left
-        out of its batch and named in that batch's ``skipped``; the other labels stay with their images.
+        out of its batch and named in that batch's ``skipped``; the other labels stay with their
+        images. In training, stand-ins keep the batch at its run's length (decoded.py).
 
-        >>> for batch in backend.batches([("a.jpg", 0), ("b.jpg", 1)], epoch=3):
-        ...     batch.images.shape   # torch.Size([2, 3, image_size, image_size])
+        >>> backend = DaliBackend(batch_size=2, train=True, image_size=32, device="cpu", seed=0, num_workers=1)
+        >>> samples = [(red_jpeg, 0), ("missing.jpg", 1), (red_jpeg, 2)]   # red_jpeg: a JPEG file's path
+        >>> [(tuple(b.images.shape), b.labels.tolist(), b.skipped) for b in backend.batches(samples, epoch=3)]
+        [((2, 3, 32, 32), [0, 2], ['missing.jpg: cannot read (No such file or directory)']), ((1, 3, 32, 32), [2], [])]
         """
-        runs = [samples[start : start + self.batch_size] for start in range(0, len(samples), self.batch_size)]
-        return self._batches(runs, epoch, first_batch)
+        return self._batches(samples, epoch, first_batch)
 
-    def _batches(self, runs: list[list[tuple[str, int]]], epoch: int, next_run: int) -> Iterator[DecodedBatch]:
+    def _batches(self, samples: list[tuple[str, int]], epoch: int, next_run: int) -> Iterator[DecodedBatch]:
         undecodable: dict[str, str] = {}
         # A DALI pipeline that hit a decoding error is unusable (later outputs can be stale), so
         # a failure costs a fresh pipeline that resumes at the failed run, minus the culprits.
         # Building one takes milliseconds, so each epoch gets its own: no state leaks between
         # epochs or from a consumer that stopped early.
-        while next_run < len(runs):
+        while next_run * self.batch_size < len(samples):
             draw_window = functools.partial(self._crop_window, epoch) if self.train else None
-            feeder = _RunFeeder(runs, self.batch_size, next_run, draw_window, undecodable)
+            feeder = _RunFeeder(samples, self.batch_size, next_run, draw_window, self.train, undecodable, self._verified)
             try:
                 for images, labels, fed in self._decoded(feeder):
                     next_run = fed.index + 1
@@ -218,6 +273,10 @@ class DaliBackend:
                 self._pipeline(feeder), ["images", "labels"], last_batch_policy=LastBatchPolicy.PARTIAL
             )
         except RuntimeError as error:
+            if feeder.exhausted and not any(fed.kept for fed in feeder.fed):
+                # Every file was skipped, so DALI got no batch to build its first outputs from.
+                yield from self._empty_runs(feeder)
+                return
             raise _PipelineFailure(error, list(feeder.fed)) from error
         while True:
             try:
@@ -236,10 +295,9 @@ class DaliBackend:
             empty_images = torch.empty((0, 3, size, size), dtype=torch.uint8, device=self.device)
             yield empty_images, torch.empty(0, dtype=torch.int64, device=self.device), feeder.fed.popleft()
 
-    def _crop_window(self, epoch: int, width: int, height: int, position: int) -> tuple[int, int, int, int]:
-        # One generator per sample: its crop depends on nothing but (seed, epoch, position), and
-        # equals the pil backend's crop for the same sample.
-        left, top, right, bottom = self._crop_plan.box(width, height, random.Random(mix_seed(self.seed, epoch, position)))
+    def _crop_window(self, epoch: int, width: int, height: int, key: tuple[int, ...]) -> tuple[int, int, int, int]:
+        # The same generator as the pil backend's for the same crop key, so both crop alike.
+        left, top, right, bottom = self._crop_plan.box(width, height, crop_rng(self.seed, epoch, key))
         return left, top, right - left, bottom - top
 
     @property

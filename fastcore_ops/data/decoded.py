@@ -9,9 +9,20 @@ on-device augmentations never know which one decoded the images:
         ...                                          # batch: DecodedBatch
 
 A backend keeps the order of ``samples``, cuts it into runs of ``batch_size`` consecutive
-samples (the last may be shorter) and yields one ``DecodedBatch`` per run. Training crops are
-random-resized crops (``crop_scale``, ``crop_ratio``) drawn reproducibly from ``(seed, epoch)``;
-evaluation resizes the shorter side to ``round(image_size / eval_crop_fraction)`` and takes the
+samples (the last may be shorter) and yields one ``DecodedBatch`` per run.
+
+A file that cannot be decoded is left out and named in its batch's ``skipped``. In training, the
+backend then decodes stand-ins so the batch keeps its run's length: compiled models, CUDA
+graphs, Ghost BatchNorm and DDP all expect equal batches. The stand-ins are the samples that
+follow the run in this epoch's order (``replacement_candidates``), wrapping around, each with a
+crop of its own; which ones are used depends only on the run's position and on which files are
+unusable, never on worker count or timing, so an epoch resumed at a batch gets the same batches.
+A stand-in may repeat an image of the epoch (with another crop); that is the price of an equal
+batch, and it is paid only for broken files. When no file of the epoch decodes, training raises
+a RuntimeError instead of searching forever. Evaluation never refills: each image counts once.
+
+Training crops are random-resized crops (``crop_scale``, ``crop_ratio``) drawn reproducibly
+from ``(seed, epoch)``; evaluation resizes the shorter side to ``round(image_size / eval_crop_fraction)`` and takes the
 center ``image_size`` square. Flips, RandAugment, ColOut, progressive resizing and the
 normalization are the device stage's, not the backend's: the backend ships uint8 pixels, a
 quarter of the bytes of float32 across the host-to-device link.
@@ -19,6 +30,8 @@ quarter of the bytes of float32 across the host-to-device link.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -30,10 +43,45 @@ class DecodedBatch:
 
     images: uint8 tensor (n, 3, image_size, image_size), contiguous NCHW, RGB, on the loader's device.
     labels: int64 tensor (n,) on the same device; ``labels[i]`` is the label of the file ``images[i]`` came from.
-    skipped: paths from this batch's run of samples that could not be decoded and were left out
-        (so ``n`` may be smaller than the run), each with the reason, as ``"path: reason"``.
+    skipped: paths from this batch's run of samples that could not be decoded and were left out,
+        each with the reason, as ``"path: reason"``. In evaluation ``n`` is then smaller than the
+        run; in training stand-ins fill their places (see the module docstring).
     """
 
     images: torch.Tensor
     labels: torch.Tensor
     skipped: list[str] = field(default_factory=list)
+
+
+# mix_seed pads a short list of parts with zeros, so a stand-in's crop key ends in a non-zero tag
+# to never equal a sample's own key, ``(position,)``.
+_STAND_IN = 1
+
+
+def replacement_candidates(samples: list, start: int, length: int) -> Iterator[tuple[tuple[int, ...], tuple]]:
+    """(crop key, sample) of the stand-ins for the run ``samples[start:start + length]``, in the order to try them.
+
+    The samples after the run, wrapping around without end; a backend stops when the batch is
+    full, and calls ``give_up_if_nothing_decodes`` before each try. Each key (for
+    ``crops.crop_rng``) differs from every sample's own ``(position,)``, so a stand-in gets a
+    crop of its own.
+
+    >>> [(key[:2], sample) for key, sample in itertools.islice(replacement_candidates("abcde", 2, 2), 3)]
+    [((2, 0), 'e'), ((2, 1), 'a'), ((2, 2), 'b')]
+    """
+    for attempt in itertools.count():
+        yield (start, attempt, _STAND_IN), samples[(start + length + attempt) % len(samples)]
+
+
+def give_up_if_nothing_decodes(key: tuple[int, ...], found: int, count: int, skipped: list[str]) -> None:
+    """Raise RuntimeError when the stand-in with ``key`` starts a second cycle through ``count`` samples and none decoded.
+
+    Without it, an epoch of only unreadable files would look for a stand-in forever.
+    """
+    attempt = key[1]
+    if attempt >= count and found == 0:
+        shown = "; ".join(skipped[:3])
+        raise RuntimeError(
+            f"no file of this epoch's {count} samples can be decoded, so no training batch can be filled "
+            f"(for example: {shown}). Check the dataset: are these image files, and readable?"
+        )

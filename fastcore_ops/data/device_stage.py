@@ -8,10 +8,10 @@ normalization only. MixUp belongs to the trainer, which also sees the labels.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from numbers import Real
 
 import torch
 
+from fastcore_ops.checks import check_bool, check_number
 from fastcore_ops.data.colout import ColOutOptions, colout_batch
 from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
 from fastcore_ops.data.resize import resize_batch
@@ -36,8 +36,7 @@ def flip_batch(images: torch.Tensor, *, p: float = 0.5, generator: torch.Generat
         raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
     if images.dim() < 2:
         raise ValueError(f"images must be a batch (N, ..., W), got shape {tuple(images.shape)}")
-    if isinstance(p, bool) or not isinstance(p, Real) or not 0 <= p <= 1:
-        raise ValueError(f"p must be a probability in [0, 1], got {p!r}")
+    check_number("p", p, low=0, high=1)
     flipped = (torch.rand(images.shape[0], generator=generator) < p).nonzero().flatten()
     # Only the drawn samples are mirrored and copied (torch.where would read and write the whole
     # batch twice); the coin flips stay on the host, so there is no device sync.
@@ -48,12 +47,14 @@ def flip_batch(images: torch.Tensor, *, p: float = 0.5, generator: torch.Generat
 
 
 def _channel_stats(name: str, values: object, *, positive: bool) -> tuple[float, float, float]:
-    if (not isinstance(values, Sequence) or len(values) != 3
-            or not all(isinstance(v, Real) and not isinstance(v, bool) for v in values)):
+    if not isinstance(values, Sequence) or isinstance(values, str):
+        raise TypeError(f"{name} must be 3 numbers, one per RGB channel, got {type(values).__name__} {values!r}")
+    if len(values) != 3:
         raise ValueError(f"{name} must be 3 numbers, one per RGB channel, got {values!r}")
-    if positive and not all(v > 0 for v in values):
-        raise ValueError(f"{name} must be positive (it divides the pixels), got {values!r}")
-    return float(values[0]), float(values[1]), float(values[2])
+    # std divides the pixels, so it must be positive.
+    low = 0 if positive else None
+    first, second, third = (check_number(f"{name}[{i}]", v, low=low, low_open=positive) for i, v in enumerate(values))
+    return first, second, third
 
 
 class DeviceAugment:
@@ -75,8 +76,7 @@ class DeviceAugment:
                  colout: ColOutOptions | None = None, channels_last: bool = False,
                  mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD) -> None:
         for name, value in (("train", train), ("flip", flip), ("channels_last", channels_last)):
-            if not isinstance(value, bool):
-                raise TypeError(f"{name} must be a bool, got {value!r}")
+            check_bool(name, value)
         if randaugment is not None and not isinstance(randaugment, RandAugmentOptions):
             raise TypeError(f"randaugment must be RandAugmentOptions or None, got {type(randaugment).__name__}")
         if colout is not None and not isinstance(colout, ColOutOptions):

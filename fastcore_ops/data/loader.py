@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 import warnings
-from numbers import Real
 
 import torch
 
+from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number
 from fastcore_ops.data.colout import ColOutOptions
 from fastcore_ops.data.dali_backend import DaliBackend, dali_available
 from fastcore_ops.data.device_stage import DeviceAugment
@@ -27,11 +27,6 @@ log = logging.getLogger("fastcore_ops.data")
 
 BACKENDS = ("auto", "pil", "dali")
 
-# Images per second each backend delivered on this project's 2-core CPU machine (ImageNet
-# sample photos, 176 px training crops, batch 64, 2 workers/threads, normalized float batches),
-# measured by `python -m benchmarks.dataloader`. `auto` picks the faster one when no GPU is in use.
-CPU_IMAGES_PER_SECOND = {"pil": 677.0, "dali": 645.0}  # 2026-11-22, Pillow-SIMD 12.1.1 AVX2, DALI 2.4.0
-
 # How many skipped files the end-of-epoch warning names before summarizing the rest.
 _NAMED_SKIPS = 10
 
@@ -44,31 +39,35 @@ class Loader:
     """Iterates one epoch of ``(images, labels)`` for this rank; made by ``build_loader``.
 
     ``images``: float32 (n, 3, S, S) normalized with the ImageNet mean and std (channels-last if
-    asked), ``labels``: int64 (n,), both on the device. A batch whose every file was skipped is
-    not yielded, so an epoch can yield fewer than ``len(loader)`` batches. Call ``set_epoch``
+    asked), ``labels``: int64 (n,), both on the device. Unreadable files are skipped and named in
+    one ``SkippedImagesWarning`` per epoch. Training batches keep their size (stand-ins take the
+    skipped files' places, see decoded.py); in evaluation a batch is that much smaller, and one
+    whose every file was skipped is not yielded, so an epoch can yield fewer than ``len(loader)``
+    batches. Call ``set_epoch``
     before each epoch to reshuffle (and to advance progressive resizing); ``first_batch`` resumes
     an epoch part-way with exactly the batches and augmentations an uninterrupted epoch has there.
     """
 
     def __init__(self, *, samples, classes, backend, backend_name, stage, batch_size, image_size, seed,
-                 shuffle, drop_last, rank, world_size, progressive_resize, epochs):
+                 shuffle, drop_last, pad, rank, world_size, progressive_resize, epochs):
         self._samples, self.classes = samples, classes
         self._backend, self.backend = backend, backend_name
         self._stage = stage
         self.batch_size, self.image_size, self.seed = batch_size, image_size, seed
-        self.shuffle, self.drop_last = shuffle, drop_last
+        self.shuffle, self.drop_last, self.pad = shuffle, drop_last, pad
         self.rank, self.world_size = rank, world_size
         self._progressive, self._epochs = progressive_resize, epochs
         self.epoch = 0
         self.first_batch = 0
 
     def __len__(self) -> int:
-        return batch_count(samples_per_rank(len(self._samples), self.world_size), self.batch_size, self.drop_last)
+        per_rank = samples_per_rank(len(self._samples), self.world_size, rank=self.rank, pad=self.pad)
+        return batch_count(per_rank, self.batch_size, self.drop_last)
 
     def set_epoch(self, epoch: int, first_batch: int = 0) -> None:
         """Use ``epoch``'s order and augmentation draws for the next iteration, starting at batch ``first_batch``."""
-        _check_int("epoch", epoch, low=0)
-        _check_int("first_batch", first_batch, low=0)
+        check_int("epoch", epoch, low=0)
+        check_int("first_batch", first_batch, low=0)
         if first_batch > len(self):
             raise ValueError(f"first_batch must be <= len(loader) = {len(self)}, got {first_batch}")
         self.epoch, self.first_batch = epoch, first_batch
@@ -90,7 +89,7 @@ class Loader:
             raise RuntimeError("this loader was closed; build a new one with build_loader")
         epoch = self.epoch
         order = epoch_order(len(self._samples), seed=self.seed, epoch=epoch, shuffle=self.shuffle,
-                            rank=self.rank, world_size=self.world_size)
+                            rank=self.rank, world_size=self.world_size, pad=self.pad)
         order = drop_incomplete_batch(order, self.batch_size, self.drop_last)
         samples = [self._samples[index] for index in order]
         skipped: list[str] = []
@@ -137,6 +136,7 @@ def build_loader(
     seed: int = 0,
     shuffle: bool | None = None,
     drop_last: bool | None = None,
+    pad: bool | None = None,
     num_workers: int | None = None,
     channels_last: bool = False,
     flip: bool = True,
@@ -155,12 +155,16 @@ def build_loader(
     source: an ImageFolder root (``root/<class>/<image>``) or a list of ``(path, label)`` pairs.
     train: random-resized crops, flips and the chosen augmentations; else center crops
         (shorter side to ``image_size / eval_crop_fraction``, then the center ``image_size``).
-    backend: "pil", "dali" or "auto" (DALI on a GPU when it works here, else the faster on the CPU).
+    backend: "pil", "dali" or "auto": DALI when ``device`` is CUDA and DALI runs here, else pil.
     shuffle, drop_last: default to ``train``. drop_last drops this rank's last short batch.
+    pad: defaults to ``train``. With several ranks and a sample count that does not divide by
+        ``world_size``, training pads every rank to the same sample count (DDP needs equal step
+        counts; up to ``world_size - 1`` samples repeat), and evaluation does not (each sample is
+        visited by exactly one rank, so ranks may differ by one sample and one batch); see order.py.
     num_workers: decoding processes (pil) or threads (dali); default one per core.
     progressive_resize: a training-size schedule; needs ``epochs`` (the run's length, may be fractional).
     rank, world_size: this process's shard; default from torch.distributed when initialized,
-        else one process. Every rank sees ``ceil(len / world_size)`` samples (see order.py).
+        else one process.
 
     >>> loader = build_loader("/data/imagenet/train", batch_size=64, train=True, image_size=176)  # doctest: +SKIP
     >>> for epoch in range(16):                                                                   # doctest: +SKIP
@@ -168,31 +172,30 @@ def build_loader(
     ...     for images, labels in loader:
     ...         ...
     """
-    _check_int("batch_size", batch_size, low=1)
-    _check_int("image_size", image_size, low=1)
-    _check_int("seed", seed, low=0)
+    check_int("batch_size", batch_size, low=1)
+    check_int("image_size", image_size, low=1)
+    check_int("seed", seed, low=0)
     if num_workers is not None:
-        _check_int("num_workers", num_workers, low=0)
-    for name, value in (("train", train), ("shuffle", shuffle), ("drop_last", drop_last)):
-        if not (isinstance(value, bool) or (value is None and name != "train")):
-            raise TypeError(f"{name} must be a bool{'' if name == 'train' else ' or None'}, got {value!r}")
-    _check_range("crop_scale", crop_scale, upper=1.0)
-    _check_range("crop_ratio", crop_ratio, upper=float("inf"))
-    if isinstance(eval_crop_fraction, bool) or not isinstance(eval_crop_fraction, Real) or not 0 < eval_crop_fraction <= 1:
-        raise ValueError(f"eval_crop_fraction must be a number in (0, 1], got {eval_crop_fraction!r}")
+        check_int("num_workers", num_workers, low=0)
+    check_bool("train", train)
+    for name, value in (("shuffle", shuffle), ("drop_last", drop_last), ("pad", pad)):
+        check_bool(name, value, allow_none=True)
+    check_interval("crop_scale", crop_scale, high=1.0)
+    check_interval("crop_ratio", crop_ratio)
+    check_number("eval_crop_fraction", eval_crop_fraction, low=0, high=1, low_open=True)
     _check_progressive(progressive_resize, epochs, train, image_size)
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
+    check_choice("backend", backend, BACKENDS)
     device = _checked_device(device)
     rank, world_size = _shard(rank, world_size)
     stage = DeviceAugment(train=train, flip=flip, randaugment=randaugment, colout=colout, channels_last=channels_last)
 
     samples, classes = find_samples(source)
     drop_last = train if drop_last is None else drop_last
-    per_rank = samples_per_rank(len(samples), world_size)
-    if batch_count(per_rank, batch_size, drop_last) == 0:
+    pad = train if pad is None else pad
+    per_rank = samples_per_rank(len(samples), world_size, rank=rank, pad=pad)
+    if drop_last and batch_count(per_rank, batch_size, drop_last) == 0:
         raise ValueError(
-            f"drop_last leaves no batch: each of {world_size} rank(s) gets {per_rank} of {len(samples)} samples, "
+            f"drop_last leaves no batch: rank {rank} of {world_size} gets {per_rank} of {len(samples)} samples, "
             f"fewer than batch_size={batch_size}; lower batch_size or pass drop_last=False"
         )
     name = _choose_backend(backend, device)
@@ -205,27 +208,14 @@ def build_loader(
     return Loader(
         samples=samples, classes=classes, backend=decoder, backend_name=name, stage=stage,
         batch_size=batch_size, image_size=image_size, seed=seed,
-        shuffle=train if shuffle is None else shuffle, drop_last=drop_last,
+        shuffle=train if shuffle is None else shuffle, drop_last=drop_last, pad=pad,
         rank=rank, world_size=world_size, progressive_resize=progressive_resize, epochs=epochs,
     )
 
 
-def _check_int(name: str, value, *, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-
-
-def _check_range(name: str, value, *, upper: float) -> None:
-    ok = (isinstance(value, (tuple, list)) and len(value) == 2
-          and all(isinstance(v, Real) and not isinstance(v, bool) for v in value)
-          and 0 < value[0] <= value[1] <= upper)
-    if not ok:
-        raise ValueError(f"{name} must be a (low, high) pair with 0 < low <= high <= {upper}, got {value!r}")
-
-
 def _check_epochs(epochs) -> None:
-    if isinstance(epochs, bool) or not isinstance(epochs, Real) or not epochs > 0:
-        raise ValueError(f"epochs must be a number > 0 (the run's length; fractions allowed), got {epochs!r}")
+    # A number, not an int: the run's length may be fractional.
+    check_number("epochs", epochs, low=0, low_open=True)
 
 
 def _check_progressive(progressive_resize, epochs, train: bool, image_size: int) -> None:
@@ -246,10 +236,13 @@ def _check_progressive(progressive_resize, epochs, train: bool, image_size: int)
 def _checked_device(device) -> torch.device:
     if device is None:
         return torch.device("cpu")
+    accepted = "a torch.device or a name like 'cpu' or 'cuda:0'"
+    if not isinstance(device, (torch.device, str)):
+        raise TypeError(f"device must be {accepted}, got {type(device).__name__} {device!r}")
     try:
         device = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise ValueError(f"device must be a torch.device or a name like 'cpu' or 'cuda:0', got {device!r}") from error
+    except RuntimeError as error:
+        raise ValueError(f"device must be {accepted}, got {device!r}") from error
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {str(device)!r} asked for, but CUDA is not available here; pass device='cpu'")
     if device.type not in ("cpu", "cuda"):
@@ -264,15 +257,21 @@ def _shard(rank, world_size) -> tuple[int, int]:
         return 0, 1
     if rank is None or world_size is None:
         raise ValueError(f"pass both rank and world_size or neither, got rank={rank!r}, world_size={world_size!r}")
-    _check_int("world_size", world_size, low=1)
-    _check_int("rank", rank, low=0)
+    check_int("world_size", world_size, low=1)
+    check_int("rank", rank, low=0)
     if rank >= world_size:
         raise ValueError(f"rank must be < world_size={world_size}, got {rank}")
     return rank, world_size
 
 
 def _choose_backend(asked: str, device: torch.device) -> str:
-    """The backend name for ``asked``; logs the choice and why when ``asked`` is "auto"."""
+    """The backend name for ``asked``; logs the choice and why when ``asked`` is "auto".
+
+    The "auto" rule: "dali" when the device is CUDA and DALI runs a pipeline here (it decodes on
+    the GPU), else "pil". On a CPU the two decode with the same libjpeg-turbo at about the same
+    speed, and which one wins depends on the machine, so "auto" does not guess: pass
+    ``backend="dali"`` to use DALI's CPU decoders.
+    """
     if asked == "pil":
         return "pil"
     dali_reason = dali_available()
@@ -280,12 +279,11 @@ def _choose_backend(asked: str, device: torch.device) -> str:
         if dali_reason is not None:
             raise RuntimeError(f"backend='dali' cannot run here: {dali_reason}. Fix that, or pass backend='pil'.")
         return "dali"
+    if device.type != "cuda":
+        log.info("backend='auto' picked 'pil': the device is %s, and DALI is chosen only to decode on a GPU", device)
+        return "pil"
     if dali_reason is not None:
         log.info("backend='auto' picked 'pil': DALI is unavailable (%s)", dali_reason)
         return "pil"
-    if device.type == "cuda":
-        log.info("backend='auto' picked 'dali': it decodes on the GPU (%s)", device)
-        return "dali"
-    chosen = max(("pil", "dali"), key=CPU_IMAGES_PER_SECOND.__getitem__)
-    log.info("backend='auto' picked %r on the CPU: measured images/s here %s", chosen, CPU_IMAGES_PER_SECOND)
-    return chosen
+    log.info("backend='auto' picked 'dali': it decodes on the GPU (%s)", device)
+    return "dali"

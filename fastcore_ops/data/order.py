@@ -2,10 +2,16 @@
 
 All ranks draw the same permutation from ``(seed, epoch)`` and each keeps every
 ``world_size``-th entry, starting at its rank. When the sample count does not divide by
-``world_size``, the permutation is padded by repeating its first entries (as
-torch.utils.data.DistributedSampler does), so every rank runs the same number of steps;
-collective operations (DDP's all-reduce) would hang if one rank had a step fewer. The padding
-repeats at most ``world_size - 1`` samples per epoch.
+``world_size``, the rule is:
+
+- training pads (``pad=True``): the permutation is extended by repeating its first entries (as
+  torch.utils.data.DistributedSampler does), so every rank runs the same number of steps;
+  DDP's per-step all-reduce would hang if one rank had a step fewer. The padding repeats at
+  most ``world_size - 1`` samples per epoch, which training does not mind.
+- evaluation does not pad (``pad=False``): every sample is visited by exactly one rank, so
+  summed metrics count each image once; ranks may then differ by one sample (and so by one
+  batch), which is safe because evaluation runs no collective per step, only one reduction of
+  the sums at the end.
 """
 
 from __future__ import annotations
@@ -27,18 +33,29 @@ def mix_seed(*parts: int) -> int:
     return (int(state[0]) << 31) ^ int(state[1])
 
 
-def samples_per_rank(count: int, world_size: int) -> int:
-    """How many samples each rank visits per epoch, padding included."""
-    return math.ceil(count / world_size)
+def samples_per_rank(count: int, world_size: int, *, rank: int = 0, pad: bool = True) -> int:
+    """How many samples ``rank`` visits per epoch: the same on every rank with ``pad``, else its own share.
+
+    >>> samples_per_rank(5, 2, rank=1), samples_per_rank(5, 2, rank=1, pad=False)
+    (3, 2)
+    """
+    if pad:
+        return math.ceil(count / world_size)
+    return len(range(rank, count, world_size))
 
 
 def epoch_order(
-    count: int, *, seed: int, epoch: int, shuffle: bool, rank: int = 0, world_size: int = 1
+    count: int, *, seed: int, epoch: int, shuffle: bool, rank: int = 0, world_size: int = 1, pad: bool = True
 ) -> list[int]:
     """Indices into the sample list that ``rank`` visits in ``epoch``, in visiting order.
 
+    ``pad``: repeat the first entries so every rank gets as many as the first (training); without
+    it each sample goes to exactly one rank (evaluation). See the module docstring.
+
     >>> epoch_order(5, seed=0, epoch=0, shuffle=False, rank=1, world_size=2)
     [1, 3, 0]
+    >>> epoch_order(5, seed=0, epoch=0, shuffle=False, rank=1, world_size=2, pad=False)
+    [1, 3]
     """
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
@@ -49,7 +66,7 @@ def epoch_order(
         order = torch.randperm(count, generator=generator).tolist()
     else:
         order = list(range(count))
-    padded = samples_per_rank(count, world_size) * world_size
+    padded = samples_per_rank(count, world_size) * world_size if pad else count
     # Repeat the whole list when world_size exceeds count several times over.
     while len(order) < padded:
         order += order[: padded - len(order)]

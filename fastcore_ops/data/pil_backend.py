@@ -24,10 +24,9 @@ import torch
 from PIL import Image, features
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from fastcore_ops.data.crops import CropPlan
-from fastcore_ops.data.decoded import DecodedBatch
-from fastcore_ops.data.order import mix_seed
-from fastcore_ops.data.probe import image_format, unusable_reason
+from fastcore_ops.data.crops import CropPlan, crop_rng
+from fastcore_ops.data.decoded import DecodedBatch, give_up_if_nothing_decodes, replacement_candidates
+from fastcore_ops.data.probe import image_format, jpeg_truncation, may_be_truncated_jpeg, unusable_reason
 
 # Pillow first shrinks by an integer factor with a box filter, then resamples the rest; at a gap
 # of 3 the result is visually the same as a full antialiased resize and measurably faster.
@@ -100,6 +99,7 @@ def decode_crop(data: bytes, plan: CropPlan, rng: random.Random) -> np.ndarray:
         # `size` pixels wide and high; draft() is a no-op for other formats.
         wanted = (math.ceil(width * plan.size / (box[2] - box[0])), math.ceil(height * plan.size / (box[3] - box[1])))
         image.draft("RGB", wanted)
+        _reject_truncated_jpeg(image, data)
         sx, sy = image.size[0] / width, image.size[1] / height
         image = _to_rgb(image)
         crop = image.resize(
@@ -116,6 +116,21 @@ def decode_crop(data: bytes, plan: CropPlan, rng: random.Random) -> np.ndarray:
     # one file raises, that file is unusable and the epoch goes on.
     except Exception as error:  # noqa: BLE001
         raise UnusableImage(f"{type(error).__name__}: {error}") from error
+
+
+def _reject_truncated_jpeg(image: Image.Image, data: bytes) -> None:
+    """Raise UnusableImage for a JPEG whose compressed data ends early; decodes ``image`` (in draft mode).
+
+    Pillow hides libjpeg's warning, so the decoded pixels say when to ask the decoder (probe.py).
+    """
+    if image.format != "JPEG":
+        return
+    image.load()
+    last_pixel = image.getpixel((image.width - 1, image.height - 1))
+    if may_be_truncated_jpeg(last_pixel, progressive=bool(image.info.get("progressive"))):
+        reason = jpeg_truncation(data)
+        if reason is not None:
+            raise UnusableImage(reason)
 
 
 def _to_rgb(image: Image.Image) -> Image.Image:
@@ -154,18 +169,18 @@ class _RunDecoding(Dataset):
         images = np.empty((len(run.samples), 3, size, size), dtype=np.uint8)
         labels, skipped = [], []
         for position, (path, label) in enumerate(run.samples, run.start):
-            # Seeded by the position in this epoch's order, so crops do not depend on which
-            # worker decodes them or how many workers there are.
-            rng = random.Random(mix_seed(self.seed, run.epoch, position))
             try:
-                with open(path, "rb") as file:
-                    crop = decode_crop(file.read(), self.plan, rng)
+                images[len(labels)] = self.decode(path, run.epoch, (position,))
             except (UnusableImage, OSError) as error:
                 skipped.append(f"{path}: {error}")
                 continue
-            images[len(labels)] = crop.transpose(2, 0, 1)
             labels.append(label)
         return torch.from_numpy(images[: len(labels)]), torch.tensor(labels, dtype=torch.int64), skipped
+
+    def decode(self, path: str, epoch: int, key: tuple[int, ...]) -> np.ndarray:
+        """One file's (3, size, size) uint8 crop, or UnusableImage / OSError."""
+        with open(path, "rb") as file:
+            return decode_crop(file.read(), self.plan, crop_rng(self.seed, epoch, key)).transpose(2, 0, 1)
 
 
 class _Runs(Sampler):
@@ -215,6 +230,7 @@ class PilBackend:
         self.device = torch.device(device if device is not None else "cpu")
         self.num_workers = default_num_workers() if num_workers is None else num_workers
         plan = CropPlan(image_size, train, tuple(crop_scale), tuple(crop_ratio), eval_crop_fraction)
+        self._refill = train  # decoded.py: training batches keep their length, evaluation counts each image once
         self._runs = _Runs()
         # One DataLoader for the backend's life: its workers persist across epochs (no start-up
         # cost per epoch) and receive each epoch's runs through the sampler.
@@ -225,6 +241,9 @@ class PilBackend:
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             pin_memory=self.device.type == "cuda",
+            # Its own generator: starting workers draws a base seed, which must not advance the
+            # global torch RNG that stochastic depth draws from (a resumed run would diverge).
+            generator=torch.Generator().manual_seed(seed),
         )
 
     def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0):
@@ -233,9 +252,30 @@ class PilBackend:
             _Run(samples[start : start + self.batch_size], start, epoch)
             for start in range(first_batch * self.batch_size, len(samples), self.batch_size)
         ]
-        for images, labels, skipped in self._loader:
+        for run, (images, labels, skipped) in zip(self._runs.runs, self._loader):
+            if self._refill and len(labels) < len(run.samples):
+                images, labels = self._refilled(images, labels, run, samples, skipped)
             yield DecodedBatch(
                 images.to(self.device, non_blocking=True),
                 labels.to(self.device, non_blocking=True),
                 skipped,
             )
+
+    def _refilled(self, images, labels, run: _Run, samples, skipped: list[str]):
+        """The run's batch filled up to the run's length with stand-ins (decoded.py says which).
+
+        Decoded here in the calling process, where the epoch's whole sample list is: it happens
+        only for broken files, and the workers keep decoding the next runs meanwhile.
+        """
+        decoding = self._loader.dataset
+        extra_images, extra_labels = [], []
+        for key, (path, label) in replacement_candidates(samples, run.start, len(run.samples)):
+            if len(labels) + len(extra_labels) == len(run.samples):
+                break
+            give_up_if_nothing_decodes(key, len(labels) + len(extra_labels), len(samples), skipped)
+            try:
+                extra_images.append(torch.from_numpy(decoding.decode(path, run.epoch, key)))
+            except (UnusableImage, OSError):
+                continue  # named where its own run reaches it
+            extra_labels.append(label)
+        return torch.cat([images, torch.stack(extra_images)]), torch.cat([labels, torch.tensor(extra_labels)])

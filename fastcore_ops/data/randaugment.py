@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from numbers import Real
 
 import torch
 import torch.nn.functional as F
+
+from fastcore_ops.checks import check_int, check_number
 
 # Largest magnitudes (severity 10). Enhancement factors span 1 +/- 0.9, rotations 30 degrees,
 # shears 0.3 and translations 45% of the side, as in the common RandAugment tables.
@@ -237,10 +238,8 @@ OPS: tuple[str, ...] = ("identity", *COLOR_OPS, *GEOMETRIC_OPS)
 
 def check_randaugment_args(depth: object, severity: object) -> None:
     """Raise if ``depth`` is not an int >= 0 or ``severity`` not a number in [0, 10]."""
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-        raise ValueError(f"depth must be an int >= 0 (ops per image), got {depth!r}")
-    if isinstance(severity, bool) or not isinstance(severity, Real) or not 0 <= severity <= MAX_SEVERITY:
-        raise ValueError(f"severity must be a number in [0, 10] (10 = each op's maximum), got {severity!r}")
+    check_int("depth", depth, low=0)
+    check_number("severity", severity, low=0, high=MAX_SEVERITY)
 
 
 @dataclass(frozen=True)
@@ -282,11 +281,17 @@ def apply_ops(images: torch.Tensor, ops: torch.Tensor, levels: torch.Tensor) -> 
     _check_images(images)
     n = images.shape[0]
     for name, value in (("ops", ops), ("levels", levels)):
-        if not isinstance(value, torch.Tensor) or value.shape != (n,) or value.device.type != "cpu":
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name} must be a CPU tensor of shape ({n},), one entry per image, got {type(value).__name__}")
+        if value.shape != (n,) or value.device.type != "cpu":
             raise ValueError(f"{name} must be a CPU tensor of shape ({n},), one entry per image, got {value!r}")
-    if ops.dtype != torch.int64 or n and not 0 <= int(ops.min()) <= int(ops.max()) < len(OPS):
+    if ops.dtype != torch.int64:
+        raise TypeError(f"ops must be int64 indices into OPS (0..{len(OPS) - 1}), got dtype {ops.dtype}")
+    if n and not 0 <= int(ops.min()) <= int(ops.max()) < len(OPS):
         raise ValueError(f"ops must be int64 indices into OPS (0..{len(OPS) - 1}), got {ops!r}")
-    if not levels.is_floating_point() or n and float(levels.abs().max()) > 1:
+    if not levels.is_floating_point():
+        raise TypeError(f"levels must be floats in [-1, 1] (fractions of each op's maximum), got dtype {levels.dtype}")
+    if n and float(levels.abs().max()) > 1:
         raise ValueError(f"levels must be floats in [-1, 1] (fractions of each op's maximum), got {levels!r}")
     order = torch.argsort(ops, stable=True)
     counts = torch.bincount(ops, minlength=len(OPS)).tolist()

@@ -7,20 +7,21 @@ that do not need the lost detail, and grows them back to full size for the end o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Real
 
 import torch
 from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2.functional import resize
 
+from fastcore_ops.checks import check_int, check_number
+
 
 def _output_size(size: object) -> tuple[int, int]:
-    if isinstance(size, int) and not isinstance(size, bool):
-        size = (size, size)
-    if (not isinstance(size, (tuple, list)) or len(size) != 2
-            or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in size)):
-        raise ValueError(f"size must be a positive int or a (height, width) pair of positive ints, got {size!r}")
-    return size[0], size[1]
+    if not isinstance(size, (tuple, list)):
+        side = check_int("size", size, low=1)
+        return side, side
+    if len(size) != 2:
+        raise ValueError(f"size must be an int >= 1 or a (height, width) pair of them, got {size!r}")
+    return check_int("size[0] (height)", size[0], low=1), check_int("size[1] (width)", size[1], low=1)
 
 
 def resize_batch(images: torch.Tensor, size: int | tuple[int, int], *, antialias: bool = True) -> torch.Tensor:
@@ -45,13 +46,6 @@ def resize_batch(images: torch.Tensor, size: int | tuple[int, int], *, antialias
     return resize(images, [height, width], interpolation=InterpolationMode.BILINEAR, antialias=antialias)
 
 
-def _check_fraction(name: str, value: object, low: float, high: float, *, low_open: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, Real) or not (
-            (low < value if low_open else low <= value) and value <= high):
-        bracket = "(" if low_open else "["
-        raise ValueError(f"{name} must be a number in {bracket}{low}, {high}], got {value!r}")
-
-
 @dataclass(frozen=True)
 class ProgressiveResize:
     """Schedule of the training image size: small at first, full size at the end.
@@ -73,20 +67,18 @@ class ProgressiveResize:
     size_increment: int = 4
 
     def __post_init__(self) -> None:
-        _check_fraction("initial_scale", self.initial_scale, 0.0, 1.0, low_open=True)
-        _check_fraction("delay_fraction", self.delay_fraction, 0.0, 1.0)
-        _check_fraction("finetune_fraction", self.finetune_fraction, 0.0, 1.0)
+        check_number("initial_scale", self.initial_scale, low=0, high=1, low_open=True)
+        check_number("delay_fraction", self.delay_fraction, low=0, high=1)
+        check_number("finetune_fraction", self.finetune_fraction, low=0, high=1)
         if self.delay_fraction + self.finetune_fraction > 1:
             raise ValueError(
                 f"delay_fraction + finetune_fraction must be <= 1 (they are parts of one training run), "
                 f"got {self.delay_fraction} + {self.finetune_fraction}")
-        if (isinstance(self.size_increment, bool) or not isinstance(self.size_increment, int)
-                or self.size_increment < 1):
-            raise ValueError(f"size_increment must be a positive int, got {self.size_increment!r}")
+        check_int("size_increment", self.size_increment, low=1)
 
     def scale(self, progress: float) -> float:
         """Fraction of the final size (before rounding) at ``progress`` in [0, 1] of training."""
-        _check_fraction("progress", progress, 0.0, 1.0)
+        check_number("progress", progress, low=0, high=1)
         grow_end = 1.0 - self.finetune_fraction
         if progress >= grow_end:
             return 1.0
@@ -97,8 +89,7 @@ class ProgressiveResize:
 
     def size(self, final_size: int, progress: float) -> int:
         """Image side length at ``progress`` in [0, 1] of training, for a run ending at ``final_size``."""
-        if isinstance(final_size, bool) or not isinstance(final_size, int) or final_size < 1:
-            raise ValueError(f"final_size must be a positive int, got {final_size!r}")
+        check_int("final_size", final_size, low=1)
         if final_size % self.size_increment:
             raise ValueError(
                 f"final_size={final_size} is not a multiple of size_increment={self.size_increment}; "

@@ -2,13 +2,25 @@
 
 Scanning only lists names; it never opens a file (an ImageNet tree has 1.28M of them). Broken
 files are found when a backend reads them, and skipped there.
+
+The walk follows symbolic links (datasets are often assembled from linked folders) but enters
+each real folder once, so a link loop cannot make it run forever and a link back to its own
+class cannot count that class's images again. What the walk leaves out, it says, with a
+``DatasetScanWarning``: a link it did not follow, a folder it could not list. These are
+warnings, not errors: the rest of the tree is a usable dataset, and one unreadable folder (a
+``lost+found``, a colleague's private sub-folder) should not stop a run; but a dataset that
+silently shrinks would change every result, so it is never quiet. A root that cannot be listed
+and a class left without images are errors.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Iterable, Sequence, Union
+
+from fastcore_ops.checks import check_int
 
 # Formats every backend decodes (fastcore_ops.data.probe checks their signatures); GIF is out
 # because DALI cannot decode it.
@@ -43,13 +55,72 @@ def _is_image(name: str) -> bool:
     return not name.startswith(".") and name.lower().endswith(IMAGE_EXTENSIONS)
 
 
-def _images_under(folder: Path) -> list[str]:
-    # Nested folders are searched too (like torchvision's ImageFolder); sorting each level keeps
-    # the order identical on every machine and rank.
+class DatasetScanWarning(UserWarning):
+    """Part of an ImageFolder tree was left out of the scan: a folder that could not be listed, or a
+    link to a folder the scan already covers."""
+
+
+def _folder_key(path: str | Path) -> tuple[int, int]:
+    """What identifies a real folder, whatever links lead to it."""
+    status = os.stat(path)
+    return status.st_dev, status.st_ino
+
+
+def _listing(folder: str) -> tuple[list[str], list[str]]:
+    """(sub-folder names, other names) in ``folder``, sorted, hidden names left out; OSError if unlistable."""
+    folders, others = [], []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                is_folder = entry.is_dir()  # follows links
+            except OSError:
+                is_folder = False
+            (folders if is_folder else others).append(entry.name)
+    return sorted(folders), sorted(others)
+
+
+def _enter_once(path: str, visited: set[tuple[int, int]]) -> bool:
+    """Whether to walk into sub-folder ``path``: True the first time its real folder is reached."""
+    try:
+        key = _folder_key(path)
+    except OSError as error:
+        _warn(f"could not open folder {path!r} ({error}); its images are left out of the dataset")
+        return False
+    if key in visited:
+        target = f" -> {os.readlink(path)!r}" if os.path.islink(path) else ""
+        _warn(f"did not follow {path!r}{target}: it leads to a folder the scan already covers "
+              f"({os.path.realpath(path)!r}), whose images are counted once, where first found")
+        return False
+    visited.add(key)
+    return True
+
+
+def _warn(message: str) -> None:
+    warnings.warn(f"dataset scan: {message}", DatasetScanWarning, stacklevel=2)
+
+
+def _images_under(folder: Path, visited: set[tuple[int, int]]) -> list[str]:
+    """Image paths under ``folder``, depth first: each folder's files, then its sorted sub-folders.
+
+    Nested folders are searched too (like torchvision's ImageFolder); sorting each level keeps
+    the order identical on every machine and rank. ``visited`` holds the real folders already
+    walked (the caller's, shared by all classes), and gains the ones walked here.
+    """
     found = []
-    for parent, dirs, files in os.walk(folder, followlinks=True):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found.extend(os.path.join(parent, name) for name in sorted(files) if _is_image(name))
+    pending = [str(folder)]
+    while pending:
+        parent = pending.pop()
+        try:
+            folders, others = _listing(parent)
+        except OSError as error:
+            _warn(f"could not list folder {parent!r} ({error}); its images are left out of the dataset. "
+                  f"Fix its permissions, or remove it from the tree")
+            continue
+        found.extend(os.path.join(parent, name) for name in others if _is_image(name))
+        children = [os.path.join(parent, name) for name in folders]
+        pending.extend(reversed([child for child in children if _enter_once(child, visited)]))
     return found
 
 
@@ -65,8 +136,11 @@ def _scan_image_folder(root: Path) -> tuple[list[Sample], list[str]]:
         raise ValueError(f"dataset root {str(root)!r} has no class sub-folders{hint}; expected root/<class>/<image>")
     samples: list[Sample] = []
     empty = []
+    # A link from one class into another class's folder (or to the root) is not followed: its
+    # images belong to the class whose folder holds them.
+    visited = {_folder_key(root), *(_folder_key(root / name) for name in classes)}
     for label, name in enumerate(classes):
-        files = _images_under(root / name)
+        files = _images_under(root / name, visited)
         if not files:
             empty.append(name)
         samples.extend((path, label) for path in files)
@@ -91,9 +165,7 @@ def _check_pairs(pairs: Iterable) -> tuple[list[Sample], list[str]]:
         path, label = pair
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"source[{index}] path must be a str or Path, got {type(path).__name__}")
-        # bool is an int subclass, but True as a label is a bug, not class 1.
-        if isinstance(label, bool) or not isinstance(label, int) or label < 0:
-            raise TypeError(f"source[{index}] label must be a non-negative int, got {label!r}")
+        check_int(f"source[{index}] label", label, low=0)
         samples.append((os.fspath(path), label))
     if not samples:
         raise ValueError("source is an empty list; pass at least one (path, label) pair")

@@ -9,7 +9,7 @@ The forward pass walks key tiles with an online softmax and keeps only each row'
 log-sum-exp; the backward pass recomputes the probabilities tile by tile from it.
 
 Queries are aligned to the end of the keys (query i sits at key position i + Tk - Tq),
-which is what decoding with a cached prefix needs; with causal=True query i sees keys
+which is what decoding with a cached prefix needs; with is_causal=True query i sees keys
 j <= i + Tk - Tq, and fully masked key tiles are skipped by the loop bounds.
 
 Matmuls run in the input dtype with fp32 accumulation (fp32 inputs in full fp32 unless
@@ -22,11 +22,10 @@ from __future__ import annotations
 import math
 
 import torch
-import triton
-import triton.language as tl
 
+from ..checks import check_bool, check_int, check_number, check_same_device, check_tensor
 from . import backend
-from .checks import check_int, check_same_device, check_tensor
+from .backend import tl, triton
 
 _MIN_HEAD_DIM = 16  # tl.dot needs every operand dimension >= 16
 _MAX_HEAD_DIM = 128  # tiles of larger heads no longer fit an SM's registers and shared memory
@@ -442,34 +441,36 @@ def alibi_slopes(n_heads: int, device: torch.device | str | None = None) -> torc
         >>> alibi_slopes(12)[8:]  # 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5
         tensor([0.7071, 0.3536, 0.1768, 0.0884])
     """
-    check_int("n_heads", n_heads, minimum=1)
+    check_int("n_heads", n_heads, low=1)
     closest = 2 ** int(math.floor(math.log2(n_heads)))
     slopes = _geometric_slopes(closest) + _geometric_slopes(2 * closest)[0::2][: n_heads - closest]
     return torch.tensor(slopes, dtype=torch.float32, device=device)
 
 
 def alibi_attention_reference(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    causal: bool = True,
-    slopes: torch.Tensor | None = None,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    *,
+    is_causal: bool = False,
     scale: float | None = None,
+    slopes: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """softmax(q k^T * scale + bias [+ causal mask]) v in fp32 with the (H, Tq, Tk) bias materialised."""
-    Tq, D = q.shape[2:]
-    Tk = k.shape[2]
-    slopes = alibi_slopes(q.shape[1], q.device) if slopes is None else slopes
+    """softmax(query key^T * scale + bias [+ causal mask]) value in fp32 with the (H, Tq, Tk) bias materialised."""
+    Tq, D = query.shape[2:]
+    Tk = key.shape[2]
+    device = query.device
+    slopes = alibi_slopes(query.shape[1], device) if slopes is None else slopes
     scale = 1.0 / math.sqrt(D) if scale is None else scale
     compute = torch.float32
-    query_positions = torch.arange(Tq, device=q.device) + (Tk - Tq)
-    distance = query_positions[:, None] - torch.arange(Tk, device=q.device)[None, :]
+    query_positions = torch.arange(Tq, device=device) + (Tk - Tq)
+    distance = query_positions[:, None] - torch.arange(Tk, device=device)[None, :]
     bias = -slopes.to(compute)[:, None, None] * distance.abs().to(compute)
-    scores = torch.matmul(q.to(compute), k.to(compute).transpose(-1, -2)) * scale + bias
-    if causal:
+    scores = torch.matmul(query.to(compute), key.to(compute).transpose(-1, -2)) * scale + bias
+    if is_causal:
         scores = scores.masked_fill(distance < 0, float("-inf"))
     probabilities = torch.softmax(scores, dim=-1)
-    return torch.matmul(probabilities, v.to(compute)).to(q.dtype)
+    return torch.matmul(probabilities, value.to(compute)).to(query.dtype)
 
 
 # ----------------------------------------------------------------------------------------
@@ -579,92 +580,106 @@ _alibi_attention_op.register_autograd(_alibi_backward, setup_context=_alibi_setu
 # ----------------------------------------------------------------------------------------
 
 
-def _check_inputs(q, k, v, causal, slopes, scale) -> None:
-    for name, t in (("q", q), ("k", k), ("v", v)):
+def _check_inputs(q, k, v, attn_mask, dropout_p, causal, scale, slopes) -> None:
+    for name, t in (("query", q), ("key", k), ("value", v)):
         check_tensor(name, t, ndim=4)
     if slopes is not None:
         check_tensor("slopes", slopes)
-        check_same_device(q=q, k=k, v=v, slopes=slopes)
+        check_same_device(query=q, key=k, value=v, slopes=slopes)
     else:
-        check_same_device(q=q, k=k, v=v)
+        check_same_device(query=q, key=k, value=v)
+    if attn_mask is not None:
+        raise ValueError(
+            f"alibi_attention computes its own bias and takes no attn_mask, got {type(attn_mask).__name__}; "
+            f"pass is_causal=True for a causal mask, or use F.scaled_dot_product_attention for other masks"
+        )
+    if check_number("dropout_p", dropout_p, low=0, high=1) != 0:
+        raise ValueError(
+            f"alibi_attention applies no attention dropout (the kernel never stores the probabilities), "
+            f"got dropout_p={dropout_p}; pass dropout_p=0.0"
+        )
     if q.dtype not in _DTYPES:
         raise TypeError(
-            f"q has dtype {q.dtype}, but alibi_attention computes in float16, bfloat16 or float32; "
-            f"convert q, k and v with .float()"
+            f"query has dtype {q.dtype}, but alibi_attention computes in float16, bfloat16 or float32; "
+            f"convert query, key and value with .float()"
         )
     if not q.dtype == k.dtype == v.dtype:
         raise TypeError(
-            f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}; "
-            f"convert them with .to(q.dtype)"
+            f"query, key and value must share one dtype, got query {q.dtype}, key {k.dtype}, value {v.dtype}; "
+            f"convert them with .to(query.dtype)"
         )
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
     if k.shape[:2] != (B, H) or k.shape[3] != D:
         raise ValueError(
-            f"k must have shape (B, H, Tk, D) = ({B}, {H}, Tk, {D}) to match q of shape {tuple(q.shape)}, "
+            f"key must have shape (B, H, Tk, D) = ({B}, {H}, Tk, {D}) to match query of shape {tuple(q.shape)}, "
             f"got {tuple(k.shape)}"
         )
     if v.shape != k.shape:
-        raise ValueError(f"v must have k's shape {tuple(k.shape)}, got {tuple(v.shape)}")
+        raise ValueError(f"value must have key's shape {tuple(k.shape)}, got {tuple(v.shape)}")
     if not _MIN_HEAD_DIM <= D <= _MAX_HEAD_DIM:
         raise ValueError(
-            f"the head dim D = q.shape[-1] must be between {_MIN_HEAD_DIM} and {_MAX_HEAD_DIM}, got {D}; "
+            f"the head dim D = query.shape[-1] must be between {_MIN_HEAD_DIM} and {_MAX_HEAD_DIM}, got {D}; "
             f"split or pad heads to a size in that range"
         )
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__} {causal!r}")
+    check_bool("is_causal", causal)
     if causal and Tq > Tk:
         raise ValueError(
             f"causal attention aligns the Tq queries with the last Tq of the Tk keys, so it needs Tq <= Tk; "
-            f"got Tq = {Tq} > Tk = {Tk}; pass more keys or causal=False"
+            f"got Tq = {Tq} > Tk = {Tk}; pass more keys or is_causal=False"
         )
     if Tk == 0 and Tq > 0:
-        raise ValueError(f"k and v hold no keys (Tk = 0) for Tq = {Tq} queries; attention needs at least one key")
+        raise ValueError(f"key and value hold no keys (Tk = 0) for Tq = {Tq} queries; attention needs at least one key")
     if slopes is not None:
         if tuple(slopes.shape) != (H,):
             raise ValueError(f"slopes must have shape (H,) = ({H},), one per head, got {tuple(slopes.shape)}")
         if slopes.requires_grad:
             raise ValueError("slopes requires grad, but ALiBi slopes are fixed data; pass slopes.detach()")
-    if scale is not None:
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-            raise TypeError(f"scale must be a float, got {type(scale).__name__} {scale!r}")
-        if not (math.isfinite(scale) and scale > 0):
-            raise ValueError(f"scale must be a finite number > 0, got {scale}")
+    if scale is not None and not math.isfinite(check_number("scale", scale, low=0, low_open=True)):
+        raise ValueError(f"scale must be a finite number > 0, got {scale}")
 
 
 def alibi_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    causal: bool = True,
-    slopes: torch.Tensor | None = None,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
     scale: float | None = None,
+    *,
+    slopes: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Attention with ALiBi linear biases, without storing any (Tq, Tk) matrix.
 
-    Args:
-        q: (B, H, Tq, D) queries; float16, bfloat16 or float32; 16 <= D <= 128, any strides.
-        k, v: (B, H, Tk, D) keys and values, q's dtype and device. Queries are aligned to
-            the end of the keys (query i at key position i + Tk - Tq), as when decoding
-            with a cached prefix; causal attention needs Tq <= Tk.
-        causal: query i sees only keys j <= i + Tk - Tq.
-        slopes: (H,) per-head slopes; default ``alibi_slopes(H)``. Not differentiated.
-        scale: the scores' factor; default 1 / sqrt(D).
+    Takes ``F.scaled_dot_product_attention``'s arguments in its order, with its defaults
+    (so pass ``is_causal=True`` for a decoder), then the keyword ``slopes``. The bias is
+    ALiBi's own, so ``attn_mask`` must be None, and there is no attention dropout, so
+    ``dropout_p`` must be 0: a ported call that relies on either is refused, not ignored.
 
-    Returns the (B, H, Tq, D) output in q's dtype. Gradients flow to q, k and v.
+    Args:
+        query: (B, H, Tq, D); float16, bfloat16 or float32; 16 <= D <= 128, any strides.
+        key, value: (B, H, Tk, D), query's dtype and device. Queries are aligned to the end
+            of the keys (query i at key position i + Tk - Tq), as when decoding with a cached
+            prefix; causal attention needs Tq <= Tk.
+        is_causal: query i sees only keys j <= i + Tk - Tq.
+        scale: the scores' factor; default 1 / sqrt(D).
+        slopes: (H,) per-head slopes; default ``alibi_slopes(H)``. Not differentiated.
+
+    Returns the (B, H, Tq, D) output in query's dtype. Gradients flow to query, key and value.
 
     Example:
-        >>> q, k, v = (torch.randn(2, 12, 128, 64, requires_grad=True) for _ in range(3))
-        >>> out = alibi_attention(q, k, v)  # causal, slopes alibi_slopes(12)
+        >>> q, k, v = (torch.randn(2, 4, 48, 16, requires_grad=True) for _ in range(3))
+        >>> out = alibi_attention(q, k, v, is_causal=True)  # slopes alibi_slopes(4)
         >>> out.shape
-        torch.Size([2, 12, 128, 64])
+        torch.Size([2, 4, 48, 16])
         >>> out.sum().backward()
     """
-    _check_inputs(q, k, v, causal, slopes, scale)
-    H, D = q.shape[1], q.shape[3]
+    _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, slopes)
+    H, D = query.shape[1], query.shape[3]
     if slopes is None:
-        slopes = alibi_slopes(H, q.device) if H else q.new_empty((0,), dtype=torch.float32)
+        slopes = alibi_slopes(H, query.device) if H else query.new_empty((0,), dtype=torch.float32)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    if backend.use_triton(q) or q.numel() == 0:  # empty inputs launch nothing, on any device
-        return _alibi_attention_op(q, k, v, slopes.to(torch.float32).contiguous(), causal, scale)[0]
-    return alibi_attention_reference(q, k, v, causal, slopes, scale)
+    if backend.use_triton(query) or query.numel() == 0:  # empty inputs launch nothing, on any device
+        return _alibi_attention_op(query, key, value, slopes.to(torch.float32).contiguous(), is_causal, scale)[0]
+    return alibi_attention_reference(query, key, value, is_causal=is_causal, scale=scale, slopes=slopes)

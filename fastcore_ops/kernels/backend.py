@@ -1,4 +1,4 @@
-"""Where a kernel runs: the one place that looks at devices and at Triton's interpreter.
+"""Where a kernel runs: the one place that looks at devices, at Triton's interpreter, and at Triton itself.
 
 CUDA tensors run the Triton kernels. CPU tensors run the pure-PyTorch references,
 unless ``FASTCORE_OPS_INTERPRET=1`` (or Triton's own ``TRITON_INTERPRET=1``) is set
@@ -6,16 +6,25 @@ before ``fastcore_ops`` is imported: then the Triton kernels run on the CPU thro
 Triton's interpreter, which is how the test suite exercises every kernel on machines
 without a GPU.
 
+Triton is optional (there is none for macOS or Windows, and CPU-only images often lack it):
+the kernel modules take ``triton`` and ``tl`` from here, and without Triton these are a
+stand-in whose decorators leave functions undecorated. The kernels are then never launched:
+CPU tensors run the references, and asking for a kernel (a CUDA tensor, or the interpreter
+variables) raises a :class:`TritonMissingError` that says how to install Triton.
+
 Example:
+    >>> import torch
     >>> from fastcore_ops.kernels import backend
-    >>> backend.use_triton(torch.zeros(1))  # False on the CPU unless interpreting
-    False
+    >>> backend.use_triton(torch.zeros(1)) == backend.INTERPRETING  # on a CPU, Triton only to interpret
+    True
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+import types
 
 import torch
 
@@ -32,20 +41,63 @@ if os.environ.get(INTERPRET_VARIABLE, "0") == "1" and os.environ.get("TRITON_INT
         )
     os.environ["TRITON_INTERPRET"] = "1"
 
-import triton  # noqa: E402  (must come after TRITON_INTERPRET is settled)
-
 INTERPRETING: bool = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+class TritonMissingError(RuntimeError):
+    """A Triton kernel was asked for (a CUDA tensor, or the interpreter) where Triton is not installed."""
+
+
+def _stand_in_triton() -> tuple[types.ModuleType, types.ModuleType]:
+    """Just enough of ``triton`` and ``triton.language`` for the kernel modules to import.
+
+    Decorators return the function itself, configs are inert, and the host-side helpers the
+    custom ops use on empty inputs (which launch nothing) compute what Triton's would.
+    """
+    language = types.ModuleType("triton.language (stand-in: Triton is not installed)")
+    language.constexpr = lambda value=None: value
+    stand_in = types.ModuleType("triton (stand-in: Triton is not installed)")
+    stand_in.language = language
+    stand_in.jit = lambda function: function
+    stand_in.autotune = lambda *args, **kwargs: (lambda function: function)
+    stand_in.Config = lambda *args, **kwargs: None
+    stand_in.cdiv = lambda a, b: -(-a // b)
+    stand_in.next_power_of_2 = lambda n: 1 if n <= 1 else 2 ** math.ceil(math.log2(n))
+    return stand_in, language
+
+
+try:
+    import triton  # noqa: E402  (must come after TRITON_INTERPRET is settled)
+    import triton.language as tl  # noqa: E402
+
+    TRITON_AVAILABLE = True
+except ImportError:
+    triton, tl = _stand_in_triton()
+    TRITON_AVAILABLE = False
+
+
+def _require_triton(reason: str) -> None:
+    if not TRITON_AVAILABLE:
+        raise TritonMissingError(
+            f"{reason} needs Triton, which is not installed; install it with `pip install triton` (Linux only), "
+            f"or unset {INTERPRET_VARIABLE} and TRITON_INTERPRET to run the PyTorch references on the CPU"
+        )
 
 
 def use_triton(*tensors: torch.Tensor) -> bool:
     """True when the Triton kernel should run for these tensors, False for the reference.
 
-    The caller has already checked that all tensors share one device.
+    The caller has already checked that all tensors share one device. Raises
+    :class:`TritonMissingError` when the kernel is wanted but Triton is not installed.
     """
     device_type = tensors[0].device.type
     if device_type == "cuda":
+        _require_triton("a CUDA tensor")
         return True
-    return device_type == "cpu" and INTERPRETING
+    if device_type == "cpu" and INTERPRETING:
+        _require_triton("TRITON_INTERPRET=1 (or FASTCORE_OPS_INTERPRET=1)")
+        return True
+    return False
 
 
 def autotune(configs: list[triton.Config], key: list[str], interpreter_config: triton.Config | None = None):
@@ -66,4 +118,4 @@ def _no_benchmark(kernel_call, quantiles):
 
 def accumulator(dtype: torch.dtype):
     """The Triton dtype kernels accumulate in: fp64 for fp64 inputs (so gradcheck is exact), fp32 otherwise."""
-    return triton.language.float64 if dtype == torch.float64 else triton.language.float32
+    return tl.float64 if dtype == torch.float64 else tl.float32

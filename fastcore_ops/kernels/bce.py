@@ -16,11 +16,10 @@ import math
 
 import torch
 import torch.nn.functional as F
-import triton
-import triton.language as tl
 
+from ..checks import check_number, check_same_device, check_tensor
 from . import backend
-from .checks import check_same_device, check_tensor
+from .backend import tl, triton
 
 # ----------------------------------------------------------------------------------------
 # Triton kernels
@@ -86,17 +85,17 @@ def _scale_kernel(grad_ptr, scale_ptr, out_ptr, numel, BLOCK: tl.constexpr):
 
 
 def bce_with_logits_reference(
-    logits: torch.Tensor, target: torch.Tensor, label_smoothing: float = 0.0
+    input: torch.Tensor, target: torch.Tensor, *, label_smoothing: float = 0.0
 ) -> torch.Tensor:
     """One-hot targets, smoothing and ``F.binary_cross_entropy_with_logits``, summed / N, in fp32 or fp64."""
-    compute_dtype = torch.float64 if logits.dtype == torch.float64 else torch.float32
-    N, C = logits.shape
+    compute_dtype = torch.float64 if input.dtype == torch.float64 else torch.float32
+    N, C = input.shape
     if target.dtype.is_floating_point:
         dense = target.to(compute_dtype)
     else:
         dense = F.one_hot(target.long(), C).to(compute_dtype)
     dense = dense * (1.0 - label_smoothing) + label_smoothing / C
-    loss = F.binary_cross_entropy_with_logits(logits.to(compute_dtype), dense, reduction="sum")
+    loss = F.binary_cross_entropy_with_logits(input.to(compute_dtype), dense, reduction="sum")
     return loss / max(N, 1)
 
 
@@ -180,15 +179,15 @@ def _check_labels(target: torch.Tensor, num_classes: int) -> None:
         torch._assert_async(in_range, message)
 
 
-def _check_inputs(logits: torch.Tensor, target: torch.Tensor, label_smoothing: float) -> None:
-    check_tensor("logits", logits, ndim=2)
+def _check_inputs(input: torch.Tensor, target: torch.Tensor, label_smoothing: float) -> None:
+    check_tensor("input", input, ndim=2)
     check_tensor("target", target, floating=False)
-    check_same_device(logits=logits, target=target)
-    N, C = logits.shape
+    check_same_device(input=input, target=target)
+    N, C = input.shape
     if target.dtype.is_floating_point:
-        if target.shape != logits.shape:
+        if target.shape != input.shape:
             raise ValueError(
-                f"a float target holds per-class probabilities and must have logits' shape {tuple(logits.shape)}, "
+                f"a float target holds per-class probabilities and must have input's shape {tuple(input.shape)}, "
                 f"got {tuple(target.shape)}"
             )
         if target.requires_grad:
@@ -196,38 +195,39 @@ def _check_inputs(logits: torch.Tensor, target: torch.Tensor, label_smoothing: f
     elif target.dtype in (torch.int64, torch.int32):
         if target.shape != (N,):
             raise ValueError(
-                f"class-index targets must have shape (N,) = ({N},) to match logits, got {tuple(target.shape)}"
+                f"class-index targets must have shape (N,) = ({N},) to match input, got {tuple(target.shape)}"
             )
     else:
         raise TypeError(f"target must be int64 class indices or float probabilities, got dtype {target.dtype}")
-    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)):
-        raise TypeError(f"label_smoothing must be a float, got {type(label_smoothing).__name__}")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+    check_number("label_smoothing", label_smoothing, low=0, high=1)
 
 
-def bce_with_logits(logits: torch.Tensor, target: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+def bce_with_logits(input: torch.Tensor, target: torch.Tensor, *, label_smoothing: float = 0.0) -> torch.Tensor:
     """Binary cross-entropy with logits, summed over classes and samples and divided by N.
 
+    ``input`` and ``target`` are ``F.binary_cross_entropy_with_logits``'s first two
+    arguments; the reduction is fixed (not that function's mean over N * C), so the rest
+    is keyword-only and a ported call passing its ``weight`` positionally is refused.
+
     Args:
-        logits: (N, C) scores, any floating dtype; the loss is computed in fp32 (fp64 for fp64).
+        input: (N, C) logits, any floating dtype; the loss is computed in fp32 (fp64 for fp64).
         target: (N,) int64 class indices, or (N, C) float probabilities (after MixUp, say).
         label_smoothing: s in [0, 1]; targets become target * (1 - s) + s / C.
 
-    Returns a 0-d fp32 (fp64 for fp64 logits) loss; an empty batch gives 0.
+    Returns a 0-d fp32 (fp64 for fp64 input) loss; an empty batch gives 0.
 
     Example:
         >>> logits = torch.randn(256, 1000, requires_grad=True)
         >>> loss = bce_with_logits(logits, torch.randint(0, 1000, (256,)), label_smoothing=0.1)
         >>> loss.backward()
     """
-    _check_inputs(logits, target, label_smoothing)
+    _check_inputs(input, target, label_smoothing)
     if not target.dtype.is_floating_point and target.numel():
-        _check_labels(target, logits.shape[1])
+        _check_labels(target, input.shape[1])
     label_smoothing = float(label_smoothing)
-    if backend.use_triton(logits) or logits.numel() == 0:  # empty inputs launch nothing, on any device
-        return _bce_with_logits_op(logits, target, label_smoothing)[0]
-    return bce_with_logits_reference(logits, target, label_smoothing)
+    if backend.use_triton(input) or input.numel() == 0:  # empty inputs launch nothing, on any device
+        return _bce_with_logits_op(input, target, label_smoothing)[0]
+    return bce_with_logits_reference(input, target, label_smoothing=label_smoothing)
 
 
 def init_bce_bias_(classifier: torch.nn.Linear) -> torch.nn.Linear:

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-import triton
-import triton.language as tl
 
+from ..checks import check_int, check_tensor
 from . import backend
-from .checks import check_int, check_tensor
+from .backend import tl, triton
 from .layout import empty_like_layout
 
 # Row-major window offsets are stored in uint8, which bounds the max-pool window.
@@ -239,14 +238,19 @@ def binomial_filter(channels: int, dtype: torch.dtype, device) -> torch.Tensor:
     return (torch.outer(taps, taps) / 16).expand(channels, 1, 3, 3)
 
 
-def blurpool2d_reference(x: torch.Tensor, stride: int = 2) -> torch.Tensor:
+def blurpool2d_reference(input: torch.Tensor, stride: int = 2) -> torch.Tensor:
     """BlurPool as a depthwise convolution (what the kernel replaces)."""
-    return F.conv2d(x, binomial_filter(x.shape[1], x.dtype, x.device), stride=stride, padding=1, groups=x.shape[1])
+    channels = input.shape[1]
+    return F.conv2d(input, binomial_filter(channels, input.dtype, input.device), stride=stride, padding=1,
+                    groups=channels)
 
 
-def blur_maxpool2d_reference(x: torch.Tensor, kernel_size: int = 3, stride: int = 2, padding: int = 1) -> torch.Tensor:
+def blur_maxpool2d_reference(
+    input: torch.Tensor, kernel_size: int, stride: int | None = None, padding: int = 0
+) -> torch.Tensor:
     """Stride-1 max pooling followed by BlurPool, as two PyTorch ops."""
-    return blurpool2d_reference(F.max_pool2d(x, kernel_size, stride=1, padding=padding), stride)
+    stride = kernel_size if stride is None else stride
+    return blurpool2d_reference(F.max_pool2d(input, kernel_size, stride=1, padding=padding), stride)
 
 
 # ----------------------------------------------------------------------------------------
@@ -381,45 +385,46 @@ _blur_maxpool2d_op.register_autograd(_blur_maxpool2d_backward, setup_context=_bl
 # ----------------------------------------------------------------------------------------
 
 
-def blurpool2d(x: torch.Tensor, stride: int = 2) -> torch.Tensor:
+def blurpool2d(input: torch.Tensor, stride: int = 2) -> torch.Tensor:
     """Blur each channel with the 3x3 binomial filter and downsample by ``stride``.
 
     Equal, values and gradients, to a depthwise ``F.conv2d`` with the filter
     [1, 2, 1] x [1, 2, 1] / 16, padding 1 and the given stride.
 
     Example:
-        >>> x = torch.randn(8, 64, 56, 56)
+        >>> x = torch.randn(2, 16, 32, 32)
         >>> blurpool2d(x).shape
-        torch.Size([8, 64, 28, 28])
+        torch.Size([2, 16, 16, 16])
     """
-    check_tensor("x", x, ndim=4)
-    check_int("stride", stride, minimum=1)
-    if backend.use_triton(x) or x.numel() == 0:  # empty inputs launch nothing, on any device
-        return _blurpool2d_op(x, stride)
-    return blurpool2d_reference(x, stride)
+    check_tensor("input", input, ndim=4)
+    check_int("stride", stride, low=1)
+    if backend.use_triton(input) or input.numel() == 0:  # empty inputs launch nothing, on any device
+        return _blurpool2d_op(input, stride)
+    return blurpool2d_reference(input, stride)
 
 
-def blur_maxpool2d(x: torch.Tensor, kernel_size: int = 3, stride: int = 2, padding: int = 1) -> torch.Tensor:
+def blur_maxpool2d(input: torch.Tensor, kernel_size: int, stride: int | None = None, padding: int = 0) -> torch.Tensor:
     """Anti-aliased max pooling: stride-1 ``max_pool2d`` then ``blurpool2d(·, stride)``, fused.
 
-    Gradients go to each window's arg-max exactly as ``F.max_pool2d``'s do (first maximum
-    in row-major order wins ties).
+    Takes ``F.max_pool2d``'s first arguments with their meaning (``stride`` defaults to
+    ``kernel_size``), so a call to it becomes a call to this. Gradients go to each window's
+    arg-max exactly as ``F.max_pool2d``'s do (first maximum in row-major order wins ties).
 
     Example:
-        >>> x = torch.randn(8, 64, 112, 112)
-        >>> blur_maxpool2d(x).shape  # what replaces ResNet's 3x3 stride-2 max pool
-        torch.Size([8, 64, 56, 56])
+        >>> x = torch.randn(2, 16, 32, 32)
+        >>> blur_maxpool2d(x, 3, 2, 1).shape  # what replaces ResNet's 3x3 stride-2 max pool
+        torch.Size([2, 16, 16, 16])
     """
-    check_tensor("x", x, ndim=4)
-    check_int("kernel_size", kernel_size, minimum=1, maximum=_MAX_POOL_KERNEL)
-    check_int("stride", stride, minimum=1)
-    check_int("padding", padding, minimum=0, maximum=kernel_size // 2)
-    for name, size in zip(("height", "width"), x.shape[2:]):
+    check_tensor("input", input, ndim=4)
+    check_int("kernel_size", kernel_size, low=1, high=_MAX_POOL_KERNEL)
+    stride = kernel_size if stride is None else check_int("stride", stride, low=1)
+    check_int("padding", padding, low=0, high=kernel_size // 2)
+    for name, size in zip(("height", "width"), input.shape[2:]):
         if size and _pooled_size(size, kernel_size, padding) < 1:
             raise ValueError(
-                f"x's {name} {size} is smaller than kernel_size {kernel_size} with padding {padding}; "
+                f"input's {name} {size} is smaller than kernel_size {kernel_size} with padding {padding}; "
                 f"use a smaller kernel_size or more padding"
             )
-    if backend.use_triton(x) or x.numel() == 0:  # empty inputs launch nothing, on any device
-        return _blur_maxpool2d_op(x, kernel_size, stride, padding)[0]
-    return blur_maxpool2d_reference(x, kernel_size, stride, padding)
+    if backend.use_triton(input) or input.numel() == 0:  # empty inputs launch nothing, on any device
+        return _blur_maxpool2d_op(input, kernel_size, stride, padding)[0]
+    return blur_maxpool2d_reference(input, kernel_size, stride, padding)

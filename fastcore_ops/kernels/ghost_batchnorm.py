@@ -26,11 +26,10 @@ from typing import NamedTuple, Optional
 
 import torch
 import torch.nn.functional as F
-import triton
-import triton.language as tl
 
+from ..checks import check_bool, check_int, check_number, check_same_device, check_tensor
 from . import backend
-from .checks import check_int, check_same_device, check_tensor
+from .backend import tl, triton
 from .layout import empty_like_layout, is_channels_last
 
 # Chunks are cut into splits (a power of two per chunk) until there are about
@@ -379,20 +378,21 @@ _RUNNING_BLOCK_K = 32
 
 
 def ghost_batch_norm_reference(
-    x: torch.Tensor,
-    weight: Optional[torch.Tensor],
-    bias: Optional[torch.Tensor],
+    input: torch.Tensor,
     running_mean: Optional[torch.Tensor],
     running_var: Optional[torch.Tensor],
-    ghost_batch_size: int,
-    training: bool = True,
+    weight: Optional[torch.Tensor] = None,
+    bias: Optional[torch.Tensor] = None,
+    training: bool = False,
     momentum: float = 0.1,
     eps: float = 1e-5,
+    *,
+    ghost_batch_size: int = 32,
 ) -> torch.Tensor:
-    """``F.batch_norm`` on each chunk of ``x.split(ghost_batch_size)`` with momentum / chunks, concatenated."""
+    """``F.batch_norm`` on each chunk of ``input.split(ghost_batch_size)`` with momentum / chunks, concatenated."""
     if not training and running_mean is not None:
-        return F.batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
-    chunks = x.split(ghost_batch_size)
+        return F.batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    chunks = input.split(ghost_batch_size)
     chunk_momentum = momentum / len(chunks)
     return torch.cat([
         F.batch_norm(chunk, running_mean, running_var, weight, bias, True, chunk_momentum, eps) for chunk in chunks
@@ -561,14 +561,6 @@ def _(running_mean, running_var, mean, var, chunk_momentum, batch_size, ghost_ba
 # ----------------------------------------------------------------------------------------
 
 
-def _check_number(name: str, value, *, low: float, high: float | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a float, got {type(value).__name__} {value!r}")
-    if not (value >= low and (high is None or value <= high)):
-        accepted = f"in [{low}, {high}]" if high is not None else f"at least {low}"
-        raise ValueError(f"{name} must be {accepted}, got {value}")
-
-
 def _fix_for_single_sample_chunks(N: int, ghost_batch_size: int) -> int:
     """The smallest ghost batch size above ``ghost_batch_size`` that leaves no chunk of one sample."""
     size = max(2, ghost_batch_size + 1)
@@ -577,9 +569,9 @@ def _fix_for_single_sample_chunks(N: int, ghost_batch_size: int) -> int:
     return size
 
 
-def _check_inputs(x, weight, bias, running_mean, running_var, ghost_batch_size, training, momentum, eps) -> None:
-    check_tensor("x", x, ndim=(2, 4))
-    check_int("ghost_batch_size", ghost_batch_size, minimum=1)
+def _check_inputs(x, running_mean, running_var, weight, bias, training, momentum, eps, ghost_batch_size) -> None:
+    check_tensor("input", x, ndim=(2, 4))
+    check_int("ghost_batch_size", ghost_batch_size, low=1)
     C = x.shape[1]
     given = {}
     for name, tensor in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
@@ -589,26 +581,25 @@ def _check_inputs(x, weight, bias, running_mean, running_var, ghost_batch_size, 
         check_tensor(name, tensor, ndim=1)
         if tensor.shape[0] != C:
             raise ValueError(
-                f"{name} must have shape (C,) = ({C},) to match the channels of x (shape {tuple(x.shape)}), "
+                f"{name} must have shape (C,) = ({C},) to match the channels of input (shape {tuple(x.shape)}), "
                 f"got {tuple(tensor.shape)}"
             )
         given[name] = tensor
-    check_same_device(x=x, **given)
+    check_same_device(input=x, **given)
     if (running_mean is None) != (running_var is None):
         raise ValueError(
             "running_mean and running_var must be given together (or both None for no running statistics), "
             f"got running_mean={'None' if running_mean is None else 'a tensor'} and "
             f"running_var={'None' if running_var is None else 'a tensor'}"
         )
-    if not isinstance(training, bool):
-        raise TypeError(f"training must be a bool, got {type(training).__name__} {training!r}")
-    _check_number("momentum", momentum, low=0.0, high=1.0)
-    _check_number("eps", eps, low=0.0)
+    check_bool("training", training)
+    check_number("momentum", momentum, low=0, high=1)
+    check_number("eps", eps, low=0)
 
     N = x.shape[0]
     HW = math.prod(x.shape[2:])
     if N * HW > _MAX_VALUES:
-        raise ValueError(f"x holds {N * HW} values per channel; ghost_batch_norm supports at most {_MAX_VALUES}")
+        raise ValueError(f"input holds {N * HW} values per channel; ghost_batch_norm supports at most {_MAX_VALUES}")
     if (training or running_mean is None) and x.numel() and HW == 1:
         last = N - (N - 1) // ghost_batch_size * ghost_batch_size  # size of the last chunk
         if min(ghost_batch_size, last) == 1:
@@ -618,53 +609,57 @@ def _check_inputs(x, weight, bias, running_mean, running_var, ghost_batch_size, 
                 fix = f"use a ghost_batch_size that leaves no chunk of one sample, e.g. " \
                       f"{_fix_for_single_sample_chunks(N, ghost_batch_size)}"
             raise ValueError(
-                f"ghost_batch_size {ghost_batch_size} cuts x (N = {N} samples of 1 value per channel, shape "
+                f"ghost_batch_size {ghost_batch_size} cuts input (N = {N} samples of 1 value per channel, shape "
                 f"{tuple(x.shape)}) into a chunk of 1 sample, whose variance is undefined; {fix}"
             )
 
 
 def ghost_batch_norm(
-    x: torch.Tensor,
-    weight: Optional[torch.Tensor],
-    bias: Optional[torch.Tensor],
+    input: torch.Tensor,
     running_mean: Optional[torch.Tensor],
     running_var: Optional[torch.Tensor],
-    ghost_batch_size: int,
-    training: bool = True,
+    weight: Optional[torch.Tensor] = None,
+    bias: Optional[torch.Tensor] = None,
+    training: bool = False,
     momentum: float = 0.1,
     eps: float = 1e-5,
+    *,
+    ghost_batch_size: int = 32,
 ) -> torch.Tensor:
     """Batch norm with statistics per chunk of ``ghost_batch_size`` samples.
 
+    ``F.batch_norm``'s arguments, order and defaults (so ``training`` defaults to False),
+    then the keyword ``ghost_batch_size``.
+
     Args:
-        x: (N, C) or (N, C, H, W), contiguous or channels_last; the output has x's layout.
-        weight, bias: (C,) affine parameters, or None (affine=False).
+        input: (N, C) or (N, C, H, W), contiguous or channels_last; the output has its layout.
         running_mean, running_var: (C,) running statistics, updated in place in training
             exactly as ``F.batch_norm`` on each chunk in order with momentum / number of
             chunks would (the unbiased variance of each chunk goes into running_var); or
             both None, and then batch statistics are used in eval too.
-        ghost_batch_size: samples per chunk, as ``x.split(ghost_batch_size)`` cuts them; the
-            last chunk may be smaller, and a size >= N gives ordinary batch norm.
+        weight, bias: (C,) affine parameters, or None (affine=False).
         training: per-chunk statistics if True; running statistics (``F.batch_norm`` in
             eval, a single elementwise pass) if False.
+        ghost_batch_size: samples per chunk, as ``input.split(ghost_batch_size)`` cuts them;
+            the last chunk may be smaller, and a size >= N gives ordinary batch norm.
 
     Example:
-        >>> x = torch.randn(128, 64, 28, 28).to(memory_format=torch.channels_last)
-        >>> weight, bias = torch.ones(64), torch.zeros(64)
-        >>> running_mean, running_var = torch.zeros(64), torch.ones(64)
-        >>> ghost_batch_norm(x, weight, bias, running_mean, running_var, ghost_batch_size=32).shape
-        torch.Size([128, 64, 28, 28])
+        >>> x = torch.randn(64, 8, 6, 6).to(memory_format=torch.channels_last)
+        >>> running_mean, running_var = torch.zeros(8), torch.ones(8)
+        >>> weight, bias = torch.ones(8), torch.zeros(8)
+        >>> ghost_batch_norm(x, running_mean, running_var, weight, bias, training=True, ghost_batch_size=16).shape
+        torch.Size([64, 8, 6, 6])
     """
-    _check_inputs(x, weight, bias, running_mean, running_var, ghost_batch_size, training, momentum, eps)
+    _check_inputs(input, running_mean, running_var, weight, bias, training, momentum, eps, ghost_batch_size)
     momentum, eps = float(momentum), float(eps)
     if training or running_mean is None:
-        if backend.use_triton(x) or x.numel() == 0:  # empty inputs launch nothing, on any device
-            out, mean, var = _ghost_batch_norm_op(x, weight, bias, ghost_batch_size, eps)
-            if training and running_mean is not None and x.numel():
-                N = x.shape[0]
+        if backend.use_triton(input) or input.numel() == 0:  # empty inputs launch nothing, on any device
+            out, mean, var = _ghost_batch_norm_op(input, weight, bias, ghost_batch_size, eps)
+            if training and running_mean is not None and input.numel():
+                N = input.shape[0]
                 chunks = -(-N // ghost_batch_size)
                 _update_running_stats_op(running_mean, running_var, mean, var, momentum / chunks, N,
-                                         ghost_batch_size, math.prod(x.shape[2:]))
+                                         ghost_batch_size, math.prod(input.shape[2:]))
             return out
-    return ghost_batch_norm_reference(x, weight, bias, running_mean, running_var, ghost_batch_size, training,
-                                      momentum, eps)
+    return ghost_batch_norm_reference(input, running_mean, running_var, weight, bias, training, momentum, eps,
+                                      ghost_batch_size=ghost_batch_size)

@@ -1,7 +1,15 @@
 """Model surgery: rewrite a model in place, before training, with one call.
 
+    >>> import torch, torchvision
     >>> from fastcore_ops import apply_surgery
+    >>> model = torchvision.models.resnet18(num_classes=10)
+    >>> opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     >>> print(apply_surgery(model, ["blurpool", "squeeze_excite"], optimizers=opt))
+    blurpool: 7 modules replaced, +0 / -0 parameters
+      maxpool                MaxPool2d -> BlurMaxPool2d
+    ...
+    squeeze_excite: 13 modules replaced, +545,728 / -0 parameters
+    ...
 
 Each surgery lives in its own module with the modules it adds and the policy that finds
 where they go; :mod:`.core` holds what they share.

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..checks import check_int
 from ..kernels.alibi import alibi_attention, alibi_slopes
 from .core import Plan, Replacement, Site, Step, apply_surgery, count_modules, find_sites, register_surgery
 
@@ -46,8 +47,7 @@ class ALiBiOptions:
     max_sequence_length: int = 8192
 
     def validate(self):
-        if self.max_sequence_length < 1:
-            raise ValueError(f"max_sequence_length must be >= 1, got {self.max_sequence_length}")
+        check_int("max_sequence_length", self.max_sequence_length, low=1)
 
 
 # ----------------------------------------------------------------------------------------
@@ -104,8 +104,8 @@ def transformers_alibi_attention(module, query, key, value, attention_mask, scal
     if dropout > 0 and module.training and not torch.compiler.is_compiling():
         _warn_dropout_once(dropout)
     slopes = alibi_slopes(query.shape[1], device=query.device)
-    out = alibi_attention(query, key, value, causal=True, slopes=slopes,
-                          scale=None if scaling is None else float(scaling))
+    out = alibi_attention(query, key, value, is_causal=True, scale=None if scaling is None else float(scaling),
+                          slopes=slopes)
     return out.transpose(1, 2), None
 
 
@@ -305,9 +305,11 @@ def apply_alibi(model: nn.Module, optimizers=None, **options):
     """Apply the ``alibi`` surgery alone; see :func:`apply_surgery`.
 
     Example:
-        >>> model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_positions=1024))
+        >>> import transformers
+        >>> config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=100, n_positions=16)
+        >>> model = transformers.GPT2LMHeadModel(config).eval()
         >>> report = apply_alibi(model, max_sequence_length=8192)
-        >>> model(torch.randint(0, 50257, (1, 4096))).logits.shape
-        torch.Size([1, 4096, 50257])
+        >>> model(torch.randint(0, 100, (1, 40))).logits.shape  # 40 tokens: longer than the 16 it was built for
+        torch.Size([1, 40, 100])
     """
     return apply_surgery(model, [("alibi", options)], optimizers)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from ..checks import check_bool, check_int
 from ..kernels import blur_maxpool2d, blurpool2d
 from .core import Plan, Replacement, apply_surgery, count_modules, find_sites, register_surgery
 
@@ -86,8 +87,9 @@ class BlurPoolOptions:
     replace_maxpools: bool = True
 
     def validate(self):
-        if self.min_channels < 0:
-            raise ValueError(f"min_channels must be >= 0, got {self.min_channels}")
+        check_int("min_channels", self.min_channels, low=0)
+        check_bool("replace_convs", self.replace_convs)
+        check_bool("replace_maxpools", self.replace_maxpools)
 
 
 def _blurrable_conv(module: nn.Module, options: BlurPoolOptions) -> bool:
@@ -130,6 +132,11 @@ def apply_blurpool(model: nn.Module, optimizers=None, **options):
     """Apply the ``blurpool`` surgery alone; see :func:`apply_surgery`.
 
     Example:
-        >>> report = apply_blurpool(torchvision.models.resnet50(), min_channels=16)
+        >>> import torchvision
+        >>> print(apply_blurpool(torchvision.models.resnet18(num_classes=10), min_channels=16))
+        blurpool: 7 modules replaced, +0 / -0 parameters
+          maxpool                MaxPool2d -> BlurMaxPool2d
+          layer2.0.conv1         Conv2d -> BlurConv2d
+        ...
     """
     return apply_surgery(model, [("blurpool", options)], optimizers)

@@ -17,6 +17,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 import torch
 from torch import nn
 
+from ..checks import check_bool, check_int, check_number, check_str
 from .report import SurgeryRecord, SurgeryReport
 
 log = logging.getLogger(__name__)
@@ -135,9 +136,8 @@ def place_like(new: nn.Module, old: nn.Module) -> nn.Module:
 # ----------------------------------------------------------------------------------------
 
 
-def _type_ok(value, annotation: str) -> bool:
-    accepted = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}[annotation]
-    return isinstance(value, accepted) and (annotation == "bool" or not isinstance(value, bool))
+# The type check of each annotation an options dataclass may use; ranges are its validate()'s.
+_TYPE_CHECKS = {"int": check_int, "float": check_number, "bool": check_bool, "str": check_str}
 
 
 def build_options(surgery: Surgery, given: Mapping[str, object] | None):
@@ -153,10 +153,7 @@ def build_options(surgery: Surgery, given: Mapping[str, object] | None):
     for name, value in given.items():
         declared = fields[name].type
         annotation = declared if isinstance(declared, str) else declared.__name__
-        if not _type_ok(value, annotation):
-            raise TypeError(
-                f"option {name!r} of surgery {surgery.name!r} must be {annotation}, got {type(value).__name__} {value!r}"
-            )
+        _TYPE_CHECKS[annotation](f"option {name!r} of surgery {surgery.name!r}", value)
     options = surgery.options(**given)
     if hasattr(options, "validate"):
         options.validate()
@@ -180,9 +177,7 @@ def _normalize(surgeries) -> list[tuple[str, Mapping[str, object]]]:
     return pairs
 
 
-def _check_model(model) -> None:
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+def _wrapper_types() -> tuple[type, ...]:
     wrappers: list[type] = [nn.DataParallel, nn.parallel.DistributedDataParallel]
     try:
         from torch.distributed.fsdp import FullyShardedDataParallel
@@ -190,13 +185,37 @@ def _check_model(model) -> None:
         wrappers.append(FullyShardedDataParallel)
     except ImportError:  # a torch built without distributed support
         pass
-    wrapped = isinstance(model, tuple(wrappers)) or any(
-        type(m).__name__.startswith("FSDP") for m in model.modules()
-    )
-    if wrapped:
+    return tuple(wrappers)
+
+
+def find_wrapper(model: nn.Module) -> tuple[str, nn.Module] | None:
+    """The path and module of the first DataParallel, DDP or FSDP wrapper in ``model`` (the root is ""), or None.
+
+    FSDP2's ``fully_shard`` leaves no wrapper, only classes named FSDP<Module>.
+
+    Example:
+        >>> find_wrapper(nn.Sequential(nn.Linear(2, 2), nn.DataParallel(nn.Linear(2, 2))))[0]
+        '1'
+    """
+    wrappers = _wrapper_types()
+    for path, module in model.named_modules():
+        if isinstance(module, wrappers) or type(module).__name__.startswith("FSDP"):
+            return path, module
+    return None
+
+
+def _check_model(model) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    found = find_wrapper(model)
+    if found is not None:
+        path, wrapper = found
+        # Surgery inside a wrapper would leave it holding stale parameter lists (DDP's buckets,
+        # FSDP's flat parameters) and would not reach DataParallel's per-device replicas.
+        where = "model is" if not path else f"model holds, at {path!r},"
         raise TypeError(
-            f"model is wrapped in {type(model).__name__} (or sharded with FSDP); apply surgery to the bare model "
-            f"before wrapping it, then wrap the operated model"
+            f"{where} a {type(wrapper).__name__} (a parallel wrapper or an FSDP-sharded module); apply surgery to "
+            f"the bare model before wrapping it, then wrap the operated model"
         )
 
 
@@ -320,8 +339,15 @@ def apply_surgery(model: nn.Module, surgeries, optimizers=None) -> SurgeryReport
     the optimizers are left exactly as they were.
 
     Example:
-        >>> model = torchvision.models.resnet50()
+        >>> import torchvision
+        >>> model = torchvision.models.resnet18(num_classes=10)
         >>> print(apply_surgery(model, ["blurpool", ("stochastic_depth", {"drop_rate": 0.1})]))
+        blurpool: 7 modules replaced, +0 / -0 parameters
+          maxpool                MaxPool2d -> BlurMaxPool2d
+        ...
+        stochastic_depth: 8 modules replaced, +0 / -0 parameters
+          layer1.0  BasicBlock -> StochasticDepthBlock
+        ...
     """
     _check_model(model)
     optimizers = _check_optimizers(optimizers)

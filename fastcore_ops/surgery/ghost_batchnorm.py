@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from ..checks import check_int
 from ..kernels import ghost_batch_norm
 from .core import Plan, Replacement, apply_surgery, count_modules, find_sites, register_surgery
 
@@ -37,9 +38,10 @@ class GhostBatchNorm(nn.Module):
         # The kernel takes (N, C) and (N, C, H, W); BatchNorm1d also takes (N, C, L).
         sequence = x.dim() == 3
         out = ghost_batch_norm(
-            x.unsqueeze(-1) if sequence else x, self.weight, self.bias,
+            x.unsqueeze(-1) if sequence else x,
             self.running_mean if keep_running else None, self.running_var if keep_running else None,
-            self.ghost_batch_size, training=use_batch_statistics, momentum=momentum or 0.0, eps=self.eps,
+            self.weight, self.bias, training=use_batch_statistics, momentum=momentum or 0.0, eps=self.eps,
+            ghost_batch_size=self.ghost_batch_size,
         )
         return out.squeeze(-1) if sequence else out
 
@@ -52,7 +54,7 @@ class GhostBatchNormOptions:
     ghost_batch_size: int = 32  # samples per chunk; the last chunk of a batch may be smaller
 
     def validate(self):
-        if self.ghost_batch_size < 2:
+        if check_int("ghost_batch_size", self.ghost_batch_size) < 2:
             raise ValueError(
                 f"ghost_batch_size must be at least 2 (one sample has no batch variance), got {self.ghost_batch_size}"
             )
@@ -73,6 +75,10 @@ def apply_ghost_batchnorm(model: nn.Module, optimizers=None, **options):
     """Apply the ``ghost_batchnorm`` surgery alone; see :func:`apply_surgery`.
 
     Example:
-        >>> report = apply_ghost_batchnorm(torchvision.models.resnet50(), ghost_batch_size=32)
+        >>> import torchvision
+        >>> print(apply_ghost_batchnorm(torchvision.models.resnet18(num_classes=10), ghost_batch_size=32))
+        ghost_batchnorm: 20 modules replaced, +0 / -0 parameters
+          bn1                    BatchNorm2d -> GhostBatchNorm
+        ...
     """
     return apply_surgery(model, [("ghost_batchnorm", options)], optimizers)

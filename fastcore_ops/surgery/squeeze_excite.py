@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..checks import check_int, check_number
 from .core import Plan, Replacement, apply_surgery, count_modules, find_sites, place_like, register_surgery
 
 
@@ -47,9 +48,9 @@ class SqueezeExciteOptions:
     latent_channels: float = 64  # the bottleneck width; below 1, a fraction of the conv's output channels
 
     def validate(self):
-        if self.min_channels < 1:
-            raise ValueError(f"min_channels must be >= 1, got {self.min_channels}")
-        if self.latent_channels <= 0 or (self.latent_channels >= 1 and self.latent_channels != int(self.latent_channels)):
+        check_int("min_channels", self.min_channels, low=1)
+        latent = check_number("latent_channels", self.latent_channels)
+        if latent <= 0 or (latent >= 1 and latent != int(latent)):
             raise ValueError(
                 f"latent_channels must be a whole number of channels (>= 1) or a fraction in (0, 1), "
                 f"got {self.latent_channels}"
@@ -85,6 +86,10 @@ def apply_squeeze_excite(model: nn.Module, optimizers=None, **options):
     """Apply the ``squeeze_excite`` surgery alone; see :func:`apply_surgery`.
 
     Example:
-        >>> report = apply_squeeze_excite(torchvision.models.resnet50(), latent_channels=0.25)
+        >>> import torchvision
+        >>> print(apply_squeeze_excite(torchvision.models.resnet18(num_classes=10), latent_channels=0.25))
+        squeeze_excite: 13 modules replaced, +849,056 / -0 parameters
+          layer2.0.conv2         Conv2d -> SqueezeExciteConv2d
+        ...
     """
     return apply_surgery(model, [("squeeze_excite", options)], optimizers)

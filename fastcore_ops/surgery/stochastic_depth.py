@@ -9,6 +9,7 @@ import torchvision.ops
 from torch import nn
 from torchvision.models.resnet import BasicBlock, Bottleneck
 
+from ..checks import check_choice, check_number, check_str
 from .core import Plan, Replacement, apply_surgery, count_modules, find_sites, register_surgery
 
 
@@ -64,10 +65,8 @@ class StochasticDepthOptions:
     mode: str = "block"  # "block": the whole batch at once (and skip the compute), "sample": per sample
 
     def validate(self):
-        if not 0.0 <= self.drop_rate < 1.0:
-            raise ValueError(f"drop_rate must be in [0, 1), got {self.drop_rate}")
-        if self.mode not in ("block", "sample"):
-            raise ValueError(f"mode must be 'block' or 'sample', got {self.mode!r}")
+        check_number("drop_rate", self.drop_rate, low=0, high=1, high_open=True)
+        check_choice("mode", check_str("mode", self.mode), ("block", "sample"))
 
 
 @register_surgery(
@@ -88,6 +87,9 @@ def apply_stochastic_depth(model: nn.Module, optimizers=None, **options):
     """Apply the ``stochastic_depth`` surgery alone; see :func:`apply_surgery`.
 
     Example:
-        >>> report = apply_stochastic_depth(torchvision.models.resnet50(), drop_rate=0.1, mode="sample")
+        >>> print(apply_stochastic_depth(torchvision.models.resnet18(num_classes=10), drop_rate=0.1, mode="sample"))
+        stochastic_depth: 8 modules replaced, +0 / -0 parameters
+          layer1.0  BasicBlock -> StochasticDepthBlock
+        ...
     """
     return apply_surgery(model, [("stochastic_depth", options)], optimizers)

@@ -8,8 +8,9 @@ The shared images are only read; trees are written under pytest's tmp_path.
 - ``coded_tree(classes=3, per_class=4)``: a tree whose images' colour encodes their class
   (``CLASS_COLORS``), so a test can check that every image carries its own file's label;
   ``class_of(images)`` reads the class back from a normalized batch.
-- ``bad_files()``: one file per kind of awkward data (truncated, empty, text, PNG, grayscale,
-  CMYK, 16-bit, palette, RGBA), each marked as decodable or to be skipped.
+- ``bad_files()``: one file per kind of awkward data (truncated, cut inside the compressed data
+  and closed with an end marker, empty, text, PNG, grayscale, CMYK, 16-bit, palette, RGBA), each
+  marked as decodable or to be skipped.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ def jpeg_bytes(image: Image.Image, **options) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=options.pop("quality", 95), **options)
     return buffer.getvalue()
+
+
+def cut_inside_scan(jpeg: bytes) -> bytes:
+    """``jpeg`` cut in the middle of its compressed data and closed again with an end-of-image marker."""
+    scan = jpeg.index(b"\xff\xda")
+    return jpeg[: scan + (len(jpeg) - scan) // 2] + b"\xff\xd9"
 
 
 def png_bytes(image: Image.Image) -> bytes:
@@ -131,6 +138,7 @@ def bad_files(real_jpegs):
     def build() -> dict[str, tuple[bytes, bool]]:
         return {
             "truncated.jpg": (whole[: len(whole) // 2], False),
+            "cut_scan.jpg": (cut_inside_scan(whole), False),
             "empty.jpg": (b"", False),
             "notes.jpg": (b"this is a text file that was named like an image\n", False),
             "picture.png": (png_bytes(photo), True),

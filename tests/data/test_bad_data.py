@@ -58,9 +58,9 @@ def test_awkward_files_decode_or_are_skipped_and_named_once_per_epoch(mixed_tree
         if backend == "pil":
             assert named == unusable  # and Pillow decodes every other kind
         images = torch.cat([x for x, _ in batches])
-        labels = torch.cat([y for _, y in batches])
-        assert len(images) == total - len(named) and torch.isfinite(images).all()
-        assert labels.tolist().count(0) == labels.tolist().count(1)  # the same kinds survive in each class
+        # Training refills every batch to its run's length with stand-ins for the skipped files.
+        assert [len(x) for x, _ in batches] == [4] * (total // 4) + [total % 4] * (total % 4 > 0)
+        assert torch.isfinite(images).all()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -70,13 +70,17 @@ def test_skipped_files_never_shift_a_label_onto_another_image(coded_tree, bad_fi
     for label in range(3):
         for file, data in broken:
             (root / f"class{label}" / f"001_{file}").write_bytes(data)
-    loader = build_loader(root, train=True, drop_last=False, **{**_options(backend), "batch_size": 5})
-    batches, skips = _run_epoch(loader)
-    images = torch.cat([x for x, _ in batches])
-    labels = torch.cat([y for _, y in batches]).tolist()
-    assert class_of(images) == labels
-    assert sorted(labels) == [0] * 4 + [1] * 4 + [2] * 4
-    assert len(skips) == 1 and f"skipped {3 * len(broken)} " in str(skips[0].message)
+    for train in (True, False):
+        loader = build_loader(root, train=train, drop_last=False, **{**_options(backend), "batch_size": 5})
+        batches, skips = _run_epoch(loader)
+        images = torch.cat([x for x, _ in batches])
+        labels = torch.cat([y for _, y in batches]).tolist()
+        assert class_of(images) == labels  # stand-ins too carry their own file's label
+        assert len(skips) == 1 and f"skipped {3 * len(broken)} " in str(skips[0].message)
+        if train:
+            assert len(labels) == 12 + 3 * len(broken)  # every batch refilled to its run's length
+        else:
+            assert sorted(labels) == [0] * 4 + [1] * 4 + [2] * 4  # evaluation counts each image once
 
 
 def test_a_long_skip_list_names_ten_files_and_counts_the_rest(coded_tree):
@@ -122,3 +126,55 @@ def test_unusable_trees_fail_before_any_work(tmp_path, real_jpegs, layout, error
         shutil.copy(real_jpegs(1)[0], root / "a" / "0.jpg")
     with pytest.raises(error, match=message):
         build_loader(root, batch_size=2, train=True, image_size=16, backend="pil")
+
+
+@pytest.fixture
+def holey_tree(coded_tree, bad_files):
+    """Colour-coded classes with unreadable files sprinkled among the good ones."""
+    root = coded_tree(classes=3, per_class=6)
+    broken = [data for data, ok in bad_files().values() if not ok]
+    for label in range(3):
+        for index, data in enumerate(broken):
+            (root / f"class{label}" / f"00{2 * index}_bad.jpg").write_bytes(data)
+    return root
+
+
+def _batches_of(loader, epoch, first_batch=0):
+    loader.set_epoch(epoch, first_batch)
+    batches, skips = _run_epoch(loader)
+    return batches, skips
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_training_batches_with_skipped_files_keep_their_shape_and_labels(holey_tree, backend):
+    loader = build_loader(holey_tree, train=True, **{**_options(backend), "batch_size": 5})
+    batches, skips = _batches_of(loader, epoch=0)
+    assert [len(x) for x, _ in batches] == [5] * len(loader)  # equal batches: no batch one image short
+    for images, labels in batches:
+        assert class_of(images) == labels.tolist()  # each stand-in carries its own file's label
+    assert len(skips) == 1 and "_bad.jpg: " in str(skips[0].message)  # skipped files are still named
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_refilled_batches_repeat_for_any_worker_count_and_when_resumed(holey_tree, backend):
+    def epoch(workers, first_batch=0):
+        loader = build_loader(holey_tree, train=True, seed=4, **{**_options(backend), "batch_size": 5,
+                                                                 "num_workers": workers})
+        batches, _ = _batches_of(loader, epoch=2, first_batch=first_batch)
+        return batches
+
+    few, many, resumed = epoch(1), epoch(2), epoch(1, first_batch=3)
+    for (x, y), (x2, y2) in zip(few, many):
+        assert torch.equal(x, x2) and torch.equal(y, y2)
+    assert len(resumed) == len(few) - 3
+    for (x, y), (x2, y2) in zip(few[3:], resumed):
+        assert torch.equal(x, x2) and torch.equal(y, y2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_epoch_of_only_unreadable_files_is_a_clear_error(make_tree, backend):
+    root = make_tree({"a": {f"{i}.jpg": b"" for i in range(3)}, "b": {"x.jpg": b"not a picture"}})
+    with pytest.raises(RuntimeError, match="no file of this epoch's 4 samples can be decoded.*empty file"):
+        _run_epoch(build_loader(root, train=True, **{**_options(backend), "batch_size": 2}))
+    batches, skips = _run_epoch(build_loader(root, train=False, **{**_options(backend), "batch_size": 2}))
+    assert batches == [] and "skipped 4 " in str(skips[0].message)  # evaluation: nothing to count, no refill

@@ -15,7 +15,7 @@ from fastcore_ops.data.crops import CropPlan
 from fastcore_ops.data.dali_backend import DaliBackend, dali_available
 from fastcore_ops.data.order import mix_seed
 
-from tests.data.conftest import DATASETS
+from tests.data.conftest import DATASETS, cut_inside_scan
 
 pytestmark = pytest.mark.skipif(dali_available() is not None, reason=f"DALI unusable here: {dali_available()}")
 
@@ -193,9 +193,23 @@ def test_bad_files_are_skipped_named_and_shift_no_label(colored, bad_files, trai
         for entry, path in zip(batch.skipped, paths):
             assert bad_files[path] in entry
     labels = torch.cat([batch.labels for batch in batches])
-    assert labels.tolist() == [label for _, label in colored[:5]]
+    if train:
+        # Stand-ins, the next decodable samples after each run (wrapping around), fill the batches.
+        assert [batch.labels.tolist() for batch in batches] == [[2, 0, 3, 1], [3, 1, 1, 2], [1, 1]]
+    else:
+        assert labels.tolist() == [label for _, label in colored[:5]]
     colors = torch.tensor(COLORS, dtype=torch.float32)[labels]
     assert (torch.cat([mean_colors(batch.images) for batch in batches]) - colors).abs().max() < 6
+
+
+@pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+def test_a_jpeg_cut_inside_its_scan_is_skipped_and_named(colored, tmp_path, train):
+    # DALI decodes such a file with a grey band and only prints libjpeg's warning.
+    cut = tmp_path / "cut_scan.jpg"
+    cut.write_bytes(cut_inside_scan(Path(IMAGENET[0]).read_bytes()))
+    (batch,) = decode_all(backend(train=train), [colored[0], (str(cut), 9), colored[1]])
+    assert batch.skipped == [f"{cut}: truncated JPEG (the decoder reports: Corrupt JPEG data: premature end of data segment)"]
+    assert batch.labels.tolist() == ([2, 0, 2] if train else [2, 0])  # training: the first sample stands in
 
 
 def test_skipping_a_file_leaves_the_other_crops_unchanged(photos, bad_files):
@@ -204,13 +218,15 @@ def test_skipping_a_file_leaves_the_other_crops_unchanged(photos, bad_files):
     with_hole[5] = (next(iter(bad_files)), 0)
     holed = torch.cat([batch.images for batch in decode_all(backend(), with_hole)])
 
-    assert torch.equal(holed, torch.cat([clean[:5], clean[6:]]))
+    # Batch 1 is photos 4, 6, 7 and a stand-in for photo 5: photo 8 with a crop of its own.
+    assert torch.equal(holed[:5], clean[:5]) and torch.equal(holed[5:7], clean[6:8]) and torch.equal(holed[8:], clean[8:])
+    assert not torch.equal(holed[7], clean[8])
 
 
 def test_a_run_of_only_bad_files_yields_an_empty_batch_in_its_place(colored, bad_files):
     bad = list(bad_files)
     samples = [colored[0], colored[1], (bad[0], 9), (bad[5], 9), colored[2]]
-    batches = decode_all(backend(batch_size=2), samples)
+    batches = decode_all(backend(batch_size=2, train=False), samples)
 
     assert [batch.labels.tolist() for batch in batches] == [[2, 0], [], [3]]
     assert batches[1].images.shape == (0, 3, 24, 24) and batches[1].images.dtype == torch.uint8

@@ -105,9 +105,9 @@ def test_flip_batch_is_per_sample_and_reproducible(batch):
     assert torch.equal(out, flip_batch(copies, generator=_seeded(9)))
 
 
-@pytest.mark.parametrize("p", [-0.1, 1.5, "0.5"])
-def test_flip_batch_refuses_bad_probabilities(p):
-    with pytest.raises(ValueError, match="p must be a probability"):
+@pytest.mark.parametrize("p, error", [(-0.1, ValueError), (1.5, ValueError), ("0.5", TypeError), (True, TypeError)])
+def test_flip_batch_refuses_bad_probabilities(p, error):
+    with pytest.raises(error, match=r"p must be a number in \[0, 1\]"):
         flip_batch(torch.zeros(2, 3, 4, 4), p=p)
 
 
@@ -126,7 +126,9 @@ def test_bad_batches_are_refused(images, error, match):
     (dict(train=True, randaugment=dict(depth=1)), TypeError, "RandAugmentOptions"),
     (dict(train=True, colout=0.15), TypeError, "ColOutOptions"),
     (dict(train=True, mean=(0.5, 0.5)), ValueError, "mean must be 3 numbers"),
-    (dict(train=True, std=(0.2, 0.0, 0.2)), ValueError, "std must be positive"),
+    (dict(train=True, mean=0.5), TypeError, "mean must be 3 numbers"),
+    (dict(train=True, mean=(0.5, "0.5", 0.5)), TypeError, r"mean\[1\] must be a number"),
+    (dict(train=True, std=(0.2, 0.0, 0.2)), ValueError, r"std\[1\] must be a number > 0"),
 ])
 def test_bad_settings_are_refused(kwargs, error, match):
     with pytest.raises(error, match=match):

@@ -146,6 +146,27 @@ def test_two_ranks_see_disjoint_halves_that_cover_the_data(numbered_tree, backen
     assert seen[0].isdisjoint(seen[1]) and seen[0] | seen[1] == set(range(NUMBERED))
 
 
+@pytest.mark.parametrize("world_size", [5, 7, 30])
+def test_eval_shards_visit_every_sample_exactly_once_across_ranks(numbered_tree, world_size):
+    # 24 samples over 5, 7 or 30 ranks: no padding, so no image is counted twice in top-1.
+    seen = []
+    for rank in range(world_size):
+        loader = _loader(numbered_tree, "pil", train=False, batch_size=2, rank=rank, world_size=world_size)
+        share = len(range(rank, NUMBERED, world_size))
+        assert len(loader) == -(-share // 2)
+        images = [x for x, _ in loader]
+        assert len(images) == len(loader)
+        seen += _numbers(torch.cat(images)) if images else []
+    assert sorted(seen) == list(range(NUMBERED))
+
+
+def test_training_shards_are_padded_to_equal_step_counts(numbered_tree):
+    lengths = {len(_loader(numbered_tree, "pil", batch_size=2, rank=rank, world_size=5)) for rank in range(5)}
+    assert lengths == {2}  # ceil(24 / 5) = 5 samples each, one short batch dropped
+    padded = [len(_loader(numbered_tree, "pil", train=False, pad=True, batch_size=2, rank=r, world_size=5)) for r in range(5)]
+    assert padded == [3] * 5
+
+
 def test_eval_order_is_the_file_order_and_drop_last_defaults_to_train(numbered_tree):
     evaluation = _loader(numbered_tree, "pil", train=False, batch_size=5)
     assert len(evaluation) == 5
@@ -183,15 +204,17 @@ def test_auto_logs_its_choice_and_why(coded_tree, caplog):
     assert any(f"picked {loader.backend!r}" in message for message in caplog.messages)
 
 
-def test_auto_on_the_cpu_picks_the_faster_measured_backend(monkeypatch):
-    monkeypatch.setattr(loader_module, "dali_available", lambda: None)
-    monkeypatch.setitem(loader_module.CPU_IMAGES_PER_SECOND, "dali", 1.0)
-    monkeypatch.setitem(loader_module.CPU_IMAGES_PER_SECOND, "pil", 2.0)
-    assert loader_module._choose_backend("auto", torch.device("cpu")) == "pil"
-    monkeypatch.setitem(loader_module.CPU_IMAGES_PER_SECOND, "dali", 3.0)
-    assert loader_module._choose_backend("auto", torch.device("cpu")) == "dali"
-    monkeypatch.setattr(loader_module, "dali_available", lambda: "no DALI here")
-    assert loader_module._choose_backend("auto", torch.device("cpu")) == "pil"
+@pytest.mark.parametrize("device, dali_reason, expected", [
+    ("cuda", None, "dali"),
+    ("cuda:1", None, "dali"),
+    ("cuda", "no DALI here", "pil"),
+    ("cpu", None, "pil"),
+    ("cpu", "no DALI here", "pil"),
+])
+def test_auto_picks_dali_only_for_a_cuda_device_where_dali_runs(monkeypatch, device, dali_reason, expected):
+    monkeypatch.setattr(loader_module, "dali_available", lambda: dali_reason)
+    assert loader_module._choose_backend("auto", torch.device(device)) == expected
+    assert not hasattr(loader_module, "CPU_IMAGES_PER_SECOND")  # no constants measured elsewhere
 
 
 def test_dali_asked_but_unavailable_gives_the_reason_and_the_fix(coded_tree, monkeypatch):
@@ -200,14 +223,19 @@ def test_dali_asked_but_unavailable_gives_the_reason_and_the_fix(coded_tree, mon
         build_loader(coded_tree(classes=1, per_class=1), batch_size=1, train=True, image_size=8, backend="dali")
 
 
-@pytest.mark.parametrize("options, error, message", [
+BAD_ARGUMENTS = [
     (dict(batch_size=0), ValueError, "batch_size must be an int >= 1, got 0"),
-    (dict(image_size="224"), ValueError, "image_size must be an int >= 1"),
+    (dict(image_size="224"), TypeError, "image_size must be an int >= 1, got str '224'"),
+    (dict(batch_size=True), TypeError, "batch_size must be an int >= 1, got bool True"),
+    (dict(batch_size=2.0), TypeError, "batch_size must be an int >= 1, got float 2.0"),
     (dict(backend="opencv"), ValueError, "backend must be one of 'auto', 'pil', 'dali', got 'opencv'"),
     (dict(seed=-1), ValueError, "seed must be an int >= 0"),
     (dict(num_workers=-2), ValueError, "num_workers must be an int >= 0"),
     (dict(train="yes"), TypeError, "train must be a bool"),
     (dict(shuffle=1), TypeError, "shuffle must be a bool or None"),
+    (dict(pad="no"), TypeError, "pad must be a bool or None"),
+    (dict(crop_scale="0.08-1"), TypeError, "crop_scale must be a .low, high. pair"),
+    (dict(eval_crop_fraction="0.9"), TypeError, "eval_crop_fraction must be a number"),
     (dict(crop_scale=(0.5, 0.1)), ValueError, "crop_scale must be a .low, high. pair"),
     (dict(crop_ratio=(0, 1)), ValueError, "crop_ratio must be"),
     (dict(eval_crop_fraction=1.5), ValueError, r"eval_crop_fraction must be a number in \(0, 1\]"),
@@ -215,11 +243,24 @@ def test_dali_asked_but_unavailable_gives_the_reason_and_the_fix(coded_tree, mon
     (dict(progressive_resize=ProgressiveResize(), epochs=2, train=False), ValueError, "training only"),
     (dict(progressive_resize=ProgressiveResize(), epochs=2, image_size=30), ValueError, "multiple of size_increment"),
     (dict(progressive_resize=ProgressiveResize(), epochs=0), ValueError, "epochs must be a number > 0"),
+    (dict(epochs="2"), TypeError, "epochs must be a number > 0"),
     (dict(rank=0), ValueError, "pass both rank and world_size"),
     (dict(rank=2, world_size=2), ValueError, "rank must be < world_size=2"),
+    (dict(rank=0, world_size=0), ValueError, "world_size must be an int >= 1, got 0"),
+    (dict(rank="0", world_size=2), TypeError, "rank must be an int >= 0"),
     (dict(device="toaster"), ValueError, "device must be a torch.device or a name"),
+    (dict(device=0.5), TypeError, "device must be a torch.device or a name.*got float 0.5"),
     (dict(flip="no"), TypeError, "flip must be a bool"),
-])
+]
+
+
+def _argument_id(options: dict) -> str:
+    return ",".join(f"{k}={v!r}" if isinstance(v, (int, float, str, tuple)) else f"{k}={type(v).__name__}"
+                    for k, v in options.items())
+
+
+@pytest.mark.parametrize("options, error, message", BAD_ARGUMENTS,
+                         ids=[_argument_id(options) for options, _, _ in BAD_ARGUMENTS])
 def test_bad_arguments_are_named_before_any_work(options, error, message, tmp_path):
     # The root does not exist: argument errors must come before the scan would fail.
     arguments = dict(batch_size=4, train=True, image_size=16)
@@ -246,7 +287,7 @@ def test_real_photos_come_through_at_full_pipeline_settings(photo_jpegs):
 
 def test_drop_last_that_leaves_no_batch_is_an_error(coded_tree):
     root = coded_tree(classes=2, per_class=3)
-    with pytest.raises(ValueError, match="drop_last leaves no batch: each of 2 rank.*3 of 6 samples.*batch_size=4"):
+    with pytest.raises(ValueError, match="drop_last leaves no batch: rank 0 of 2 gets 3 of 6 samples.*batch_size=4"):
         build_loader(root, batch_size=4, train=True, image_size=16, backend="pil", rank=0, world_size=2)
     assert len(build_loader(root, batch_size=4, train=True, image_size=16, backend="pil", drop_last=False,
                             rank=0, world_size=2)) == 1

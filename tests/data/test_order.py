@@ -60,3 +60,12 @@ def test_mixed_seeds_depend_on_order_and_every_part():
     assert len(seeds) == 400
     assert mix_seed(1, 2) != mix_seed(2, 1)
     assert mix_seed(1, 2, 3) == mix_seed(1, 2, 3)
+
+
+@pytest.mark.parametrize("count, world_size", [(10, 4), (7, 3), (2, 5), (13, 13)])
+def test_without_padding_every_sample_goes_to_exactly_one_rank(count, world_size):
+    parts = [epoch_order(count, seed=0, epoch=1, shuffle=True, rank=r, world_size=world_size, pad=False)
+             for r in range(world_size)]
+    assert sorted(sum(parts, [])) == list(range(count))
+    assert [len(p) for p in parts] == [samples_per_rank(count, world_size, rank=r, pad=False) for r in range(world_size)]
+    assert max(map(len, parts)) - min(map(len, parts)) <= 1

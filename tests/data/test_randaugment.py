@@ -225,14 +225,15 @@ def test_bad_images_are_refused(images, error, match):
         randaugment_batch(images)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(depth=-1), "depth"), (dict(depth=1.5), "depth"), (dict(depth=True), "depth"),
-    (dict(severity=10.5), "severity"), (dict(severity=-1), "severity"), (dict(severity="9"), "severity"),
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(depth=-1), ValueError, "depth"), (dict(depth=1.5), TypeError, "depth"), (dict(depth=True), TypeError, "depth"),
+    (dict(severity=10.5), ValueError, "severity"), (dict(severity=-1), ValueError, "severity"),
+    (dict(severity="9"), TypeError, "severity"),
 ])
-def test_bad_arguments_are_refused(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_arguments_are_refused(kwargs, error, match):
+    with pytest.raises(error, match=match):
         randaugment_batch(torch.rand(2, 3, 8, 8), **kwargs)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         RandAugmentOptions(**kwargs)
 
 
@@ -244,3 +245,9 @@ def test_apply_ops_refuses_draws_that_do_not_fit_the_batch():
         apply_ops(images, torch.tensor([0, len(OPS)]), torch.tensor([0.0, 0.0]))
     with pytest.raises(ValueError, match=r"\[-1, 1\]"):
         apply_ops(images, torch.tensor([0, 1]), torch.tensor([0.0, 2.0]))
+    with pytest.raises(TypeError, match="ops must be a CPU tensor"):
+        apply_ops(images, [0, 1], torch.tensor([0.0, 0.0]))
+    with pytest.raises(TypeError, match="ops must be int64 indices into OPS.*float32"):
+        apply_ops(images, torch.tensor([0.0, 1.0]), torch.tensor([0.0, 0.0]))
+    with pytest.raises(TypeError, match=r"levels must be floats in \[-1, 1\].*int64"):
+        apply_ops(images, torch.tensor([0, 1]), torch.tensor([0, 1]))

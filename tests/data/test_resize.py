@@ -52,9 +52,12 @@ def test_right_size_returns_the_input(photo):
     assert resize_batch(photo, (256, 256)) is photo
 
 
-@pytest.mark.parametrize("size", [0, -3, 2.5, True, (8,), (8, 8, 8), (8, 0), "32"])
-def test_bad_sizes_are_refused(size):
-    with pytest.raises(ValueError, match="size must be a positive int"):
+@pytest.mark.parametrize("size, error", [
+    (0, ValueError), (-3, ValueError), ((8,), ValueError), ((8, 8, 8), ValueError), ((8, 0), ValueError),
+    (2.5, TypeError), (True, TypeError), ("32", TypeError), ((8, "8"), TypeError),
+])
+def test_bad_sizes_are_refused(size, error):
+    with pytest.raises(error, match=r"size(\[\d\] \(\w+\))? must be an int >= 1"):
         resize_batch(torch.zeros(1, 3, 8, 8), size)
 
 
@@ -91,14 +94,15 @@ def test_sizes_never_shrink_and_are_multiples_of_the_increment():
     assert sizes[0] == 64 and sizes[-1] == 224 and len(set(sizes)) > 5
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(initial_scale=0.0), "initial_scale"), (dict(initial_scale=1.5), "initial_scale"),
-    (dict(delay_fraction=-0.1), "delay_fraction"), (dict(finetune_fraction=2), "finetune_fraction"),
-    (dict(delay_fraction=0.7, finetune_fraction=0.4), "delay_fraction \\+ finetune_fraction must be <= 1"),
-    (dict(size_increment=0), "size_increment"), (dict(size_increment=4.0), "size_increment"),
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(initial_scale=0.0), ValueError, "initial_scale"), (dict(initial_scale=1.5), ValueError, "initial_scale"),
+    (dict(initial_scale="0.5"), TypeError, "initial_scale"),
+    (dict(delay_fraction=-0.1), ValueError, "delay_fraction"), (dict(finetune_fraction=2), ValueError, "finetune_fraction"),
+    (dict(delay_fraction=0.7, finetune_fraction=0.4), ValueError, "delay_fraction \\+ finetune_fraction must be <= 1"),
+    (dict(size_increment=0), ValueError, "size_increment"), (dict(size_increment=4.0), TypeError, "size_increment"),
 ])
-def test_bad_schedules_are_refused(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_schedules_are_refused(kwargs, error, match):
+    with pytest.raises(error, match=match):
         ProgressiveResize(**kwargs)
 
 

@@ -36,13 +36,13 @@ def _qkv(B, H, Tq, Tk, D, dtype, device, seed=0):
 def _compare(q, k, v, causal=True, slopes=None, scale=None, grad_out=None):
     """Forward and dq, dk, dv against the fp32 reference rounded to the inputs' dtype."""
     dtype = q.dtype
-    out = alibi_attention(q, k, v, causal, slopes, scale)
+    out = alibi_attention(q, k, v, is_causal=causal, scale=scale, slopes=slopes)
     if grad_out is None:
         grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(out.device, dtype)
     out.backward(grad_out)
 
     q_ref, k_ref, v_ref = (t.detach().float().requires_grad_() for t in (q, k, v))
-    out_ref = alibi_attention_reference(q_ref, k_ref, v_ref, causal, slopes, scale)
+    out_ref = alibi_attention_reference(q_ref, k_ref, v_ref, is_causal=causal, scale=scale, slopes=slopes)
     out_ref.backward(grad_out.float())
 
     tolerances = TOLERANCES[dtype]
@@ -76,9 +76,9 @@ def test_slopes_for_twenty_heads_and_other_counts():
     torch.testing.assert_close(alibi_slopes(1), torch.tensor([2.0 ** -8]))
     torch.testing.assert_close(alibi_slopes(3), torch.tensor([2.0 ** -4, 2.0 ** -8, 2.0 ** -2]))
     assert alibi_slopes(5, device="meta").device.type == "meta"
-    with pytest.raises(ValueError, match="n_heads must be at least 1, got 0"):
+    with pytest.raises(ValueError, match="n_heads must be an int >= 1, got 0"):
         alibi_slopes(0)
-    with pytest.raises(TypeError, match="n_heads must be an int"):
+    with pytest.raises(TypeError, match="n_heads must be an int >= 1, got float 8.0"):
         alibi_slopes(8.0)
 
 
@@ -94,7 +94,7 @@ def test_reference_matches_sdpa_with_a_hand_built_bias(device):
             for j in range(i + Tk - Tq + 1):
                 mask[h, i, j] = -slopes[h] * (i + Tk - Tq - j)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    torch.testing.assert_close(alibi_attention_reference(q, k, v, True, slopes), expected)
+    torch.testing.assert_close(alibi_attention_reference(q, k, v, is_causal=True, slopes=slopes), expected)
 
 
 # ----------------------------------------------------------------------------------------
@@ -122,10 +122,13 @@ def test_custom_slopes_and_scale(causal, device):
     _compare(q, k, v, causal, slopes, scale=0.7)
 
 
-def test_defaults_are_paper_slopes_and_inverse_sqrt_scale(device):
+def test_defaults_are_sdpa_non_causal_paper_slopes_and_inverse_sqrt_scale(device):
     q, k, v = (t.detach() for t in _qkv(1, 4, 9, 9, 32, torch.float32, device))
-    explicit = alibi_attention(q, k, v, True, alibi_slopes(4, device), 1 / math.sqrt(32))
+    explicit = alibi_attention(q, k, v, None, 0.0, False, 1 / math.sqrt(32), slopes=alibi_slopes(4, device))
     torch.testing.assert_close(alibi_attention(q, k, v), explicit, rtol=0, atol=0)
+    causal = alibi_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(causal, alibi_attention_reference(q, k, v, is_causal=True), **TOLERANCES[torch.float32])
+    assert not torch.allclose(causal, explicit)
 
 
 def test_stored_log_sum_exp_is_that_of_the_biased_scores(device):
@@ -143,11 +146,12 @@ def test_any_strides_and_a_broadcast_gradient(device):
     g = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(2, 33, 2, 24, generator=g).to(device).transpose(1, 2).requires_grad_() for _ in range(3))
     assert not q.is_contiguous()
-    out = alibi_attention(q, k, v)
+    out = alibi_attention(q, k, v, is_causal=True)
     out.sum().backward()
     q_ref, k_ref, v_ref = (t.detach().clone().requires_grad_() for t in (q, k, v))
-    alibi_attention_reference(q_ref, k_ref, v_ref).sum().backward()
-    torch.testing.assert_close(out, alibi_attention_reference(q_ref, k_ref, v_ref), **TOLERANCES[torch.float32])
+    expected = alibi_attention_reference(q_ref, k_ref, v_ref, is_causal=True)
+    expected.sum().backward()
+    torch.testing.assert_close(out, expected, **TOLERANCES[torch.float32])
     for t, ref in ((q, q_ref), (k, k_ref), (v, v_ref)):
         torch.testing.assert_close(t.grad, ref.grad, **TOLERANCES[torch.float32])
 
@@ -202,34 +206,39 @@ def _t(*shape, dtype=torch.float32, device="cpu"):
 @pytest.mark.parametrize(
     "args,kwargs,error,match",
     [
-        ((_t(2, 5, 16), _t(2, 5, 16), _t(2, 5, 16)), {}, ValueError, "q must have 4 dimensions"),
-        ((_t(1, 2, 5, 16), _t(2, 5, 16), _t(1, 2, 5, 16)), {}, ValueError, "k must have 4 dimensions"),
-        (([[1.0]], _t(1, 2, 5, 16), _t(1, 2, 5, 16)), {}, TypeError, "q must be a torch.Tensor"),
-        ((_t(1, 2, 5, 16, dtype=torch.int64),) * 3, {}, TypeError, "q must be a floating tensor"),
+        ((_t(2, 5, 16), _t(2, 5, 16), _t(2, 5, 16)), {}, ValueError, "query must have 4 dimensions"),
+        ((_t(1, 2, 5, 16), _t(2, 5, 16), _t(1, 2, 5, 16)), {}, ValueError, "key must have 4 dimensions"),
+        (([[1.0]], _t(1, 2, 5, 16), _t(1, 2, 5, 16)), {}, TypeError, "query must be a torch.Tensor"),
+        ((_t(1, 2, 5, 16, dtype=torch.int64),) * 3, {}, TypeError, "query must be a floating tensor"),
         ((_t(1, 2, 5, 16, dtype=torch.float64),) * 3, {}, TypeError, r"float64.*float16, bfloat16 or float32"),
         ((_t(1, 2, 5, 16), _t(1, 2, 5, 16, dtype=torch.float16), _t(1, 2, 5, 16)), {}, TypeError,
-         "q, k and v must share one dtype, got q torch.float32, k torch.float16"),
+         "query, key and value must share one dtype, got query torch.float32, key torch.float16"),
         ((_t(1, 2, 5, 16), _t(1, 2, 5, 16, device="meta"), _t(1, 2, 5, 16)), {}, ValueError, "one device"),
         ((_t(1, 2, 5, 16), _t(2, 2, 5, 16), _t(2, 2, 5, 16)), {}, ValueError,
-         r"k must have shape \(B, H, Tk, D\) = \(1, 2, Tk, 16\)"),
+         r"key must have shape \(B, H, Tk, D\) = \(1, 2, Tk, 16\)"),
         ((_t(1, 2, 5, 16), _t(1, 3, 5, 16), _t(1, 3, 5, 16)), {}, ValueError, r"\(1, 2, Tk, 16\).*got \(1, 3, 5, 16\)"),
         ((_t(1, 2, 5, 16), _t(1, 2, 5, 32), _t(1, 2, 5, 32)), {}, ValueError, r"\(1, 2, Tk, 16\)"),
-        ((_t(1, 2, 5, 16), _t(1, 2, 5, 16), _t(1, 2, 6, 16)), {}, ValueError, r"v must have k's shape \(1, 2, 5, 16\)"),
-        ((_t(1, 2, 5, 8),) * 3, {}, ValueError, "head dim D = q.shape\\[-1\\] must be between 16 and 128, got 8"),
+        ((_t(1, 2, 5, 16), _t(1, 2, 5, 16), _t(1, 2, 6, 16)), {}, ValueError,
+         r"value must have key's shape \(1, 2, 5, 16\)"),
+        ((_t(1, 2, 5, 8),) * 3, {}, ValueError, "head dim D = query.shape\\[-1\\] must be between 16 and 128, got 8"),
         ((_t(1, 2, 5, 129),) * 3, {}, ValueError, "between 16 and 128, got 129"),
-        ((_t(1, 2, 6, 16), _t(1, 2, 5, 16), _t(1, 2, 5, 16)), {}, ValueError,
-         "needs Tq <= Tk; got Tq = 6 > Tk = 5; pass more keys or causal=False"),
-        ((_t(1, 2, 3, 16), _t(1, 2, 0, 16), _t(1, 2, 0, 16)), {"causal": False}, ValueError, "no keys"),
-        ((_t(1, 2, 5, 16),) * 3, {"causal": 1}, TypeError, "causal must be a bool, got int 1"),
+        ((_t(1, 2, 6, 16), _t(1, 2, 5, 16), _t(1, 2, 5, 16)), {"is_causal": True}, ValueError,
+         "needs Tq <= Tk; got Tq = 6 > Tk = 5; pass more keys or is_causal=False"),
+        ((_t(1, 2, 3, 16), _t(1, 2, 0, 16), _t(1, 2, 0, 16)), {}, ValueError, "no keys"),
+        ((_t(1, 2, 5, 16),) * 3, {"is_causal": 1}, TypeError, "is_causal must be a bool, got int 1"),
+        ((_t(1, 2, 5, 16),) * 3, {"attn_mask": _t(5, 5)}, ValueError, "takes no attn_mask, got Tensor; pass is_causal"),
+        ((_t(1, 2, 5, 16),) * 3, {"dropout_p": 0.1}, ValueError, "no attention dropout.*got dropout_p=0.1"),
+        ((_t(1, 2, 5, 16),) * 3, {"dropout_p": "0"}, TypeError, r"dropout_p must be a number in \[0, 1\], got str"),
         ((_t(1, 2, 5, 16),) * 3, {"slopes": _t(3)}, ValueError, r"slopes must have shape \(H,\) = \(2,\).*got \(3,\)"),
         ((_t(1, 2, 5, 16),) * 3, {"slopes": _t(1, 2)}, ValueError, r"slopes must have shape \(H,\)"),
         ((_t(1, 2, 5, 16),) * 3, {"slopes": _t(2, dtype=torch.int64)}, TypeError, "slopes must be a floating"),
         ((_t(1, 2, 5, 16),) * 3, {"slopes": _t(2, device="meta")}, ValueError, "slopes on meta"),
         ((_t(1, 2, 5, 16),) * 3, {"slopes": _t(2).requires_grad_()}, ValueError, r"slopes.detach\(\)"),
-        ((_t(1, 2, 5, 16),) * 3, {"scale": 0.0}, ValueError, "scale must be a finite number > 0, got 0.0"),
-        ((_t(1, 2, 5, 16),) * 3, {"scale": -1.0}, ValueError, "scale must be a finite number > 0"),
+        ((_t(1, 2, 5, 16),) * 3, {"scale": 0.0}, ValueError, "scale must be a number > 0, got 0.0"),
+        ((_t(1, 2, 5, 16),) * 3, {"scale": -1.0}, ValueError, "scale must be a number > 0"),
         ((_t(1, 2, 5, 16),) * 3, {"scale": float("inf")}, ValueError, "scale must be a finite number > 0"),
-        ((_t(1, 2, 5, 16),) * 3, {"scale": torch.tensor(0.5)}, TypeError, "scale must be a float, got Tensor"),
+        ((_t(1, 2, 5, 16),) * 3, {"scale": True}, TypeError, "scale must be a number > 0, got bool True"),
+        ((_t(1, 2, 5, 16),) * 3, {"scale": torch.tensor(0.5)}, TypeError, "scale must be a number > 0, got Tensor"),
     ],
 )
 def test_bad_input_errors(args, kwargs, error, match):
@@ -246,13 +255,13 @@ def test_torch_compile_traces_through_the_custom_op(device):
     q, k, v = _qkv(1, 2, 20, 33, 32, torch.float32, device)
 
     def loss_fn(q, k, v):
-        return alibi_attention(q, k, v).square().sum()
+        return alibi_attention(q, k, v, is_causal=True).square().sum()
 
     compiled = torch.compile(loss_fn, backend="aot_eager", fullgraph=True)
     loss = compiled(q, k, v)
     grads = torch.autograd.grad(loss, (q, k, v))
     refs = [t.detach().clone().requires_grad_() for t in (q, k, v)]
-    loss_ref = alibi_attention_reference(*refs).square().sum()
+    loss_ref = alibi_attention_reference(*refs, is_causal=True).square().sum()
     loss_ref.backward()
     torch.testing.assert_close(loss, loss_ref, rtol=1e-5, atol=1e-4)
     for grad, ref in zip(grads, refs):
@@ -262,13 +271,13 @@ def test_torch_compile_traces_through_the_custom_op(device):
 def test_torch_export_keeps_the_custom_op(device):
     class Attention(torch.nn.Module):
         def forward(self, q, k, v):
-            return alibi_attention(q, k, v, causal=False, scale=0.25)
+            return alibi_attention(q, k, v, is_causal=False, scale=0.25)
 
     q, k, v = (t.detach() for t in _qkv(1, 2, 9, 12, 16, torch.float32, device))
     exported = torch.export.export(Attention(), (q, k, v))
     assert "fastcore_ops.alibi_attention" in str(exported.graph)
     torch.testing.assert_close(
-        exported.module()(q, k, v), alibi_attention_reference(q, k, v, False, scale=0.25), **TOLERANCES[torch.float32]
+        exported.module()(q, k, v), alibi_attention_reference(q, k, v, scale=0.25), **TOLERANCES[torch.float32]
     )
 
 

@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -28,6 +29,15 @@ def test_cuda_tensors_use_triton():
     assert not backend.use_triton(x)  # neither CPU nor CUDA: the reference path
     if torch.cuda.is_available():
         assert backend.use_triton(torch.zeros(2, device="cuda"))
+
+
+def test_a_cuda_tensor_without_triton_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(backend, "TRITON_AVAILABLE", False)
+    cuda_tensor = SimpleNamespace(device=torch.device("cuda"))  # use_triton only reads the device
+    with pytest.raises(backend.TritonMissingError, match="a CUDA tensor needs Triton.*pip install triton"):
+        backend.use_triton(cuda_tensor)
+    monkeypatch.setattr(backend, "INTERPRETING", False)
+    assert not backend.use_triton(torch.zeros(2))  # the CPU reference needs no Triton
 
 
 def test_accumulator_is_fp64_only_for_fp64():

@@ -26,11 +26,11 @@ def _target(kind, n, c, device, seed=1):
 
 
 def _compare(logits, target, smoothing=0.0, grad_scale=1.0):
-    loss = bce_with_logits(logits, target, smoothing)
+    loss = bce_with_logits(logits, target, label_smoothing=smoothing)
     (loss * grad_scale).backward()
     compute = torch.float64 if logits.dtype == torch.float64 else torch.float32
     ref_logits = logits.detach().to(compute).requires_grad_()
-    ref = bce_with_logits_reference(ref_logits, target, smoothing)
+    ref = bce_with_logits_reference(ref_logits, target, label_smoothing=smoothing)
     (ref * grad_scale).backward()
     assert loss.dtype == compute
     torch.testing.assert_close(loss, ref, rtol=1e-5, atol=1e-5)
@@ -74,7 +74,8 @@ def test_stable_for_huge_logits(device):
 
 def test_gradcheck_fp64(device):
     logits = _logits(3, 5, torch.float64, device)
-    assert torch.autograd.gradcheck(lambda x: bce_with_logits(x, _target("index", 3, 5, device), 0.1), (logits,))
+    labels = _target("index", 3, 5, device)
+    assert torch.autograd.gradcheck(lambda x: bce_with_logits(x, labels, label_smoothing=0.1), (logits,))
     probabilities = _target("probabilities", 3, 5, device).double()
     assert torch.autograd.gradcheck(lambda x: bce_with_logits(x, probabilities), (logits,))
 
@@ -96,31 +97,35 @@ def test_empty_batch_gives_zero_loss(device):
 @pytest.mark.parametrize(
     "logits,target,smoothing,error,match",
     [
-        (torch.zeros(4), torch.zeros(4, dtype=torch.long), 0.0, ValueError, "logits must have 2 dimensions"),
+        (torch.zeros(4), torch.zeros(4, dtype=torch.long), 0.0, ValueError, "input must have 2 dimensions"),
         (torch.zeros(4, 3, dtype=torch.long), torch.zeros(4, dtype=torch.long), 0.0, TypeError, "floating"),
         (torch.zeros(4, 3), torch.zeros(5, dtype=torch.long), 0.0, ValueError, r"shape \(N,\) = \(4,\)"),
-        (torch.zeros(4, 3), torch.zeros(4, 2), 0.0, ValueError, "must have logits' shape"),
+        (torch.zeros(4, 3), torch.zeros(4, 2), 0.0, ValueError, "must have input's shape"),
         (torch.zeros(4, 3), torch.zeros(4, dtype=torch.bool), 0.0, TypeError, "int64 class indices"),
         (torch.zeros(4, 3), torch.tensor([0, 1, 3, 0]), 0.0, ValueError, r"outside \[0, 3\)"),
         (torch.zeros(4, 3), torch.tensor([0, -1, 2, 0]), 0.0, ValueError, r"outside \[0, 3\)"),
-        (torch.zeros(4, 3), torch.zeros(4, dtype=torch.long), 1.5, ValueError, r"label_smoothing must be in \[0, 1\]"),
-        (torch.zeros(4, 3), torch.zeros(4, dtype=torch.long), "0.1", TypeError, "label_smoothing must be a float"),
+        (torch.zeros(4, 3), torch.zeros(4, dtype=torch.long), 1.5, ValueError,
+         r"label_smoothing must be a number in \[0, 1\], got 1.5"),
+        (torch.zeros(4, 3), torch.zeros(4, dtype=torch.long), "0.1", TypeError,
+         r"label_smoothing must be a number in \[0, 1\], got str '0.1'"),
+        (torch.zeros(4, 3), torch.zeros(4, dtype=torch.long), True, TypeError,
+         "label_smoothing must be a number.*got bool"),
         (torch.zeros(4, 3), torch.zeros(4, 3, requires_grad=True), 0.0, ValueError, "target.detach"),
         (torch.zeros(4, 3), torch.zeros(4, dtype=torch.long, device="meta"), 0.0, ValueError, "one device"),
     ],
 )
 def test_bad_input_errors(logits, target, smoothing, error, match):
     with pytest.raises(error, match=match):
-        bce_with_logits(logits, target, smoothing)
+        bce_with_logits(logits, target, label_smoothing=smoothing)
 
 
 def test_torch_compile_and_export_trace_through_the_custom_op(device):
     logits = _logits(6, 20, torch.float32, device)
     labels = _target("index", 6, 20, device)
-    compiled = torch.compile(lambda x, t: bce_with_logits(x, t, 0.1), backend="aot_eager")
+    compiled = torch.compile(lambda x, t: bce_with_logits(x, t, label_smoothing=0.1), backend="aot_eager")
     loss = compiled(logits, labels)
     loss.backward()
-    torch.testing.assert_close(loss, bce_with_logits_reference(logits.detach(), labels, 0.1))
+    torch.testing.assert_close(loss, bce_with_logits_reference(logits.detach(), labels, label_smoothing=0.1))
 
     class Loss(torch.nn.Module):
         def forward(self, x, t):

@@ -62,13 +62,20 @@ def test_blur_maxpool2d_routes_ties_and_nan_like_max_pool(device):
     x = torch.zeros(1, 2, 6, 6, device=device)
     x[0, 1, 2, 3] = float("nan")
     x.requires_grad_()
-    out = blur_maxpool2d(x)
+    out = blur_maxpool2d(x, 3, 2, 1)
     out.backward(torch.ones_like(out))
     x_ref = x.detach().clone().requires_grad_()
-    ref = blur_maxpool2d_reference(x_ref)
+    ref = blur_maxpool2d_reference(x_ref, 3, 2, 1)
     ref.backward(torch.ones_like(ref))
     torch.testing.assert_close(out, ref, equal_nan=True)
     torch.testing.assert_close(x.grad, x_ref.grad)
+
+
+@pytest.mark.parametrize("args", [(2,), (3,), (3, None, 1), (3, 2, 1)], ids=str)
+def test_blur_maxpool2d_defaults_are_max_pool2ds(args, device):
+    # A call ported from F.max_pool2d keeps its output size: stride defaults to kernel_size, padding to 0.
+    x = _input((1, 2, 11, 12), torch.float32, torch.contiguous_format, device)
+    assert blur_maxpool2d(x, *args).shape == torch.nn.functional.max_pool2d(x, *args).shape
 
 
 def test_gradcheck_fp64(device):
@@ -104,7 +111,10 @@ def test_empty_input_gives_empty_output(shape, device):
     assert out.shape == (shape[0], shape[1], (shape[2] - 1) // 2 + 1, (shape[3] - 1) // 2 + 1)
     out.sum().backward()
     assert x.grad.shape == x.shape
-    assert blur_maxpool2d(x.detach()).numel() == 0
+    assert blur_maxpool2d(x.detach(), 3, 2, 1).numel() == 0
+
+
+_IMAGE = torch.zeros(1, 3, 8, 8)
 
 
 @pytest.mark.parametrize(
@@ -113,13 +123,16 @@ def test_empty_input_gives_empty_output(shape, device):
         (lambda: blurpool2d(torch.zeros(3, 8, 8)), ValueError, "4 dimensions"),
         (lambda: blurpool2d(torch.zeros(1, 3, 8, 8, dtype=torch.int64)), TypeError, "floating"),
         (lambda: blurpool2d([[1.0]]), TypeError, "torch.Tensor"),
-        (lambda: blurpool2d(torch.zeros(1, 3, 8, 8), stride=-1), ValueError, "stride must be at least 1"),
-        (lambda: blurpool2d(torch.zeros(1, 3, 8, 8), stride=0), ValueError, "stride must be at least 1"),
-        (lambda: blurpool2d(torch.zeros(1, 3, 8, 8), stride=2.0), TypeError, "stride must be an int"),
-        (lambda: blur_maxpool2d(torch.zeros(1, 3, 8, 8), 3, 2, 2), ValueError, "padding must be at least 0 and at most 1"),
-        (lambda: blur_maxpool2d(torch.zeros(1, 3, 8, 8), 0), ValueError, "kernel_size must be at least 1"),
-        (lambda: blur_maxpool2d(torch.zeros(1, 3, 8, 8), 16, 2, 0), ValueError, "at most 15"),
-        (lambda: blur_maxpool2d(torch.zeros(1, 3, 2, 8), 5, 2, 0), ValueError, "height 2 is smaller than kernel_size"),
+        (lambda: blurpool2d(_IMAGE, stride=-1), ValueError, "stride must be an int >= 1, got -1"),
+        (lambda: blurpool2d(_IMAGE, stride=0), ValueError, "stride must be an int >= 1, got 0"),
+        (lambda: blurpool2d(_IMAGE, stride=2.0), TypeError, "stride must be an int >= 1, got float 2.0"),
+        (lambda: blur_maxpool2d(_IMAGE, 3, True), TypeError, "stride must be an int >= 1, got bool True"),
+        (lambda: blur_maxpool2d(_IMAGE), TypeError, "missing 1 required positional argument: 'kernel_size'"),
+        (lambda: blur_maxpool2d(_IMAGE, 3, 2, 2), ValueError, r"padding must be an int in \[0, 1\], got 2"),
+        (lambda: blur_maxpool2d(_IMAGE, 0), ValueError, r"kernel_size must be an int in \[1, 15\], got 0"),
+        (lambda: blur_maxpool2d(_IMAGE, 16, 2, 0), ValueError, r"in \[1, 15\], got 16"),
+        (lambda: blur_maxpool2d(torch.zeros(1, 3, 2, 8), 5, 2, 0), ValueError,
+         "input's height 2 is smaller than kernel_size"),
     ],
 )
 def test_bad_input_errors(call, error, match):
@@ -131,13 +144,13 @@ def test_torch_compile_traces_through_the_custom_ops(device):
     x = torch.randn(2, 4, 9, 9, device=device, requires_grad=True)
 
     def f(t):
-        return blur_maxpool2d(blurpool2d(t, 1)).square().sum()
+        return blur_maxpool2d(blurpool2d(t, 1), 3, 2, 1).square().sum()
 
     compiled = torch.compile(f, backend="aot_eager", fullgraph=True)
     loss = compiled(x)
     (grad,) = torch.autograd.grad(loss, x)
     x_ref = x.detach().clone().requires_grad_()
-    loss_ref = blur_maxpool2d_reference(blurpool2d_reference(x_ref, 1)).square().sum()
+    loss_ref = blur_maxpool2d_reference(blurpool2d_reference(x_ref, 1), 3, 2, 1).square().sum()
     loss_ref.backward()
     torch.testing.assert_close(loss, loss_ref, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(grad, x_ref.grad, rtol=1e-5, atol=1e-5)
@@ -146,13 +159,13 @@ def test_torch_compile_traces_through_the_custom_ops(device):
 def test_torch_export_keeps_the_custom_ops(device):
     class Stem(torch.nn.Module):
         def forward(self, t):
-            return blurpool2d(blur_maxpool2d(t))
+            return blurpool2d(blur_maxpool2d(t, 3, 2, 1))
 
     x = torch.randn(2, 3, 16, 16, device=device)
     exported = torch.export.export(Stem(), (x,))
     graph = str(exported.graph)
     assert "fastcore_ops.blur_maxpool2d" in graph and "fastcore_ops.blurpool2d" in graph
-    torch.testing.assert_close(exported.module()(x), blurpool2d_reference(blur_maxpool2d_reference(x)))
+    torch.testing.assert_close(exported.module()(x), blurpool2d_reference(blur_maxpool2d_reference(x, 3, 2, 1)))
 
 
 def test_custom_ops_pass_torch_library_opcheck(device):

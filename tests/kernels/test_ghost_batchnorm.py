@@ -43,11 +43,12 @@ def _compare(x, weight, bias, running_mean, running_var, ghost_batch_size, train
     ref_x, ref_weight, ref_bias = copy(x, True), copy(weight, weight is not None), copy(bias, bias is not None)
     ref_mean, ref_var = copy(running_mean), copy(running_var)
 
-    out = ghost_batch_norm(x, weight, bias, running_mean, running_var, ghost_batch_size, training, momentum, eps)
+    out = ghost_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps,
+                           ghost_batch_size=ghost_batch_size)
     grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(out.device, out.dtype)
     out.backward(grad_out)
-    ref = ghost_batch_norm_reference(ref_x, ref_weight, ref_bias, ref_mean, ref_var, ghost_batch_size, training,
-                                     momentum, eps)
+    ref = ghost_batch_norm_reference(ref_x, ref_mean, ref_var, ref_weight, ref_bias, training, momentum, eps,
+                                     ghost_batch_size=ghost_batch_size)
     ref.backward(grad_out.to(compute))
 
     torch.testing.assert_close(out, ref.to(out.dtype), **TOLERANCES[out.dtype])
@@ -123,7 +124,7 @@ def test_optional_affine_and_no_running_statistics(given, training, device):
     bias = bias if given == "bias" else None
     out = _compare(x, weight, bias, None, None, 3, training=training)
     # Without running statistics, eval normalizes with the chunks' statistics, as in training.
-    other = ghost_batch_norm(x.detach(), weight, bias, None, None, 3, training=not training)
+    other = ghost_batch_norm(x.detach(), None, None, weight, bias, training=not training, ghost_batch_size=3)
     torch.testing.assert_close(out, other)
 
 
@@ -141,7 +142,7 @@ def test_fp64_gradcheck_and_exact_statistics(shape, layout, ghost, device):
     _compare(x, weight, bias, running_mean, running_var, ghost, momentum=0.3)
     inputs = [t.detach().requires_grad_() for t in (x, weight, bias)]
     assert torch.autograd.gradcheck(
-        lambda *t: ghost_batch_norm(*t, None, None, ghost), inputs, fast_mode=True)
+        lambda x, w, b: ghost_batch_norm(x, None, None, w, b, True, ghost_batch_size=ghost), inputs, fast_mode=True)
 
 
 @settings(max_examples=15, deadline=None)
@@ -167,8 +168,9 @@ def test_non_contiguous_input_and_expanded_gradient(device):
     # out.sum() hands backward an expanded gradient (all strides 0).
     x.grad = None
     ref_x = x.detach().clone().requires_grad_()
-    ghost_batch_norm(x, weight, bias, None, None, 3).sum().backward()
-    ghost_batch_norm_reference(ref_x, weight.detach(), bias.detach(), None, None, 3).sum().backward()
+    ghost_batch_norm(x, None, None, weight, bias, True, ghost_batch_size=3).sum().backward()
+    reference = ghost_batch_norm_reference(ref_x, None, None, weight.detach(), bias.detach(), True, ghost_batch_size=3)
+    reference.sum().backward()
     torch.testing.assert_close(x.grad, ref_x.grad)
 
 
@@ -177,8 +179,8 @@ def test_statistics_are_exact_far_from_zero(device):
     # (x^2 ~ 1e6 has an ulp of 0.06); per-lane Welford keeps the deviations exact.
     g = torch.Generator().manual_seed(0)
     x = (1000 + torch.randn(64, 3, 4, 4, generator=g)).to(device)
-    out = ghost_batch_norm(x, None, None, None, None, 16)
-    expected = ghost_batch_norm_reference(x.double(), None, None, None, None, 16)
+    out = ghost_batch_norm(x, None, None, training=True, ghost_batch_size=16)
+    expected = ghost_batch_norm_reference(x.double(), None, None, training=True, ghost_batch_size=16)
     torch.testing.assert_close(out, expected.float(), rtol=1e-4, atol=1e-4)
 
 
@@ -188,7 +190,7 @@ def test_constant_channel_normalizes_to_bias(device):
     x = torch.full((6, 2, 3, 3), 3.7, device=device, requires_grad=True)
     weight = torch.tensor([2.0, -1.0], device=device, requires_grad=True)
     bias = torch.tensor([0.5, 0.25], device=device, requires_grad=True)
-    out = ghost_batch_norm(x, weight, bias, None, None, 3)
+    out = ghost_batch_norm(x, None, None, weight, bias, training=True, ghost_batch_size=3)
     torch.testing.assert_close(out, bias.detach().view(1, 2, 1, 1).expand_as(out), rtol=0, atol=1e-3)
     out.square().sum().backward()
     assert torch.isfinite(x.grad).all() and torch.isfinite(weight.grad).all()
@@ -200,7 +202,7 @@ def test_empty_batch_gives_empty_output(shape, device):
     weight = torch.ones(3, device=device, requires_grad=True)
     bias = torch.zeros(3, device=device, requires_grad=True)
     running_mean, running_var = torch.zeros(3, device=device), torch.ones(3, device=device)
-    out = ghost_batch_norm(x, weight, bias, running_mean, running_var, 2)
+    out = ghost_batch_norm(x, running_mean, running_var, weight, bias, training=True, ghost_batch_size=2)
     assert out.shape == x.shape
     out.sum().backward()
     assert x.grad.shape == x.shape
@@ -209,18 +211,19 @@ def test_empty_batch_gives_empty_output(shape, device):
     torch.testing.assert_close(running_var, torch.ones(3, device=device))
 
 
-def _call(x=None, ghost=2, weight=None, bias=None, running_mean=None, running_var=None, **kwargs):
+def _call(x=None, ghost=2, weight=None, bias=None, running_mean=None, running_var=None, training=True, **kwargs):
     x = torch.zeros(4, 3, 2, 2) if x is None else x
-    return lambda: ghost_batch_norm(x, weight, bias, running_mean, running_var, ghost, **kwargs)
+    return lambda: ghost_batch_norm(x, running_mean, running_var, weight, bias, training, ghost_batch_size=ghost,
+                                    **kwargs)
 
 
 @pytest.mark.parametrize(
     "call,error,match",
     [
-        (_call(ghost=0), ValueError, "ghost_batch_size must be at least 1, got 0"),
-        (_call(ghost=-3), ValueError, "ghost_batch_size must be at least 1, got -3"),
-        (_call(ghost=2.0), TypeError, "ghost_batch_size must be an int, got float"),
-        (_call(ghost=True), TypeError, "ghost_batch_size must be an int, got bool"),
+        (_call(ghost=0), ValueError, "ghost_batch_size must be an int >= 1, got 0"),
+        (_call(ghost=-3), ValueError, "ghost_batch_size must be an int >= 1, got -3"),
+        (_call(ghost=2.0), TypeError, "ghost_batch_size must be an int >= 1, got float"),
+        (_call(ghost=True), TypeError, "ghost_batch_size must be an int >= 1, got bool"),
         (_call(weight=torch.ones(4)), ValueError, r"weight must have shape \(C,\) = \(3,\) .* got \(4,\)"),
         (_call(bias=torch.ones(2)), ValueError, r"bias must have shape \(C,\) = \(3,\) .* got \(2,\)"),
         (_call(running_mean=torch.ones(5), running_var=torch.ones(3)), ValueError, r"running_mean must have shape"),
@@ -228,20 +231,22 @@ def _call(x=None, ghost=2, weight=None, bias=None, running_mean=None, running_va
         (_call(weight=torch.ones(3, 1)), ValueError, "weight must have 1 dimensions"),
         (_call(running_mean=torch.zeros(3)), ValueError, "running_mean and running_var must be given together"),
         (_call(x=torch.zeros(5, 3), ghost=2), ValueError,
-         r"ghost_batch_size 2 cuts x \(N = 5 .*\) into a chunk of 1 sample, whose variance is undefined; "
+         r"ghost_batch_size 2 cuts input \(N = 5 .*\) into a chunk of 1 sample, whose variance is undefined; "
          r".*e\.g\. 3"),
-        (_call(x=torch.zeros(4, 3, 1, 1), ghost=1), ValueError, r"ghost_batch_size 1 cuts x .* e\.g\. 2"),
+        (_call(x=torch.zeros(4, 3, 1, 1), ghost=1), ValueError, r"ghost_batch_size 1 cuts input .* e\.g\. 2"),
         (_call(x=torch.zeros(1, 3), ghost=4), ValueError, "batches of at least 2 samples"),
-        (_call(x=torch.zeros(4, 3, 5)), ValueError, "x must have 2 or 4 dimensions, got shape"),
-        (_call(x=torch.zeros(4)), ValueError, "x must have 2 or 4 dimensions"),
-        (_call(x=torch.zeros(4, 3, dtype=torch.int64)), TypeError, "x must be a floating tensor"),
+        (_call(x=torch.zeros(4, 3, 5)), ValueError, "input must have 2 or 4 dimensions, got shape"),
+        (_call(x=torch.zeros(4)), ValueError, "input must have 2 or 4 dimensions"),
+        (_call(x=torch.zeros(4, 3, dtype=torch.int64)), TypeError, "input must be a floating tensor"),
         (_call(weight=torch.ones(3, dtype=torch.int32)), TypeError, "weight must be a floating tensor"),
-        (_call(x=[[1.0, 2.0]]), TypeError, "x must be a torch.Tensor"),
+        (_call(x=[[1.0, 2.0]]), TypeError, "input must be a torch.Tensor"),
         (_call(weight=torch.ones(3, device="meta")), ValueError, "one device"),
-        (_call(momentum=1.5), ValueError, r"momentum must be in \[0.0, 1.0\], got 1.5"),
-        (_call(momentum=None), TypeError, "momentum must be a float"),
-        (_call(eps=-1e-5), ValueError, "eps must be at least 0.0"),
-        (_call(training="yes"), TypeError, "training must be a bool"),
+        (_call(momentum=1.5), ValueError, r"momentum must be a number in \[0, 1\], got 1.5"),
+        (_call(momentum=None), TypeError, "momentum must be a number in .*, got NoneType None"),
+        (_call(eps=-1e-5), ValueError, "eps must be a number >= 0, got -1e-05"),
+        (_call(training="yes"), TypeError, "training must be a bool, got str 'yes'"),
+        (_call(training=1), TypeError, "training must be a bool, got int 1"),
+        (_call(eps=True), TypeError, "eps must be a number >= 0, got bool True"),
     ],
 )
 def test_bad_input_errors(call, error, match):
@@ -252,7 +257,7 @@ def test_bad_input_errors(call, error, match):
 def test_errors_leave_running_statistics_untouched():
     running_mean, running_var = torch.zeros(3), torch.ones(3)
     with pytest.raises(ValueError):
-        ghost_batch_norm(torch.randn(5, 3), None, torch.ones(4), running_mean, running_var, 2)
+        ghost_batch_norm(torch.randn(5, 3), running_mean, running_var, None, torch.ones(4), True, ghost_batch_size=2)
     assert running_mean.eq(0).all() and running_var.eq(1).all()
 
 
@@ -261,14 +266,15 @@ def test_torch_compile_traces_through_the_custom_ops(device):
     ref_stats = running_mean.clone(), running_var.clone()
 
     def loss(x, weight, bias, running_mean, running_var):
-        return ghost_batch_norm(x, weight, bias, running_mean, running_var, 3).square().mean()
+        return ghost_batch_norm(x, running_mean, running_var, weight, bias, True, ghost_batch_size=3).square().mean()
 
     compiled = torch.compile(loss, backend="aot_eager", fullgraph=True)
     value = compiled(x, weight, bias, running_mean, running_var)
     grads = torch.autograd.grad(value, (x, weight, bias))
 
     ref_inputs = [t.detach().clone().requires_grad_() for t in (x, weight, bias)]
-    ref_value = ghost_batch_norm_reference(*ref_inputs, *ref_stats, 3).square().mean()
+    ref_value = ghost_batch_norm_reference(ref_inputs[0], *ref_stats, *ref_inputs[1:], True, ghost_batch_size=3)
+    ref_value = ref_value.square().mean()
     ref_grads = torch.autograd.grad(ref_value, ref_inputs)
     torch.testing.assert_close(value, ref_value)
     for ours, theirs in zip(grads, ref_grads):
@@ -287,8 +293,8 @@ class _GhostBatchNorm(torch.nn.Module):
         self.register_buffer("running_var", torch.ones(channels))
 
     def forward(self, x):
-        return ghost_batch_norm(x, self.weight, self.bias, self.running_mean, self.running_var,
-                                self.ghost_batch_size, self.training)
+        return ghost_batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
+                                ghost_batch_size=self.ghost_batch_size)
 
 
 def test_torch_export_keeps_the_custom_ops_and_the_running_statistics_update(device):
@@ -303,7 +309,7 @@ def test_torch_export_keeps_the_custom_ops_and_the_running_statistics_update(dev
     runnable = exported.module()
     out = runnable(x)
     ref_mean, ref_var = torch.zeros(3, device=device), torch.ones(3, device=device)
-    expected = ghost_batch_norm_reference(x, module.weight, module.bias, ref_mean, ref_var, 3)
+    expected = ghost_batch_norm_reference(x, ref_mean, ref_var, module.weight, module.bias, True, ghost_batch_size=3)
     torch.testing.assert_close(out, expected)
     torch.testing.assert_close(runnable.running_mean, ref_mean)
     torch.testing.assert_close(runnable.running_var, ref_var)

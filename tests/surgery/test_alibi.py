@@ -186,7 +186,7 @@ def _manual_gpt_forward(model: GPT, idx: torch.Tensor) -> torch.Tensor:
     for block in model.blocks:
         q, k, v = block.attn.c_attn(block.ln_1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, 4, C // 4).transpose(1, 2) for t in (q, k, v))
-        y = alibi_attention_reference(q, k, v, causal=True, slopes=alibi_slopes(4))
+        y = alibi_attention_reference(q, k, v, is_causal=True, slopes=alibi_slopes(4))
         x = x + block.attn.c_proj(y.transpose(1, 2).reshape(B, T, C))
         x = x + block.mlp(block.ln_2(x))
     return model.lm_head(model.ln_f(x))
@@ -198,7 +198,7 @@ def test_gpt_output_equals_a_manual_alibi_computation():
     apply_alibi(model)
     idx = tokens(length=N_POSITIONS + 16)
     q, k, v = (torch.randn(2, 4, 40, 16, generator=torch.Generator().manual_seed(i)) for i in range(3))
-    torch.testing.assert_close(model.blocks[0].attn.attend(q, k, v), alibi_attention_reference(q, k, v),
+    torch.testing.assert_close(model.blocks[0].attn.attend(q, k, v), alibi_attention_reference(q, k, v, is_causal=True),
                                atol=1e-5, rtol=1e-5)
     with torch.no_grad():
         torch.testing.assert_close(logits_of(model, idx), _manual_gpt_forward(model, idx), atol=1e-4, rtol=1e-4)
@@ -375,9 +375,9 @@ def test_nothing_gpt_like_warns_and_reports():
 
 
 def test_bad_options_and_unsupported_models_are_refused_before_anything_changes():
-    with pytest.raises(ValueError, match="max_sequence_length must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="max_sequence_length must be an int >= 1, got 0"):
         apply_alibi(tiny_gpt(), max_sequence_length=0)
-    with pytest.raises(TypeError, match="option 'max_sequence_length' of surgery 'alibi' must be int"):
+    with pytest.raises(TypeError, match="option 'max_sequence_length' of surgery 'alibi' must be an int, got float"):
         apply_alibi(tiny_gpt(), max_sequence_length=8192.0)
     for model, match in [
         (tiny_gpt(n_embd=32, n_head=4), "cannot operate on the model: the head dim D .* got 8"),

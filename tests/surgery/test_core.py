@@ -51,10 +51,20 @@ def test_list_surgeries_names_descriptions_and_defaults():
         (["blurpol"], ValueError, "unknown surgery 'blurpol'; choose from: .*blurpool"),
         ("blurpool", TypeError, r"write \['blurpool'\]"),
         ([("blurpool", {"min_chanels": 3})], ValueError, "no option 'min_chanels'; its options are: min_channels"),
-        ([("blurpool", {"min_channels": "16"})], TypeError, "must be int, got str"),
-        ([("blurpool", {"min_channels": True})], TypeError, "must be int, got bool"),
-        ([("stochastic_depth", {"drop_rate": 1.5})], ValueError, r"drop_rate must be in \[0, 1\)"),
-        ([("stochastic_depth", {"mode": "layer"})], ValueError, "mode must be 'block' or 'sample'"),
+        ([("blurpool", {"min_channels": "16"})], TypeError,
+         "option 'min_channels' of surgery 'blurpool' must be an int, got str '16'"),
+        ([("blurpool", {"min_channels": True})], TypeError, "must be an int, got bool True"),
+        ([("blurpool", {"min_channels": -1})], ValueError, "min_channels must be an int >= 0, got -1"),
+        ([("blurpool", {"replace_convs": 1})], TypeError, "'replace_convs' of surgery 'blurpool' must be a bool"),
+        ([("stochastic_depth", {"drop_rate": 1.5})], ValueError, r"drop_rate must be a number in \[0, 1\), got 1.5"),
+        ([("stochastic_depth", {"drop_rate": "0.1"})], TypeError,
+         "'drop_rate' of surgery 'stochastic_depth' must be a number"),
+        ([("stochastic_depth", {"mode": "layer"})], ValueError, "mode must be one of 'block', 'sample', got 'layer'"),
+        ([("stochastic_depth", {"mode": 3})], TypeError,
+         "'mode' of surgery 'stochastic_depth' must be a str, got int 3"),
+        ([("ghost_batchnorm", {"ghost_batch_size": 1})], ValueError, "at least 2 .one sample has no batch variance"),
+        ([("ghost_batchnorm", {"ghost_batch_size": True})], TypeError, "must be an int, got bool True"),
+        ([("alibi", {"max_sequence_length": 0})], ValueError, "max_sequence_length must be an int >= 1, got 0"),
         ([("squeeze_excite", {"latent_channels": 2.5})], ValueError, "whole number"),
         ([("blurpool", [1, 2])], TypeError, "must be a dict"),
         ([42], TypeError, "a name or a \\(name, options\\) pair"),
@@ -72,7 +82,7 @@ def test_bad_requests_are_refused_before_anything_changes(surgeries, error, matc
 
 def test_wrapped_models_and_bad_optimizers_are_refused():
     model = build("resnet18")
-    with pytest.raises(TypeError, match="apply surgery to the bare model before wrapping"):
+    with pytest.raises(TypeError, match="model is a DataParallel .*apply surgery to the bare model before wrapping"):
         apply_surgery(nn.DataParallel(model), ["blurpool"])
     with pytest.raises(TypeError, match="torch.nn.Module"):
         apply_surgery(lambda x: x, ["blurpool"])
@@ -81,6 +91,50 @@ def test_wrapped_models_and_bad_optimizers_are_refused():
     stranger = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
     with pytest.raises(ValueError, match="not the model's"):
         apply_surgery(model, ["blurpool"], optimizers=stranger)
+
+
+class _Holder(nn.Module):
+    def __init__(self, backbone):
+        super().__init__()
+        self.head = nn.Linear(10, 10)
+        self.backbone = backbone
+
+
+class FSDPLinear(nn.Linear):
+    """What FSDP2's fully_shard turns a Linear into: a class named FSDP<Module>, no wrapper."""
+
+
+@pytest.mark.parametrize("wrap,where", [
+    pytest.param(lambda m: nn.Sequential(nn.DataParallel(m)), "model holds, at '0', a DataParallel", id="sequential"),
+    pytest.param(lambda m: _Holder(nn.DataParallel(m)), "model holds, at 'backbone', a DataParallel", id="attribute"),
+    pytest.param(lambda m: nn.Sequential(nn.Sequential(m, FSDPLinear(10, 10))), "at '0.1', a FSDPLinear",
+                 id="fsdp2-sharded"),
+])
+def test_wrapper_nested_in_a_container_is_refused_naming_its_path(wrap, where):
+    model = wrap(build("resnet18"))
+    before = _snapshot(model)
+    with pytest.raises(TypeError, match=f"{where} .*apply surgery to the bare model before wrapping"):
+        apply_surgery(model, ["blurpool", "channels_last"])
+    _assert_unchanged(before, model)
+    assert all(p.is_contiguous() for p in model.parameters())
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without torch.distributed")
+def test_ddp_nested_in_a_container_is_refused(tmp_path):
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        pytest.skip("a process group already exists in this process")
+    # A one-process gloo group is enough to build a real DDP on the CPU.
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        model = nn.Sequential(nn.parallel.DistributedDataParallel(build("resnet18")))
+        before = _snapshot(model)
+        with pytest.raises(TypeError, match="model holds, at '0', a DistributedDataParallel"):
+            apply_surgery(model, ["blurpool"])
+        _assert_unchanged(before, model)
+    finally:
+        dist.destroy_process_group()
 
 
 def test_failure_midway_puts_everything_back(monkeypatch):

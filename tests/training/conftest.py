@@ -23,3 +23,9 @@ def link_cifar_subset(root, *, train_per_class: int, test_per_class: int):
 def tiny_cifar(tmp_path_factory):
     """60 training and 20 test images per class."""
     return link_cifar_subset(tmp_path_factory.mktemp("cifar"), train_per_class=60, test_per_class=20)
+
+
+@pytest.fixture(scope="session")
+def micro_cifar(tmp_path_factory):
+    """2 training and 2 test images per class: for runs that only need to train a few steps."""
+    return link_cifar_subset(tmp_path_factory.mktemp("micro-cifar"), train_per_class=2, test_per_class=2)

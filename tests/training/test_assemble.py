@@ -1,4 +1,4 @@
-"""build_trainer: the scale schedule stretches every schedule of a run together."""
+"""build_trainer: the scale schedule stretches every schedule together, and the LR follows the global batch."""
 
 import pytest
 import torch
@@ -50,3 +50,11 @@ def test_the_scale_schedule_stretches_every_schedule(ratio, tiny_cifar):
     assert [type(method) for method in stretched.methods] == [LayerFreezing, SWA]
     stretched.state.step = round(0.75 * stretched_total)
     assert stretched.state.progress == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize("world_size", [1, 2])
+def test_the_optimizer_peaks_at_the_lr_scaled_to_the_global_batch(world_size, tiny_cifar, monkeypatch):
+    monkeypatch.setattr("training.assemble.joined_world_size", lambda: world_size)
+    trainer = _trainer(override(get_recipe("cifar_baseline"), ["data.batch_size=8"]), tiny_cifar)
+    peaks = {group["initial_lr"] for group in trainer.state.optimizer.param_groups}
+    assert peaks == {0.8 * 8 * world_size / 128}  # the recipe's LR is for one process of 128 images

@@ -71,12 +71,13 @@ def test_structure_tied_embeddings_and_parameter_count():
         (dict(position="rope"), "position must be 'learned' or 'alibi', got 'rope'"),
         (dict(n_embd=60, n_head=8), "n_embd must be divisible by n_head, got n_embd=60, n_head=8"),
         (dict(dropout=1.0), r"dropout must be in \[0, 1\), got 1.0"),
-        (dict(n_layer=0), "n_layer must be a positive int, got 0"),
-        (dict(vocab_size=256.0), "vocab_size must be a positive int, got 256.0"),
+        (dict(n_layer=0), "n_layer must be an int >= 1, got 0"),
+        (dict(vocab_size=256.0), "vocab_size must be an int >= 1, got float 256.0"),
     ],
 )
 def test_bad_configs_are_refused(settings, match):
-    with pytest.raises(ValueError, match=match):
+    error = TypeError if "float" in match else ValueError
+    with pytest.raises(error, match=match):
         GPTConfig(**settings)
 
 
@@ -106,7 +107,7 @@ def test_attention_matches_a_reference_computation(position):
     attention = model.blocks[0].attn
     q, k, v = (torch.randn(2, 4, 40, 16, generator=torch.Generator().manual_seed(i)) for i in range(3))
     if position == "alibi":
-        expected = alibi_attention_reference(q, k, v, causal=True)  # slopes alibi_slopes(4), scale 1/sqrt(16)
+        expected = alibi_attention_reference(q, k, v, is_causal=True)  # slopes alibi_slopes(4), scale 1/sqrt(16)
     else:
         scores = (q @ k.transpose(-1, -2)) / 4.0
         scores = scores.masked_fill(torch.ones(40, 40, dtype=torch.bool).triu(1), float("-inf"))

@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 
+from training.assemble import effective_lr
 from training.config import from_dict, override, to_dict, validate
 from training.models import model_names
 from training.recipes import get_recipe, list_recipes
@@ -51,8 +52,8 @@ def test_unknown_recipe_names_the_choices():
 def test_resnet50_recipes_share_the_table_optimizer(name):
     config = get_recipe(name)
     assert config.model.name == "resnet50"
-    # LR 2.048 is for the global batch of 2048: 256 per process on 8 processes, never rescaled here.
-    assert (config.optimizer.lr, config.data.batch_size) == (2.048, 256)
+    # LR 2.048 is for the global batch of 2048: 256 per process on 8 processes.
+    assert (config.optimizer.lr, config.optimizer.reference_batch, config.data.batch_size) == (2.048, 2048, 256)
     assert config.optimizer.momentum == 0.875
     assert config.optimizer.weight_decay == 5e-4  # 5e-5 in that row is NVIDIA's MLPerf column
     assert config.optimizer.decoupled_weight_decay
@@ -107,7 +108,7 @@ def test_cifar_recipes_fit_cifar_on_a_cpu(name):
 
 def test_cifar_baseline_is_plain_sgd():
     config = get_recipe("cifar_baseline")
-    assert dataclasses.astuple(config.optimizer) == (0.8, 0.9, True, 5e-4, False, False)
+    assert dataclasses.astuple(config.optimizer) == (0.8, 128, 0.9, True, 5e-4, False, False)
     assert (config.data.batch_size, config.methods.loss) == (128, "ce")
     assert not (config.model.blurpool or config.model.channels_last or config.data.progressive_resize)
     assert config.methods == type(config.methods)(loss="ce")  # no method switched on
@@ -125,3 +126,32 @@ def test_cifar_recipes_add_methods_in_the_mosaic_order():
     assert (medium.methods.mixup_alpha, medium.methods.sam_rho, medium.methods.sam_interval) == (0.2, 0.05, 10)
     assert (hot.data.randaugment_depth, hot.model.stochastic_depth, hot.data.colout) == (1, 0.05, 0.05)
     assert (hot.methods.sam_rho, hot.methods.sam_interval) == (0.05, 5)
+
+
+# The LR each recipe trains at on one process of its default batch: the CIFAR recipes' own LR
+# (their reference is that batch), the ResNet-50 recipes' 2.048 scaled from 8 x 256 to 1 x 256.
+ONE_PROCESS_LR = {"cifar_baseline": 0.8, "cifar_mild": 0.4, "cifar_medium": 0.4, "cifar_hot": 0.4,
+                  **dict.fromkeys(RESNET50, 0.256)}
+
+
+@pytest.mark.parametrize("name", RESNET50 + CIFAR)
+def test_the_lr_follows_the_global_batch(name):
+    config = get_recipe(name)
+    assert effective_lr(config, world_size=1) == ONE_PROCESS_LR[name]
+    assert effective_lr(config, world_size=2) == 2 * ONE_PROCESS_LR[name]
+    reference_processes = config.optimizer.reference_batch // config.data.batch_size
+    assert effective_lr(config, world_size=reference_processes) == config.optimizer.lr
+    # Half the batch per process on twice the processes: the same global batch, the same LR.
+    halved = override(config, [f"data.batch_size={config.data.batch_size // 2}"])
+    assert effective_lr(halved, world_size=2) == ONE_PROCESS_LR[name]
+
+
+def test_an_lr_override_is_the_lr_at_the_reference_batch_and_is_scaled_too():
+    config = override(get_recipe("resnet50_mild"), ["optimizer.lr=4.096"])
+    assert effective_lr(config, world_size=1) == 0.512 and effective_lr(config, world_size=8) == 4.096
+
+
+@pytest.mark.parametrize("value", [0, -256])
+def test_a_reference_batch_below_one_is_refused(value):
+    with pytest.raises(ValueError, match=rf"optimizer\.reference_batch must be .*>= 1, got {value}"):
+        override(get_recipe("cifar_mild"), [f"optimizer.reference_batch={value}"])

@@ -1,6 +1,8 @@
 """``python -m training.train`` end to end on real CIFAR-10 images: learning, outputs, errors, kill and resume, DDP."""
 
+import errno
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -8,13 +10,17 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
-from training.train import PROJECT_ROOT, child_environment, main
+from training import checkpoint
+from training.config import override, to_dict
+from training.recipes import get_recipe
+from training.train import PROJECT_ROOT, child_environment, main, parse_args, resumed_run
 
-# Small and quick: 600 training images, batch 32 (so LR 0.2, the recipe's 0.8 scaled from its
-# batch 128), three epochs; the references (not the interpreter) run the kernels so that the
+# Small and quick: 600 training images, batch 32 (so LR 0.2: the run scales the recipe's 0.8 from
+# its batch 128), three epochs; the references (not the interpreter) run the kernels so that the
 # subprocesses train at full CPU speed.
-QUICK = ["--recipe", "cifar_baseline", "--epochs", "3", "--set", "data.batch_size=32", "--set", "optimizer.lr=0.2",
+QUICK = ["--recipe", "cifar_baseline", "--epochs", "3", "--set", "data.batch_size=32",
          "--set", "data.num_workers=1", "--set", "schedule.warmup_epochs=0.5", "--no-progress"]
 
 
@@ -54,50 +60,86 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
     assert "top-1" in stdout and "images/s" in stdout and "train time" in stdout
 
 
-def _wait_for_rows(out: Path, rows: int, process, timeout=180):
+# cifar_hot draws from every random source a run has (stochastic depth from the global RNG,
+# MixUp, RandAugment, ColOut, SAM's second pass, EMA), on 20 images: 5 steps an epoch, a
+# checkpoint every 2 steps, DataLoader workers on (the recipe's default), seconds per run.
+EVERY = 2
+HOT = ["--recipe", "cifar_hot", "--epochs", "2", "--set", "data.batch_size=4", "--checkpoint-every", str(EVERY),
+       "--no-progress"]
+TIMING_FIELDS = ("train_seconds", "images_per_second")
+
+
+@pytest.fixture(scope="module")
+def hot_reference(micro_cifar, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "hot"
+    code, _, stderr = _finish(_run(*HOT, "--data", str(micro_cifar), "--out", str(out)))
+    assert code == 0, stderr
+    return out
+
+
+def _wait_for_mid_epoch_checkpoint(out: Path, process, timeout=180) -> dict:
+    """The first checkpoint written within an epoch (the process keeps running)."""
     deadline = time.monotonic() + timeout
-    metrics = out / "metrics.jsonl"
     while time.monotonic() < deadline:
-        if metrics.is_file() and len(metrics.read_text().splitlines()) >= rows and (out / "checkpoint.pt").is_file():
-            return
         assert process.poll() is None, process.communicate()[1]
-        time.sleep(0.05)
-    raise AssertionError(f"no {rows} epoch(s) of metrics in {out} after {timeout} s")
+        try:
+            payload = checkpoint.load(out / checkpoint.CHECKPOINT_NAME)
+        except (FileNotFoundError, checkpoint.CheckpointError):  # not written yet, or mid-rename
+            payload = None
+        if payload is not None and payload["final"] is None and payload["batch_in_epoch"] % 5:
+            return payload
+        time.sleep(0.02)
+    raise AssertionError(f"no mid-epoch checkpoint in {out} after {timeout} s")
 
 
-def test_a_run_killed_mid_training_resumes_to_the_same_steps_and_metrics(reference_run, tiny_cifar, tmp_path):
+def _metrics(out: Path) -> list[dict]:
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in row.items() if k not in TIMING_FIELDS} for row in rows]
+
+
+def _assert_same_run(out: Path, reference: Path) -> None:
+    """Bit-identical weights (the model's and every method's) and equal metrics."""
+    resumed, expected = (checkpoint.load(folder / checkpoint.CHECKPOINT_NAME) for folder in (out, reference))
+    assert resumed["step"] == expected["step"]
+    for part in ("model", "methods"):
+        tensors = torch.utils._pytree.tree_flatten(resumed[part])[0]
+        reference_tensors = torch.utils._pytree.tree_flatten(expected[part])[0]
+        assert len(tensors) == len(reference_tensors)
+        for got, want in zip(tensors, reference_tensors):
+            assert torch.equal(got, want) if isinstance(want, torch.Tensor) else got == want, part
+    assert _metrics(out) == _metrics(reference)
+    summary, reference_summary = _summary(out), _summary(reference)
+    assert (summary["top1"], summary["eval_loss"], summary["steps"]) == (
+        reference_summary["top1"], reference_summary["eval_loss"], reference_summary["steps"])
+
+
+def test_a_run_killed_after_a_mid_epoch_checkpoint_resumes_bit_identical(hot_reference, micro_cifar, tmp_path):
     out = tmp_path / "killed"
-    process = _run(*QUICK, "--data", str(tiny_cifar), "--out", str(out))
-    _wait_for_rows(out, 1, process)
-    time.sleep(0.5)  # into the second epoch
+    process = _run(*HOT, "--data", str(micro_cifar), "--out", str(out))
+    _wait_for_mid_epoch_checkpoint(out, process)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    assert not _summary_exists(out)
-    code, _, stderr = _finish(_run("--resume", "--no-progress", "--data", str(tiny_cifar), "--out", str(out)))
+    assert not (out / "summary.json").exists()
+    saved_steps = [checkpoint.load(path)["step"] for path in checkpoint.existing(out / checkpoint.CHECKPOINT_NAME)]
+    assert saved_steps and all(0 < a - b <= EVERY for a, b in zip(saved_steps, saved_steps[1:])), \
+        "a checkpoint every EVERY steps (and at each epoch's end): a kill loses at most EVERY steps"
+    code, _, stderr = _finish(_run("--resume", "--no-progress", "--data", str(micro_cifar), "--out", str(out)))
     assert code == 0, stderr
-    resumed, reference = _summary(out), _summary(reference_run[0])
-    assert resumed["steps"] == reference["steps"]
-    assert resumed["top1"] == pytest.approx(reference["top1"], abs=0.005)
-    assert [json.loads(r)["epoch"] for r in (out / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3]
+    _assert_same_run(out, hot_reference)
+    # A kill mid-write leaves a partial checkpoint.pt.tmp; the resumed run's next save replaces it.
+    assert not list(out.glob("*.tmp"))
 
 
-def _summary_exists(out: Path) -> bool:
-    return (out / "summary.json").is_file()
-
-
-def test_sigterm_checkpoints_mid_epoch_and_the_resumed_run_matches(reference_run, tiny_cifar, tmp_path):
+def test_sigterm_checkpoints_mid_epoch_and_the_resumed_run_is_bit_identical(hot_reference, micro_cifar, tmp_path):
     out = tmp_path / "terminated"
-    process = _run(*QUICK, "--data", str(tiny_cifar), "--out", str(out))
-    _wait_for_rows(out, 1, process)
-    time.sleep(0.3)
+    process = _run(*HOT, "--data", str(micro_cifar), "--out", str(out))
+    _wait_for_mid_epoch_checkpoint(out, process)
     process.send_signal(signal.SIGTERM)
     code, _, stderr = _finish(process)
     assert code == 128 + signal.SIGTERM and "--resume" in stderr
-    code, _, stderr = _finish(_run("--resume", "--no-progress", "--data", str(tiny_cifar), "--out", str(out)))
+    code, _, stderr = _finish(_run("--resume", "--no-progress", "--data", str(micro_cifar), "--out", str(out)))
     assert code == 0, stderr
-    resumed, reference = _summary(out), _summary(reference_run[0])
-    assert resumed["steps"] == reference["steps"]
-    assert resumed["top1"] == pytest.approx(reference["top1"], abs=0.005)
+    _assert_same_run(out, hot_reference)
 
 
 def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
@@ -140,3 +182,148 @@ def test_a_missing_data_folder_and_an_existing_run_are_refused(reference_run, tm
     assert "no such folder" in capsys.readouterr().err
     assert main(["--recipe", "cifar_baseline", "--data", str(tmp_path), "--out", str(reference_run[0])]) == 2
     assert "already holds a run" in capsys.readouterr().err
+
+
+# -- refusals before anything is written -----------------------------------------------------------------------
+
+
+BAD_VALUES = [
+    ("data.crop_scale=(1.0, 0.08)", "data.crop_scale"),
+    ("data.backend=tpu", "data.backend"),
+    ("data.train_size=0", "data.train_size"),
+    ("data.eval_size=0", "data.eval_size"),
+    ("model.stochastic_depth=1.5", "model.stochastic_depth"),
+    ("model.ghost_batch_size=1", "model.ghost_batch_size"),
+    ("model.name=resnet5O", "model.name"),
+    ("data.randaugment_depth=-1", "data.randaugment_depth"),
+    ("data.randaugment_severity=11.0", "data.randaugment_severity"),
+    ("data.colout=1.0", "data.colout"),
+    ("data.resize_initial_scale=0.0", "data.resize_initial_scale"),
+    ("data.resize_delay_fraction=0.9", "data.resize_delay_fraction + data.resize_finetune_fraction"),
+    ("data.resize_size_increment=0", "data.resize_size_increment"),
+    ("methods.swa_end=0.5", "methods.swa_end"),
+    ("optimizer.nesterov=True", "optimizer.nesterov"),
+    ("seed=-1", "seed"),
+]
+
+
+@pytest.mark.parametrize("assignment, field", BAD_VALUES, ids=[a.partition("=")[0] for a, _ in BAD_VALUES])
+def test_a_bad_configuration_value_is_refused_before_anything_is_written(assignment, field, tiny_cifar, tmp_path,
+                                                                        capsys):
+    base = ["--set", "optimizer.momentum=0.0"] if "nesterov" in assignment else []
+    out = tmp_path / "run"
+    assert main(["--recipe", "cifar_baseline", *base, "--set", assignment, "--data", str(tiny_cifar),
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {field} must be") and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_train_and_test_folders_with_different_classes_are_refused_before_anything_is_written(tmp_path, capsys):
+    data = tmp_path / "data"
+    for split, classes in (("train", ("cat", "dog")), ("test", ("cat", "horse"))):
+        for name in classes:
+            (data / split / name).mkdir(parents=True)
+    assert main(["--recipe", "cifar_baseline", "--data", str(data), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "class folders" in err and "'dog'" in err and "'horse'" in err
+    assert not (tmp_path / "run").exists()
+
+
+def _saved_run(folder: Path, *, subset=20, finished=False, assignments=("schedule.epochs=3",)) -> Path:
+    """A run folder as training.train leaves it (the checkpoint's contents are not read before the checks)."""
+    folder.mkdir(parents=True)
+    config = override(get_recipe("cifar_baseline"), list(assignments))
+    (folder / "config.json").write_text(json.dumps(to_dict(config)))
+    (folder / "run.json").write_text(json.dumps({"subset": subset, "eval_every": 1}))
+    (folder / "checkpoint.pt").write_bytes(b"fastcore_ops checkpoint")
+    if finished:
+        (folder / "summary.json").write_text("{}")
+    return folder
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--epochs", "1"], "schedule.epochs differs from the run in {out}: it was 3.0, this command gives 1.0; "
+                        "--epochs may only grow"),
+    (["--seed", "5"], "seed differs from the run in {out}: it was 0, this command gives 5"),
+    (["--set", "optimizer.lr=0.3"], "optimizer.lr differs from the run in {out}: it was 0.8, this command gives 0.3"),
+    (["--recipe", "cifar_mild"], "differs from the run in {out}"),
+    (["--subset", "30"], "--subset differs from the run in {out}: it was 20, this command gives 30"),
+    (["--subset", "10"], "--subset differs from the run in {out}: it was 20, this command gives 10"),
+    (["--eval-every", "2"], "--eval-every differs from the run in {out}: it was 1, this command gives 2"),
+], ids=["shorter-epochs", "seed", "set-lr", "other-recipe", "larger-subset", "smaller-subset", "eval-every"])
+def test_resume_refuses_settings_that_change_the_run(args, message, tiny_cifar, tmp_path, capsys):
+    out = _saved_run(tmp_path / "run")
+    saved = (out / "config.json").read_bytes()
+    assert main(["--resume", *args, "--data", str(tiny_cifar), "--out", str(out)]) == 2
+    assert message.format(out=out) in capsys.readouterr().err
+    assert (out / "config.json").read_bytes() == saved
+
+
+def test_resume_extends_an_unfinished_run_with_a_longer_epochs_but_not_a_finished_one(tiny_cifar, tmp_path, capsys):
+    unfinished = _saved_run(tmp_path / "unfinished")
+    config, settings = resumed_run(parse_args(["--resume", "--epochs", "30", "--data", str(tiny_cifar),
+                                               "--out", str(unfinished)]))
+    assert config.schedule.epochs == 30.0 and settings.subset == 20
+    finished = _saved_run(tmp_path / "finished", finished=True)
+    assert main(["--resume", "--epochs", "30", "--data", str(tiny_cifar), "--out", str(finished)]) == 2
+    assert "has finished; it cannot be extended" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{not json", "is not valid JSON"),
+    ('{"model": {"nme": "resnet50"}}', "unknown configuration field model.'nme'"),
+    ('{"optimizer": {"lr": "fast"}}', "optimizer.lr must be a number > 0, got str 'fast'"),
+    ('[1, 2]', "a configuration must be an object"),
+], ids=["not-json", "unknown-field", "lr-a-string", "not-an-object"])
+def test_a_malformed_saved_configuration_is_named_on_resume(text, message, tiny_cifar, tmp_path, capsys):
+    out = _saved_run(tmp_path / "run")
+    (out / "config.json").write_text(text)
+    assert main(["--resume", "--data", str(tiny_cifar), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"the configuration {out / 'config.json'}" in err and message in err
+
+
+@pytest.mark.parametrize("text", ['{"subset": "20", "eval_every": 1}', '{"subset": 0}', "[20]", "{"],
+                         ids=["subset-a-string", "subset-0", "not-an-object", "not-json"])
+def test_malformed_saved_run_settings_are_named_on_resume(text, tiny_cifar, tmp_path, capsys):
+    out = _saved_run(tmp_path / "run")
+    (out / "run.json").write_text(text)
+    assert main(["--resume", "--data", str(tiny_cifar), "--out", str(out)]) == 2
+    assert f"error: the run settings {out / 'run.json'} are not valid" in capsys.readouterr().err
+
+
+def test_an_old_run_without_a_checkpoint_is_not_overwritten(tiny_cifar, tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.json").write_text("{}")
+    (out / "metrics.jsonl").write_text('{"epoch": 1}\n')
+    assert main(["--recipe", "cifar_baseline", "--data", str(tiny_cifar), "--out", str(out)]) == 2
+    assert "already holds a run (config.json, metrics.jsonl) with no checkpoint" in capsys.readouterr().err
+    assert (out / "config.json").read_text() == "{}" and (out / "metrics.jsonl").read_text() == '{"epoch": 1}\n'
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "empty", "crafted"])
+def test_a_damaged_checkpoint_exits_2_with_one_line_naming_it(damage, micro_cifar, tmp_path, capsys):
+    out = _saved_run(tmp_path / "run", subset=None, assignments=["data.batch_size=4"])
+    path = out / "checkpoint.pt"
+    data = checkpoint.encode({"model": {"weight": torch.zeros(1000)}, "step": 1})
+    damaged = {"flipped": data[:-60] + bytes(60), "truncated": data[: len(data) // 2], "empty": b"",
+               "crafted": b"\x80\x04\x95" + data[40:]}[damage]
+    path.write_bytes(damaged)
+    assert main(["--resume", "--no-progress", "--data", str(micro_cifar), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and str(path) in err and "Traceback" not in err
+
+
+def test_a_full_disk_while_checkpointing_exits_2_saying_so(micro_cifar, tmp_path, capsys, monkeypatch):
+    def full_disk(data, target):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(checkpoint, "_write_synced", full_disk)
+    out = tmp_path / "run"
+    assert main(["--recipe", "cifar_baseline", "--epochs", "1", "--set", "data.batch_size=4", "--set",
+                 "data.num_workers=0", "--no-progress", "--data", str(micro_cifar), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: no space left on device while writing checkpoint {out / 'checkpoint.pt'}" in err
+    assert "Traceback" not in err and not list(out.glob("*.tmp"))

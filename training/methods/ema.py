@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
+from fastcore_ops.checks import check_number
 from training.methods.base import Method, TrainState
 
 
@@ -36,8 +37,7 @@ class EMA(Method):
     """
 
     def __init__(self, half_life_steps: float):
-        if isinstance(half_life_steps, bool) or not isinstance(half_life_steps, (int, float)) or not half_life_steps > 0:
-            raise ValueError(f"half_life_steps must be a number > 0, got {half_life_steps!r}")
+        check_number("half_life_steps", half_life_steps, low=0, low_open=True)
         self.half_life_steps = half_life_steps
         self.decay = 0.5 ** (1.0 / half_life_steps)
         self._averaged: AveragedModel | None = None

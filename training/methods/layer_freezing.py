@@ -25,11 +25,8 @@ import math
 
 import torch
 
+from fastcore_ops.checks import check_int, check_number
 from training.methods.base import Method, TrainState
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def parameterised_layers(model: torch.nn.Module) -> list[list[torch.nn.Parameter]]:
@@ -59,8 +56,7 @@ def freeze_layers(model: torch.nn.Module, optimizer: torch.optim.Optimizer, coun
     >>> len(optimizer.param_groups[0]["params"])
     2
     """
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise ValueError(f"count must be an int >= 0, got {count!r}")
+    check_int("count", count, low=0)
     layers = parameterised_layers(model)
     to_freeze = [p for layer in layers[:count] for p in layer]
     frozen_ids = {id(p) for p in to_freeze}
@@ -82,12 +78,8 @@ class LayerFreezing(Method):
     """
 
     def __init__(self, freeze_start: float, freeze_level: float):
-        if not _is_number(freeze_start) or not 0 <= freeze_start < 1:
-            raise ValueError(f"freeze_start must be a number in [0, 1), got {freeze_start!r}")
-        if not _is_number(freeze_level) or not 0 <= freeze_level <= 1:
-            raise ValueError(f"freeze_level must be a number in [0, 1], got {freeze_level!r}")
-        self.freeze_start = float(freeze_start)
-        self.freeze_level = float(freeze_level)
+        self.freeze_start = check_number("freeze_start", freeze_start, low=0, high=1, high_open=True)
+        self.freeze_level = check_number("freeze_level", freeze_level, low=0, high=1)
 
     def layers_to_freeze(self, num_layers: int, progress: float) -> int:
         """How many of ``num_layers`` layers are frozen at ``progress`` (fraction of the run)."""

@@ -22,14 +22,13 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from fastcore_ops.checks import check_int, check_number
 from training.methods.base import Method, TrainState
 
 
 def check_alpha(alpha: object) -> float:
-    """``alpha`` as a float, or a ValueError: the Beta distribution needs alpha > 0."""
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha > 0:
-        raise ValueError(f"alpha must be a number > 0, got {alpha!r}")
-    return float(alpha)
+    """``alpha`` as a float, or a TypeError/ValueError: the Beta distribution needs a number alpha > 0."""
+    return check_number("alpha", alpha, low=0, low_open=True)
 
 
 def sample_mixing_weight(alpha: float, generator: torch.Generator) -> float:
@@ -64,8 +63,7 @@ def as_probabilities(targets: torch.Tensor, num_classes: int) -> torch.Tensor:
 
 def check_batch(images: torch.Tensor, targets: torch.Tensor, num_classes: int) -> None:
     """Raise ValueError unless ``images`` (N, C, H, W) and ``targets`` describe the same N samples."""
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise ValueError(f"num_classes must be an int >= 1, got {num_classes!r}")
+    check_int("num_classes", num_classes, low=1)
     if images.ndim != 4:
         raise ValueError(f"images must be a (N, C, H, W) batch, got shape {tuple(images.shape)}")
     if targets.shape[0] != images.shape[0]:
@@ -117,9 +115,7 @@ class BatchMixing(Method):
 
     def __init__(self, alpha: float, seed: int = 0):
         self.alpha = check_alpha(alpha)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-        self.seed = seed
+        self.seed = check_int("seed", seed, low=0)
         self._generator = torch.Generator().manual_seed(seed)
 
     def on_after_dataloader(self, state: TrainState) -> None:

@@ -25,6 +25,7 @@ import time
 
 import torch
 
+from fastcore_ops.checks import check_int, check_number
 from training.methods.base import Method, TrainState
 
 
@@ -35,12 +36,8 @@ class SAM(Method):
     """
 
     def __init__(self, rho: float, interval: int = 1):
-        if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not rho > 0:
-            raise ValueError(f"rho must be a number > 0, got {rho!r}")
-        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
-            raise ValueError(f"interval must be an int >= 1, got {interval!r}")
-        self.rho = float(rho)
-        self.interval = interval
+        self.rho = check_number("rho", rho, low=0, low_open=True)
+        self.interval = check_int("interval", interval, low=1)
 
     def on_after_backward(self, state: TrainState) -> None:
         if state.step % self.interval != 0:

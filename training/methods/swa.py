@@ -28,13 +28,10 @@ from typing import Any
 import torch
 from torch.optim.swa_utils import AveragedModel, update_bn
 
+from fastcore_ops.checks import check_choice, check_int, check_number
 from training.methods.base import Method, TrainState
 
 ANNEAL_STRATEGIES = ("cos", "linear")
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class SWA(Method):
@@ -51,23 +48,12 @@ class SWA(Method):
         anneal_steps: int | None = None,
         anneal_strategy: str = "cos",
     ):
-        if not _is_number(start_fraction) or not 0 <= start_fraction < 1:
-            raise ValueError(f"start_fraction must be a number in [0, 1), got {start_fraction!r}")
-        if not _is_number(end_fraction) or not start_fraction < end_fraction <= 1:
-            raise ValueError(
-                f"end_fraction must be a number in (start_fraction={start_fraction}, 1], got {end_fraction!r}"
-            )
-        if not _is_number(swa_lr) or not swa_lr > 0:
-            raise ValueError(f"swa_lr must be a number > 0, got {swa_lr!r}")
-        if anneal_steps is not None and (
-            isinstance(anneal_steps, bool) or not isinstance(anneal_steps, int) or anneal_steps < 0
-        ):
-            raise ValueError(f"anneal_steps must be an int >= 0 or None (one epoch), got {anneal_steps!r}")
-        if anneal_strategy not in ANNEAL_STRATEGIES:
-            raise ValueError(f"anneal_strategy must be one of {ANNEAL_STRATEGIES}, got {anneal_strategy!r}")
-        self.start_fraction = float(start_fraction)
-        self.end_fraction = float(end_fraction)
-        self.swa_lr = float(swa_lr)
+        self.start_fraction = check_number("start_fraction", start_fraction, low=0, high=1, high_open=True)
+        self.end_fraction = check_number("end_fraction", end_fraction, low=start_fraction, high=1, low_open=True)
+        self.swa_lr = check_number("swa_lr", swa_lr, low=0, low_open=True)
+        if anneal_steps is not None:
+            check_int("anneal_steps (None: one epoch)", anneal_steps, low=0)
+        check_choice("anneal_strategy", anneal_strategy, ANNEAL_STRATEGIES)
         self.anneal_steps = anneal_steps
         self.anneal_strategy = anneal_strategy
         self._averaged: AveragedModel | None = None

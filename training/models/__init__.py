@@ -12,12 +12,14 @@ from __future__ import annotations
 import torchvision
 from torch import nn
 
+from fastcore_ops.checks import check_int
+
 from .cifar_resnet import CifarResNet, cifar_resnet, cifar_resnet20, cifar_resnet56
 from .gpt import GPT, GPTConfig
 
 __all__ = [
     "GPT", "GPTConfig", "CifarResNet", "build_model", "cifar_resnet", "cifar_resnet20", "cifar_resnet56",
-    "model_names",
+    "is_known_model", "model_names",
 ]
 
 _OWN_MODELS = {"cifar_resnet20": cifar_resnet20, "cifar_resnet56": cifar_resnet56}
@@ -39,6 +41,15 @@ def model_names() -> list[str]:
     return sorted(_OWN_MODELS) + _torchvision_classifiers()
 
 
+def is_known_model(name: str) -> bool:
+    """Whether :func:`build_model` accepts ``name`` (cheap: no model is built).
+
+    >>> is_known_model("cifar_resnet20"), is_known_model("resnet5O")
+    (True, False)
+    """
+    return name in _OWN_MODELS or name in _torchvision_classifiers()
+
+
 def build_model(name: str, num_classes: int) -> nn.Module:
     """A randomly initialized classifier with ``num_classes`` outputs.
 
@@ -52,11 +63,10 @@ def build_model(name: str, num_classes: int) -> nn.Module:
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a model name (str), got {type(name).__name__}")
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise ValueError(f"num_classes must be an int >= 1, got {num_classes!r}")
+    check_int("num_classes", num_classes, low=1)
     if name in _OWN_MODELS:
         return _OWN_MODELS[name](num_classes=num_classes)
-    if name in _torchvision_classifiers():
+    if is_known_model(name):
         return torchvision.models.get_model(name, weights=None, num_classes=num_classes)
     examples = sorted(_OWN_MODELS) + ["resnet18", "resnet50", "convnext_tiny", "vit_b_16"]
     raise ValueError(

@@ -20,6 +20,8 @@ import torch
 from torch import nn
 from torchvision.models.resnet import BasicBlock
 
+from fastcore_ops.checks import check_int
+
 __all__ = ["CifarResNet", "cifar_resnet", "cifar_resnet20", "cifar_resnet56"]
 
 
@@ -93,14 +95,11 @@ def cifar_resnet(depth: int = 20, num_classes: int = 10, width: int = 16,
         >>> sum(p.numel() for p in cifar_resnet(32).parameters()) > 400_000
         True
     """
-    if isinstance(depth, bool) or not isinstance(depth, int):
-        raise TypeError(f"depth must be an int of the form 6n + 2 (20, 32, 44, 56, 110), got {depth!r}")
+    check_int("depth", depth)
     if depth < 8 or (depth - 2) % 6:
         raise ValueError(f"depth must be 6n + 2 with n >= 1 (8, 14, 20, 32, 44, 56, 110, ...), got {depth}")
-    if num_classes < 1:
-        raise ValueError(f"num_classes must be >= 1, got {num_classes}")
-    if width < 1:
-        raise ValueError(f"width must be >= 1, got {width}")
+    check_int("num_classes", num_classes, low=1)
+    check_int("width", width, low=1)
     return CifarResNet((depth - 2) // 6, num_classes, width, zero_init_residual)
 
 

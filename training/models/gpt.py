@@ -21,6 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from fastcore_ops.checks import check_int
 from fastcore_ops.kernels.alibi import alibi_attention, alibi_slopes
 
 POSITIONS = ("learned", "alibi")
@@ -45,9 +46,7 @@ class GPTConfig:
 
     def validate(self) -> None:
         for name in ("vocab_size", "max_sequence_length", "n_layer", "n_head", "n_embd"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"GPTConfig.{name} must be a positive int, got {value!r}")
+            check_int(f"GPTConfig.{name}", getattr(self, name), low=1)
         if self.n_embd % self.n_head:
             raise ValueError(
                 f"GPTConfig.n_embd must be divisible by n_head, got n_embd={self.n_embd}, n_head={self.n_head}"
@@ -111,7 +110,7 @@ class ALiBiSelfAttention(CausalSelfAttention):
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         # Slopes are made per call rather than kept as a buffer, so model.half() cannot round them.
-        return alibi_attention(q, k, v, causal=True, slopes=alibi_slopes(self.n_head, device=q.device))
+        return alibi_attention(q, k, v, is_causal=True, slopes=alibi_slopes(self.n_head, device=q.device))
 
 
 class MLP(nn.Module):
@@ -146,10 +145,11 @@ class GPT(nn.Module):
     """A decoder-only transformer language model.
 
     Example:
-        >>> model = GPT(GPTConfig(n_layer=2, n_head=4, n_embd=64, position="alibi"))
-        >>> logits, loss = model(torch.randint(0, 256, (2, 1000)), targets=torch.randint(0, 256, (2, 1000)))
+        >>> model = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=32, max_sequence_length=16, position="alibi"))
+        >>> tokens = torch.randint(0, 256, (1, 64))   # ALiBi runs past max_sequence_length
+        >>> logits, loss = model(tokens, targets=tokens)
         >>> logits.shape
-        torch.Size([2, 1000, 256])
+        torch.Size([1, 64, 256])
     """
 
     def __init__(self, config: GPTConfig):

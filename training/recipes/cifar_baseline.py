@@ -9,6 +9,13 @@ weight decay were searched at that budget (below): the short run wants 8x the pa
 
 Data: 32 px throughout; a random-resized crop over 35-100% of the image stands in for the
 usual 4 px pad-and-crop (both keep most of the object), plus horizontal flips.
+
+The LR 0.8 is for a global batch of 128 (``optimizer.reference_batch``), one process at its
+default batch; other global batches scale it linearly (lr = 0.8 x global batch / 128):
+
+    >>> from training.assemble import effective_lr
+    >>> effective_lr(RECIPE, world_size=1), effective_lr(RECIPE, world_size=2)
+    (0.8, 1.6)
 """
 
 from training.config import DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainConfig
@@ -24,7 +31,8 @@ RECIPE = TrainConfig(
     # One seed per point, so differences under about 1% are noise; 0.8 sits at the top of the
     # LR range tried. Full data may prefer a lower LR: rerun the search for other data sizes.
     optimizer=OptimizerConfig(
-        lr=0.8,  # for data.batch_size=128
+        lr=0.8,
+        reference_batch=128,  # the batch the LR was searched at: one process of data.batch_size=128
         momentum=0.9,
         nesterov=True,
         weight_decay=5e-4,

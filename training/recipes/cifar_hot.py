@@ -6,6 +6,13 @@ everything in ``cifar_medium`` with more regularization for a longer run: label 
 one op per image, stochastic depth 0.05 (half ImageNet's 0.1: ResNet-20's blocks are few
 and narrow) and ColOut 0.05; progressive resizing starts at 0.6 of 32 px after a 0.2 delay,
 as in Hot. Trains 30 epochs, twice the baseline, with Mild's optimizer.
+
+The LR 0.4 is for the baseline's global batch of 128 (``optimizer.reference_batch``), one
+process at the default batch, and is scaled linearly to other global batches:
+
+    >>> from training.assemble import effective_lr
+    >>> effective_lr(RECIPE, world_size=1), effective_lr(RECIPE, world_size=2)
+    (0.4, 0.8)
 """
 
 from dataclasses import replace

@@ -4,6 +4,13 @@ Follows ``resnet50_medium`` (MosaicML's Medium column of Table 1 in "Mosaic ResN
 Dive"): everything in ``cifar_mild`` with label smoothing 0.1, plus MixUp (alpha 0.2) and SAM
 on every 10th step. SAM's rho is 0.05, the value Foret et al. (2021) use for CIFAR, not the
 ImageNet recipes' 0.5. Trains the baseline's 15 epochs with Mild's optimizer.
+
+The LR 0.4 is for the baseline's global batch of 128 (``optimizer.reference_batch``), one
+process at the default batch, and is scaled linearly to other global batches:
+
+    >>> from training.assemble import effective_lr
+    >>> effective_lr(RECIPE, world_size=1), effective_lr(RECIPE, world_size=2)
+    (0.4, 0.8)
 """
 
 from dataclasses import replace

@@ -11,6 +11,13 @@ Measured here (2026-11-23, seed 0, --subset 500, 2 CPU cores; baseline 61.2% in 
 from the high-LR phase of a 312-step run); without EMA 52.9% in 95 s; 14 epochs with a
 25-step half-life: 59.2% in 146 s at the baseline's LR 0.8. At 14 epochs, LR 0.2: 57.3%,
 0.4: 60.0% (in 150-160 s); at LR 0.4 without BlurPool 57.2% (6% faster), without EMA 60.4%.
+
+The LR 0.4 is for the baseline's global batch of 128 (``optimizer.reference_batch``), one
+process at the default batch, and is scaled linearly to other global batches:
+
+    >>> from training.assemble import effective_lr
+    >>> effective_lr(RECIPE, world_size=1), effective_lr(RECIPE, world_size=2)
+    (0.4, 0.8)
 """
 
 from dataclasses import replace

@@ -12,9 +12,13 @@ table's channels-last, BlurPool and EMA marks do not apply (Table 2 adds channel
 baseline as an extra).
 
 Global batch semantics: the paper trains on 8 GPUs with a global batch of 2048 and LR 2.048.
-``data.batch_size`` is per process, so this is 256 per process and LR 2.048 assumes 8 processes
-(torchrun --nproc_per_node 8). The trainer does not rescale the LR for other world sizes:
-with fewer processes, scale ``optimizer.lr`` linearly (lr = 2.048 * global batch / 2048).
+``data.batch_size`` is per process (256), and ``optimizer.reference_batch`` 2048 records the
+global batch the LR was written for; a run scales the LR linearly to its own global batch,
+lr = 2.048 x (data.batch_size x processes) / 2048, so no LR needs setting by hand:
+
+    >>> from training.assemble import effective_lr
+    >>> effective_lr(RECIPE, world_size=8), effective_lr(RECIPE, world_size=1)  # 8 x 256, 1 x 256
+    (2.048, 0.256)
 """
 
 from training.config import DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainConfig
@@ -23,7 +27,8 @@ RECIPE = TrainConfig(
     name="resnet50_baseline",
     model=ModelConfig(name="resnet50"),
     optimizer=OptimizerConfig(
-        lr=2.048,  # for the global batch of 2048 (8 x 256); see the module docstring
+        lr=2.048,
+        reference_batch=2048,  # the paper's global batch, 8 x 256; see the module docstring
         momentum=0.875,
         nesterov=False,
         weight_decay=5e-4,

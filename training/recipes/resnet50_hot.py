@@ -12,7 +12,12 @@ Optimizer as the NVIDIA Hparams Baseline: SGD, LR 2.048, momentum 0.875, weight 
 Table 1's stochastic-depth row has three values, 0.05 0.05 0.1: the first two are timm a1 and
 a2 (ResNet Strikes Back's drop-path rates), the last is this column.
 
-Global batch semantics: as ``resnet50_baseline`` (LR 2.048 is for 8 processes of 256).
+Global batch semantics: as ``resnet50_baseline``: LR 2.048 is for the global batch of 2048
+(8 processes of 256, ``optimizer.reference_batch``) and is scaled linearly to the run's:
+
+    >>> from training.assemble import effective_lr
+    >>> effective_lr(RECIPE, world_size=8), effective_lr(RECIPE, world_size=1)
+    (2.048, 0.256)
 """
 
 from dataclasses import replace

@@ -9,7 +9,12 @@ Optimizer as the NVIDIA Hparams Baseline: SGD, LR 2.048, momentum 0.875, weight 
 
 Not represented: the FFCV data loader (a data-pipeline choice; ``data.backend`` picks ours).
 
-Global batch semantics: as ``resnet50_baseline`` (LR 2.048 is for 8 processes of 256).
+Global batch semantics: as ``resnet50_baseline``: LR 2.048 is for the global batch of 2048
+(8 processes of 256, ``optimizer.reference_batch``) and is scaled linearly to the run's:
+
+    >>> from training.assemble import effective_lr
+    >>> effective_lr(RECIPE, world_size=8), effective_lr(RECIPE, world_size=1)
+    (2.048, 0.256)
 """
 
 from dataclasses import replace

@@ -10,8 +10,12 @@ each other (the text's Table 5). Accuracy 75-78.1% top-1.
 Not represented: the FFCV data loader (a data-pipeline choice; ``data.backend`` picks ours).
 
 Global batch semantics: LR 2.048 is for the paper's global batch of 2048 on 8 GPUs, that is
-256 per process (``data.batch_size`` is per process). The trainer does not rescale the LR:
-with fewer processes, set ``optimizer.lr`` to 2.048 * global batch / 2048.
+256 per process (``data.batch_size`` is per process; ``optimizer.reference_batch`` is 2048).
+A run scales the LR linearly to its global batch and prints it; there is no need to set it:
+
+    >>> from training.assemble import effective_lr
+    >>> effective_lr(RECIPE, world_size=1)  # one process of 256 images: 2.048 x 256 / 2048
+    0.256
 """
 
 from dataclasses import replace
@@ -22,7 +26,8 @@ from training.recipes.resnet50_baseline import RECIPE as BASELINE
 RECIPE = TrainConfig(
     name="resnet50_mild",
     model=ModelConfig(name="resnet50", blurpool=True, channels_last=True),
-    optimizer=replace(BASELINE.optimizer),  # SGD, LR 2.048 for 8 x 256, momentum 0.875, wd 5e-4 decoupled
+    # SGD, LR 2.048 for the global batch 2048 (8 x 256), momentum 0.875, wd 5e-4 decoupled
+    optimizer=replace(BASELINE.optimizer),
     schedule=ScheduleConfig(
         # Mild covers up to 60 epochs; 36 is the short run the text's ablations use (Table 8),
         # near the 76.6% point (25.3 minutes on 8x A100). Vary with schedule.scale_schedule_ratio.

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from training.config import config_hash, from_dict
+from training.config import config_hash, load_config
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
@@ -70,7 +70,7 @@ def read_run(folder: Path, *, recipe: str, budget: float, seed: int) -> RunRecor
     if not summary_path.is_file():
         raise FileNotFoundError(f"run folder {folder}: no summary.json; the run has not finished")
     summary = json.loads(summary_path.read_text())
-    config = from_dict(json.loads((folder / "config.json").read_text()))
+    config = load_config(folder / "config.json")
     setup = dataclasses.replace(config, seed=0, schedule=dataclasses.replace(config.schedule, scale_schedule_ratio=1.0))
     machine_path = folder / MACHINE_FILE
     machine = machine_path.read_text().strip() if machine_path.is_file() else "unknown/unknown"

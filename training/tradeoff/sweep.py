@@ -13,7 +13,6 @@ running child, which checkpoints and exits; rerunning the same command picks up 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -24,11 +23,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from training.config import TrainConfig, config_hash, from_dict, override
+from training.config import TrainConfig, config_hash, load_config, override
 from training.recipes import get_recipe
-from training.checkpoint import StopSignalHandler
+from training.checkpoint import CHECKPOINT_NAME, StopSignalHandler
+from training.checkpoint import existing as existing_checkpoints
+from training.run_folder import CONFIG_NAME, RUN_FILES
 from training.train import PROJECT_ROOT, child_environment
-from training.trainer import CHECKPOINT_NAME
 from training.tradeoff.results import MACHINE_FILE
 
 STDOUT_LOG, STDERR_LOG = "train.stdout.log", "train.stderr.log"
@@ -74,7 +74,7 @@ def run_state(folder: Path) -> RunState:
     """
     if (folder / "summary.json").is_file():
         return RunState.FINISHED
-    if (folder / CHECKPOINT_NAME).is_file():
+    if existing_checkpoints(folder / CHECKPOINT_NAME):
         return RunState.RESUMABLE
     return RunState.NEW
 
@@ -141,8 +141,16 @@ def _tail(path: Path, lines: int = 25) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.is_file() else "(no stderr)"
 
 
+def _clear_unstarted(folder: Path) -> None:
+    """Remove what a run stopped before its first checkpoint left: it starts afresh, and train refuses a used folder."""
+    for name in RUN_FILES:
+        (folder / name).unlink(missing_ok=True)
+
+
 def _train(run: PlannedRun, folder: Path, options: TrainOptions, forwarder: _Forwarder) -> None:
     resume = run_state(folder) is RunState.RESUMABLE
+    if not resume:
+        _clear_unstarted(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / MACHINE_FILE).write_text(options.machine + "\n")
     with open(folder / STDOUT_LOG, "a") as stdout, open(folder / STDERR_LOG, "a") as stderr:
@@ -201,7 +209,7 @@ def check_finished_runs(plan: Sequence[PlannedRun], runs_folder: Path, assignmen
     for run in plan:
         folder = runs_folder / run.folder_name
         if run_state(folder) is RunState.FINISHED:
-            saved = config_hash(from_dict(json.loads((folder / "config.json").read_text())))
+            saved = config_hash(load_config(folder / CONFIG_NAME))
             wanted = config_hash(run_config(run, assignments))
             if saved != wanted:
                 raise ValueError(f"--out: {folder} holds a finished run with another configuration ({saved}, this "

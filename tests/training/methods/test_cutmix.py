@@ -79,10 +79,10 @@ def test_exact_area_fraction_when_the_box_fits():
 
 
 def test_bad_options_are_rejected():
-    for alpha in (0, -1.0, "0.5", None):
-        with pytest.raises(ValueError, match="alpha"):
+    for alpha, error in ((0, ValueError), (-1.0, ValueError), ("0.5", TypeError), (None, TypeError)):
+        with pytest.raises(error, match="alpha"):
             CutMix(alpha=alpha)
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(TypeError, match="seed"):
         CutMix(alpha=1.0, seed=1.5)
     images, labels = labelled_batch()
     with pytest.raises(ValueError, match="images"):

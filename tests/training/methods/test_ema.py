@@ -69,9 +69,10 @@ def test_checkpoint_restores_the_average_on_resume():
         torch.testing.assert_close(actual, expected)
 
 
-@pytest.mark.parametrize("half_life", [0, -3, "10", None, True])
-def test_bad_half_life_is_rejected(half_life):
-    with pytest.raises(ValueError, match="half_life_steps"):
+@pytest.mark.parametrize("half_life, error", [
+    (0, ValueError), (-3, ValueError), ("10", TypeError), (None, TypeError), (True, TypeError)])
+def test_bad_half_life_is_rejected(half_life, error):
+    with pytest.raises(error, match="half_life_steps"):
         EMA(half_life_steps=half_life)
 
 

@@ -102,19 +102,19 @@ def test_shared_parameter_belongs_to_its_first_layer():
     assert optimizer_param_ids(optimizer) == {id(second.bias)}
 
 
-@pytest.mark.parametrize("options, name", [
-    (dict(freeze_start=1.0, freeze_level=0.5), "freeze_start"),
-    (dict(freeze_start=-0.1, freeze_level=0.5), "freeze_start"),
-    (dict(freeze_start=0.5, freeze_level=1.5), "freeze_level"),
-    (dict(freeze_start=0.5, freeze_level="0.5"), "freeze_level"),
+@pytest.mark.parametrize("options, name, error", [
+    (dict(freeze_start=1.0, freeze_level=0.5), "freeze_start", ValueError),
+    (dict(freeze_start=-0.1, freeze_level=0.5), "freeze_start", ValueError),
+    (dict(freeze_start=0.5, freeze_level=1.5), "freeze_level", ValueError),
+    (dict(freeze_start=0.5, freeze_level="0.5"), "freeze_level", TypeError),
 ])
-def test_bad_options_are_rejected(options, name):
-    with pytest.raises(ValueError, match=name):
+def test_bad_options_are_rejected(options, name, error):
+    with pytest.raises(error, match=name):
         LayerFreezing(**options)
 
 
-@pytest.mark.parametrize("count", [-1, 1.0, True])
-def test_bad_count_is_rejected(count):
+@pytest.mark.parametrize("count, error", [(-1, ValueError), (1.0, TypeError), (True, TypeError)])
+def test_bad_count_is_rejected(count, error):
     model = small_convnet()
-    with pytest.raises(ValueError, match="count"):
+    with pytest.raises(error, match="count"):
         freeze_layers(model, torch.optim.SGD(model.parameters(), lr=0.1), count)

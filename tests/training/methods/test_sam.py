@@ -97,12 +97,12 @@ def test_parameters_without_gradient_are_not_perturbed():
     assert torch.equal(seen[0], bias) and state.model.bias.grad is None
 
 
-@pytest.mark.parametrize("options, name", [
-    (dict(rho=0.0), "rho"), (dict(rho=-0.1), "rho"), (dict(rho="0.05"), "rho"),
-    (dict(rho=0.05, interval=0), "interval"), (dict(rho=0.05, interval=1.5), "interval"),
+@pytest.mark.parametrize("options, name, error", [
+    (dict(rho=0.0), "rho", ValueError), (dict(rho=-0.1), "rho", ValueError), (dict(rho="0.05"), "rho", TypeError),
+    (dict(rho=0.05, interval=0), "interval", ValueError), (dict(rho=0.05, interval=1.5), "interval", TypeError),
 ])
-def test_bad_options_are_rejected(options, name):
-    with pytest.raises(ValueError, match=name):
+def test_bad_options_are_rejected(options, name, error):
+    with pytest.raises(error, match=name):
         SAM(**options)
 
 

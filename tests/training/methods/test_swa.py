@@ -129,16 +129,16 @@ def test_checkpoint_round_trip():
     assert resumed.state_dict()["anneal_start_step"] == 10
 
 
-@pytest.mark.parametrize("options, name", [
-    (dict(start_fraction=1.0, end_fraction=1.0, swa_lr=0.1), "start_fraction"),
-    (dict(start_fraction=-0.1, end_fraction=1.0, swa_lr=0.1), "start_fraction"),
-    (dict(start_fraction=0.5, end_fraction=0.5, swa_lr=0.1), "end_fraction"),
-    (dict(start_fraction=0.5, end_fraction=1.2, swa_lr=0.1), "end_fraction"),
-    (dict(start_fraction=0.5, end_fraction=1.0, swa_lr=0.0), "swa_lr"),
-    (dict(start_fraction=0.5, end_fraction=1.0, swa_lr=0.1, anneal_steps=-1), "anneal_steps"),
-    (dict(start_fraction=0.5, end_fraction=1.0, swa_lr=0.1, anneal_steps=2.5), "anneal_steps"),
-    (dict(start_fraction=0.5, end_fraction=1.0, swa_lr=0.1, anneal_strategy="step"), "anneal_strategy"),
+@pytest.mark.parametrize("options, name, error", [
+    (dict(start_fraction=1.0, end_fraction=1.0, swa_lr=0.1), "start_fraction", ValueError),
+    (dict(start_fraction=-0.1, end_fraction=1.0, swa_lr=0.1), "start_fraction", ValueError),
+    (dict(start_fraction=0.5, end_fraction=0.5, swa_lr=0.1), "end_fraction", ValueError),
+    (dict(start_fraction=0.5, end_fraction=1.2, swa_lr=0.1), "end_fraction", ValueError),
+    (dict(start_fraction=0.5, end_fraction=1.0, swa_lr=0.0), "swa_lr", ValueError),
+    (dict(start_fraction=0.5, end_fraction=1.0, swa_lr=0.1, anneal_steps=-1), "anneal_steps", ValueError),
+    (dict(start_fraction=0.5, end_fraction=1.0, swa_lr=0.1, anneal_steps=2.5), "anneal_steps", TypeError),
+    (dict(start_fraction=0.5, end_fraction=1.0, swa_lr=0.1, anneal_strategy="step"), "anneal_strategy", ValueError),
 ])
-def test_bad_options_are_rejected(options, name):
-    with pytest.raises(ValueError, match=name):
+def test_bad_options_are_rejected(options, name, error):
+    with pytest.raises(error, match=name):
         SWA(**options)

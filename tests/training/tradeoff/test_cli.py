@@ -8,7 +8,7 @@ import pytest
 
 from training.tradeoff import cli
 from training.tradeoff.cli import main
-from training.tradeoff.results import RunRecord, write_results
+from training.tradeoff.results import RunRecord, read_run, write_results
 from training.tradeoff.sweep import SweepInterrupted
 
 
@@ -109,3 +109,12 @@ def test_a_stopped_sweep_reports_the_runs_finished_so_far(data, tmp_path, monkey
     assert [(r["recipe"], r["budget"]) for r in json.loads((out / "results.json").read_text())] == [
         ("cifar_baseline", 0.5), ("cifar_baseline", 1.0)]
     assert (out / "report.html").is_file()
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"optimizer": {"lr": "__import__(\'os\')"}}'],
+                         ids=["not-json", "code-in-a-value"])
+def test_a_run_folder_s_configuration_is_read_as_data_and_a_bad_one_is_named(tmp_path, text):
+    (tmp_path / "summary.json").write_text("{}")
+    (tmp_path / "config.json").write_text(text)
+    with pytest.raises(ValueError, match=f"the configuration {tmp_path / 'config.json'}"):
+        read_run(tmp_path, recipe="cifar_mild", budget=1.0, seed=0)

@@ -88,6 +88,16 @@ def test_finished_runs_are_skipped_and_checkpointed_ones_resumed(fake_train, tmp
     assert fake_train.commands == []
 
 
+def test_a_run_stopped_before_its_first_checkpoint_starts_afresh_in_a_cleared_folder(fake_train, tmp_path):
+    unstarted = tmp_path / "cifar_baseline-x0.5-s0"
+    unstarted.mkdir()
+    for name in ("config.json", "run.json", "metrics.jsonl"):
+        (unstarted / name).write_text("{}")
+    run_sweep(PLAN[:1], tmp_path, OPTIONS, progress=False)
+    assert "--resume" not in fake_train.commands[0]
+    assert not any((unstarted / name).exists() for name in ("config.json", "run.json", "metrics.jsonl"))
+
+
 def test_every_run_gets_the_shared_options_and_never_the_triton_interpreter(fake_train, tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     run_sweep(PLAN[:1], tmp_path, OPTIONS, progress=False)

@@ -1,0 +1,138 @@
+"""Installing fastcore_ops into a user's environment: without Triton, and without replacing PyTorch.
+
+Where Triton is not installed (macOS, Windows, CPU-only images) the tests run a fresh
+interpreter in which ``import triton`` fails, as it does there.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+import torchvision
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Put first on sys.meta_path, this makes every import of triton (or a submodule) fail.
+_BLOCK_TRITON = textwrap.dedent("""
+    import importlib.abc
+    import sys
+
+    class _NoTriton(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "triton" or name.startswith("triton."):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, _NoTriton())
+""")
+
+_REFERENCE_VALUES = textwrap.dedent("""
+    import torch
+    import fastcore_ops
+    from fastcore_ops import apply_surgery
+    from fastcore_ops.kernels import (alibi_attention, alibi_slopes, backend, bce_with_logits, blur_maxpool2d,
+                                      blurpool2d, ghost_batch_norm)
+    from fastcore_ops.kernels.alibi import alibi_attention_reference
+    from fastcore_ops.kernels.bce import bce_with_logits_reference
+    from fastcore_ops.kernels.blurpool import blur_maxpool2d_reference, blurpool2d_reference
+    from fastcore_ops.kernels.ghost_batchnorm import ghost_batch_norm_reference
+
+    assert not backend.TRITON_AVAILABLE and not backend.INTERPRETING
+    assert "triton" not in sys.modules
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, 9, 9, generator=g)
+    close = torch.testing.assert_close
+    close(blurpool2d(x), blurpool2d_reference(x))
+    close(blur_maxpool2d(x, 3, 2, 1), blur_maxpool2d_reference(x, 3, 2, 1))
+    mean, var = torch.zeros(3), torch.ones(3)
+    ref_mean, ref_var = mean.clone(), var.clone()
+    close(ghost_batch_norm(x, mean, var, training=True, ghost_batch_size=2),
+          ghost_batch_norm_reference(x, ref_mean, ref_var, training=True, ghost_batch_size=2))
+    close((mean, var), (ref_mean, ref_var))
+    logits, labels = torch.randn(5, 7, generator=g), torch.randint(0, 7, (5,), generator=g)
+    close(bce_with_logits(logits, labels, label_smoothing=0.1),
+          bce_with_logits_reference(logits, labels, label_smoothing=0.1))
+    q, k, v = (torch.randn(1, 2, 6, 16, generator=g) for _ in range(3))
+    close(alibi_attention(q, k, v, is_causal=True), alibi_attention_reference(q, k, v, is_causal=True))
+    assert alibi_slopes(2).tolist() == [2.0 ** -4, 2.0 ** -8]
+
+    # Empty inputs go through the custom ops, which launch nothing: the stand-in's helpers.
+    assert blurpool2d(torch.zeros(0, 3, 8, 8)).shape == (0, 3, 4, 4)
+    assert ghost_batch_norm(torch.zeros(0, 3), None, None, training=True).shape == (0, 3)
+    assert bce_with_logits(torch.zeros(0, 7), torch.zeros(0, dtype=torch.long)).item() == 0
+    assert alibi_attention(*(torch.zeros(1, 2, 0, 16),) * 3).shape == (1, 2, 0, 16)
+
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.MaxPool2d(3, 2, 1),
+                          nn.Conv2d(16, 16, 3, stride=2, padding=1))
+    apply_surgery(model, ["blurpool", ("ghost_batchnorm", {"ghost_batch_size": 2}), "channels_last"])
+    model(x).sum().backward()
+    print("references ran")
+""")
+
+_INTERPRETER_ASKED = textwrap.dedent("""
+    import torch
+    from fastcore_ops.kernels import backend, blurpool2d
+
+    try:
+        blurpool2d(torch.zeros(1, 1, 4, 4))
+    except backend.TritonMissingError as error:
+        print(error)
+    else:
+        raise AssertionError("the interpreter was asked for and Triton is missing, but nothing was raised")
+""")
+
+
+def _run_without_triton(script: str, **variables: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("FASTCORE_OPS_INTERPRET", "TRITON_INTERPRET")}
+    env.update(variables)
+    return subprocess.run([sys.executable, "-c", _BLOCK_TRITON + script], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_without_triton_every_kernel_runs_its_reference_on_the_cpu():
+    result = _run_without_triton(_REFERENCE_VALUES)
+    assert result.returncode == 0, result.stderr
+    assert "references ran" in result.stdout
+
+
+@pytest.mark.parametrize("variable", ["FASTCORE_OPS_INTERPRET", "TRITON_INTERPRET"])
+def test_asking_for_the_interpreter_without_triton_is_a_clear_error(variable):
+    result = _run_without_triton(_INTERPRETER_ASKED, **{variable: "1"})
+    assert result.returncode == 0, result.stderr
+    assert "needs Triton, which is not installed" in result.stdout
+    assert "pip install triton" in result.stdout and "unset FASTCORE_OPS_INTERPRET" in result.stdout
+
+
+def _declared_requirements(tmp_path) -> tuple[list[Requirement], dict[str, list[Requirement]]]:
+    """install_requires and extras_require as setuptools writes them (requires.txt) for pip."""
+    subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(tmp_path)], cwd=ROOT,
+                   check=True, capture_output=True)
+    text = (tmp_path / "fastcore_ops.egg-info" / "requires.txt").read_text()
+    sections = re.split(r"^\[(.*)\]$", text, flags=re.M)
+    parse = lambda block: [Requirement(line) for line in block.splitlines() if line.strip()]  # noqa: E731
+    extras = {name: parse(block) for name, block in zip(sections[1::2], sections[2::2])}
+    return parse(sections[0]), extras
+
+
+def test_setup_declares_a_pytorch_range_that_keeps_the_installed_one(tmp_path):
+    required, extras = _declared_requirements(tmp_path)
+    by_name = {r.name: r for r in required}
+    for name, module in (("torch", torch), ("torchvision", torchvision)):
+        specifier = by_name[name].specifier
+        assert not any(s.operator in ("==", "===") for s in specifier), f"{name} is pinned: {specifier}"
+        assert any(s.operator == "<" for s in specifier), f"{name} has no upper bound: {specifier}"
+        installed = Version(module.__version__.split("+")[0])
+        assert specifier.contains(installed), f"the installed {name} {installed} is outside {specifier}"
+    names = {r.name for block in [required, *extras.values()] for r in block}
+    assert "kornia" not in names  # never imported
+    assert {r.name for r in extras["dali-cuda12"]} == {"nvidia-dali-cuda120"}
+    assert {r.name for r in extras["dali-cuda13"]} == {"nvidia-dali-cuda130"}
+    assert {"dev", "gpt", "data"} <= set(extras)  # what the Makefile installs
