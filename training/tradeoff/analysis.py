@@ -4,9 +4,9 @@ Times from different machines never meet: every curve, speedup and breakdown is 
 (machine, recipe). A recipe's curve is the mean over seeds at each budget of (training
 seconds, top-1); the seeds' own curves give the spread of its speedups.
 
-    >>> rows = speedup_table(records, baseline="cifar_baseline")    # doctest: +SKIP
-    >>> rows[0].speedup, rows[0].top1_gain                           # doctest: +SKIP
-    (1.9, 0.012)
+    >>> rows = speedup_table(records, baseline="cifar_baseline")
+    >>> round(rows[-1].speedup, 2)   # cifar_mild reaches the full-budget baseline's top-1 this much faster
+    2.22
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 One panel per machine in each, since times from different machines never share an axis.
 
-    >>> plot_tradeoff(records, Path("reports/demo/pareto.png"))       # doctest: +SKIP
-    >>> plot_breakdown(time_breakdown(records), Path("reports/demo/breakdown.png"))  # doctest: +SKIP
+    >>> from training.tradeoff.analysis import time_breakdown
+    >>> plot_tradeoff(records, out / "pareto.png")
+    >>> plot_breakdown(time_breakdown(records), out / "breakdown.png")
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def plot_tradeoff(records: Sequence[RunRecord], path: Path) -> None:
     """Top-1 against training time per recipe: seed means with their spread, the Pareto frontier marked.
 
     Example:
-        >>> plot_tradeoff(records, Path("pareto.png"))  # doctest: +SKIP
+        >>> plot_tradeoff(records, out / "pareto.png")
     """
     if not records:
         raise ValueError("records must hold at least one run to plot, got none")
@@ -88,7 +89,8 @@ def plot_breakdown(rows: Sequence[BreakdownRow], path: Path) -> None:
     """Milliseconds per training step by phase, one stacked horizontal bar per recipe.
 
     Example:
-        >>> plot_breakdown(time_breakdown(records), Path("breakdown.png"))  # doctest: +SKIP
+        >>> from training.tradeoff.analysis import time_breakdown
+        >>> plot_breakdown(time_breakdown(records), out / "breakdown.png")
     """
     if not rows:
         raise ValueError("rows must hold at least one recipe's breakdown, got none")

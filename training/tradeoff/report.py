@@ -1,7 +1,7 @@
 """Build every output of the tradeoff tool from run records: tables, figures and one self-contained HTML page.
 
-    >>> outputs = build_report(records, Path("reports/demo"), baseline="cifar_baseline")  # doctest: +SKIP
-    >>> sorted(path.name for path in outputs)                                             # doctest: +SKIP
+    >>> outputs = build_report(records, out, baseline="cifar_baseline")
+    >>> sorted(path.name for path in outputs)
     ['breakdown.csv', 'breakdown.png', 'pareto.png', 'report.html', 'results.csv', 'results.json', 'speedups.csv']
 """
 

@@ -1,7 +1,8 @@
 """The report's tables as rows of text, shared by the CSV files and the HTML report.
 
-    >>> header, rows = speedup_rows(speedup_table(records, "cifar_baseline"))   # doctest: +SKIP
-    >>> write_csv(Path("reports/demo/speedups.csv"), header, rows)              # doctest: +SKIP
+    >>> from training.tradeoff.analysis import speedup_table
+    >>> header, rows = speedup_rows(speedup_table(records, "cifar_baseline"))
+    >>> write_csv(out / "speedups.csv", header, rows)
 """
 
 from __future__ import annotations
