@@ -15,7 +15,7 @@ Each surgery lives in its own module with the modules it adds and the policy tha
 where they go; :mod:`.core` holds what they share.
 """
 
-from .alibi import apply_alibi
+from .alibi import ALiBiPlanning, apply_alibi, register_alibi_model
 from .blurpool import apply_blurpool
 from .channels_last import apply_channels_last
 from .core import apply_surgery, list_surgeries
@@ -25,6 +25,7 @@ from .squeeze_excite import apply_squeeze_excite
 from .stochastic_depth import apply_stochastic_depth
 
 __all__ = [
+    "ALiBiPlanning",
     "SurgeryReport",
     "apply_alibi",
     "apply_blurpool",
@@ -34,4 +35,5 @@ __all__ = [
     "apply_stochastic_depth",
     "apply_surgery",
     "list_surgeries",
+    "register_alibi_model",
 ]

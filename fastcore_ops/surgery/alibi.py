@@ -11,20 +11,20 @@ than it was built for. Two kinds of model are operated:
   ``model.set_attn_implementation("fastcore_alibi")`` selects it. ``wpe`` becomes a
   :class:`ZeroPositionEmbedding` (no parameters, zeros for any position), and
   ``config.n_positions`` is raised.
-- The project's own GPT (``training.models.gpt.GPT``): each ``CausalSelfAttention`` becomes
-  an ``ALiBiSelfAttention`` holding the same Linear layers, ``wpe`` is removed, and the
-  config says ``position="alibi"`` with a raised ``max_sequence_length``: the model is
-  then what ``GPT(GPTConfig(position="alibi"))`` would have built.
+- Any other model class registered with :func:`register_alibi_model`: its own planner says
+  what changes (the project's GPT in ``training/models/gpt.py`` registers itself this way;
+  the library never imports ``training``).
 
-Neither library is imported here: a model can only hold a GPT-2 or a project GPT if their
-module has already been imported, so the plan looks them up in ``sys.modules``.
+transformers is not imported here: a model can only hold a GPT-2 if transformers' GPT-2
+module has already been imported, so the plan looks it up in ``sys.modules``.
 """
 
 from __future__ import annotations
 
 import sys
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -36,7 +36,6 @@ from .core import Plan, Replacement, Site, Step, apply_surgery, count_modules, f
 ATTENTION_NAME = "fastcore_alibi"  # the name under which transformers' interfaces know our functions
 
 _GPT2_MODULE = "transformers.models.gpt2.modeling_gpt2"
-_OWN_GPT_MODULE = "training.models.gpt"
 
 
 @dataclass
@@ -210,8 +209,8 @@ def _set_attribute_step(description: str, target, name: str, value) -> Step:
     return Step(description, lambda: setattr(target, name, value), lambda: setattr(target, name, old))
 
 
-def _plan_gpt2(gpt2, path: str, options: ALiBiOptions, plan: Plan, configs_seen: set[int]) -> None:
-    config = gpt2.config
+def _plan_gpt2(gpt2, path: str, planning: ALiBiPlanning) -> None:
+    config, plan, options = gpt2.config, planning.plan, planning.options
     prefix = f"{path}." if path else ""
     if config.add_cross_attention:
         raise ValueError(
@@ -222,9 +221,8 @@ def _plan_gpt2(gpt2, path: str, options: ALiBiOptions, plan: Plan, configs_seen:
     if not isinstance(gpt2.wpe, ZeroPositionEmbedding):
         site = Site(f"{prefix}wpe", gpt2, "wpe", gpt2.wpe)
         plan.replacements.append(Replacement(site, ZeroPositionEmbedding(config.n_embd, like=gpt2.wpe.weight)))
-    if id(config) in configs_seen:  # GPT-2 models sharing one config: change it once
+    if not planning.first_visit(config):
         return
-    configs_seen.add(id(config))
     if config._attn_implementation != ATTENTION_NAME:
         # The public setter validates the name against the registry and reaches every
         # submodel; undo writes back the exact value it replaced (the attribute the setter
@@ -248,57 +246,116 @@ def _plan_gpt2(gpt2, path: str, options: ALiBiOptions, plan: Plan, configs_seen:
         plan.steps.append(Step(f"{prefix}config: attention implementation {previous!r} -> {ATTENTION_NAME!r}",
                                select, restore))
     if config.n_positions < options.max_sequence_length:
-        plan.steps.append(_set_attribute_step(
-            f"{prefix}config: n_positions {config.n_positions} -> {options.max_sequence_length}",
-            config, "n_positions", options.max_sequence_length))
+        planning.set_attribute(f"{prefix}config: n_positions {config.n_positions} -> {options.max_sequence_length}",
+                               config, "n_positions", options.max_sequence_length)
 
 
-def _plan_own_gpt(gpt, path: str, options: ALiBiOptions, plan: Plan, configs_seen: set[int], gpt_module) -> None:
-    config = gpt.config
-    prefix = f"{path}." if path else ""
-    _check_kernel_accepts(path, config.n_embd // config.n_head, gpt.wte.weight.dtype)
-    # type() rather than isinstance: ALiBiSelfAttention is a CausalSelfAttention too.
-    for site in find_sites(gpt, lambda m: type(m) is gpt_module.CausalSelfAttention,
-                           skip=(gpt_module.ALiBiSelfAttention,)):
-        site = Site(prefix + site.path, site.parent, site.name, site.module)  # paths from the root model
-        plan.replacements.append(Replacement(site, gpt_module.ALiBiSelfAttention.from_attention(site.module)))
-    if gpt.wpe is not None:
-        plan.steps.append(_set_attribute_step(f"{prefix}wpe: removed (learned positions)", gpt, "wpe", None))
-        plan.removed_parameters.extend(gpt.wpe.parameters())
-    if id(config) in configs_seen:
-        return
-    configs_seen.add(id(config))
-    if config.position != "alibi":
-        plan.steps.append(_set_attribute_step(
-            f"{prefix}config: position {config.position!r} -> 'alibi'", config, "position", "alibi"))
-    if config.max_sequence_length < options.max_sequence_length:
-        plan.steps.append(_set_attribute_step(
-            f"{prefix}config: max_sequence_length {config.max_sequence_length} -> {options.max_sequence_length}",
-            config, "max_sequence_length", options.max_sequence_length))
+@dataclass
+class ALiBiPlanning:
+    """What a registered model's planner works with: the surgery's plan and options.
+
+    The planner adds to ``plan`` (module replacements, steps with their undo, removed
+    parameters); nothing changes until the whole plan has been validated.
+    """
+
+    plan: Plan
+    options: ALiBiOptions
+    _configs_seen: set[int] = field(default_factory=set)
+
+    def first_visit(self, config) -> bool:
+        """True the first time ``config`` is seen: models sharing one config change it once."""
+        if id(config) in self._configs_seen:
+            return False
+        self._configs_seen.add(id(config))
+        return True
+
+    def set_attribute(self, description: str, target, name: str, value) -> None:
+        """Plan ``target.name = value``, undone by writing back today's value."""
+        self.plan.steps.append(_set_attribute_step(description, target, name, value))
+
+    def replace_modules(self, root: nn.Module, path: str, match: Callable[[nn.Module], bool],
+                        make: Callable[[nn.Module], nn.Module], skip: tuple[type, ...] = ()) -> None:
+        """Plan replacing each module under ``root`` (at ``path``) that ``match``es with ``make(module)``."""
+        prefix = f"{path}." if path else ""
+        for site in find_sites(root, match, skip=skip):
+            site = Site(prefix + site.path, site.parent, site.name, site.module)  # paths from the root model
+            self.plan.replacements.append(Replacement(site, make(site.module)))
+
+    def remove_module(self, description: str, parent: nn.Module, name: str) -> None:
+        """Plan ``parent.name = None``, reporting the module's parameters as removed."""
+        self.plan.removed_parameters.extend(getattr(parent, name).parameters())
+        self.set_attribute(description, parent, name, None)
+
+    def check_heads(self, path: str, head_dim: int, dtype: torch.dtype) -> None:
+        """Refuse, before anything changes, heads the ALiBi kernel cannot compute."""
+        _check_kernel_accepts(path, head_dim, dtype)
+
+
+ALiBiPlanner = Callable[[nn.Module, str, ALiBiPlanning], None]
+
+
+@dataclass(frozen=True)
+class _Registration:
+    planner: ALiBiPlanner
+    made: tuple[type, ...]  # modules the planner puts in: finding them means the surgery was applied
+
+
+_REGISTERED: dict[type, _Registration] = {}
+
+
+def register_alibi_model(model_class: type, planner: ALiBiPlanner, made: tuple[type, ...] = ()) -> None:
+    """Teach the ``alibi`` surgery a model class: ``planner(module, path, planning)`` plans its change.
+
+    ``made``: the module classes the planner puts in, so a second application is recognized
+    as a no-op. Registering a class again replaces its planner.
+
+        >>> class Toy(nn.Module):
+        ...     position = "learned"
+        >>> def plan_toy(toy, path, planning):
+        ...     planning.set_attribute(f"{path or 'model'}: position -> alibi", toy, "position", "alibi")
+        >>> register_alibi_model(Toy, plan_toy)
+        >>> toy = Toy()
+        >>> _ = apply_surgery(toy, ["alibi"])
+        >>> toy.position
+        'alibi'
+    """
+    if not (isinstance(model_class, type) and issubclass(model_class, nn.Module)):
+        raise TypeError(f"model_class must be an nn.Module subclass, got {model_class!r}")
+    if not callable(planner):
+        raise TypeError(f"planner must be callable as planner(module, path, planning), got {planner!r}")
+    if not all(isinstance(kind, type) for kind in made):
+        raise TypeError(f"made must be a tuple of module classes, got {made!r}")
+    _REGISTERED[model_class] = _Registration(planner, tuple(made))
+
+
+def _registration_for(module: nn.Module) -> _Registration | None:
+    for model_class, registration in _REGISTERED.items():
+        if isinstance(module, model_class):
+            return registration
+    return None
 
 
 @register_surgery(
     "alibi",
-    "replace learned position embeddings of GPT models (transformers GPT-2, training.models.gpt) with ALiBi "
+    "replace learned position embeddings of GPT models (transformers GPT-2, classes registered with "
+    "register_alibi_model) with ALiBi "
     "attention biases, so they run on sequences up to max_sequence_length and beyond",
     ALiBiOptions,
 )
 def plan_alibi(model: nn.Module, options: ALiBiOptions) -> Plan:
-    plan = Plan()
-    configs_seen: set[int] = set()
+    planning = ALiBiPlanning(Plan(), options)
     paths = {id(m): name for name, m in model.named_modules()}
     gpt2_module = sys.modules.get(_GPT2_MODULE)
-    own_module = sys.modules.get(_OWN_GPT_MODULE)
     made: tuple[type, ...] = (ZeroPositionEmbedding,)
-    if own_module is not None:
-        made += (own_module.ALiBiSelfAttention,)
+    for registration in _REGISTERED.values():
+        made += registration.made
     for module in model.modules():  # the root too: a bare GPT2Model or GPT is a model to operate
         if gpt2_module is not None and isinstance(module, gpt2_module.GPT2Model):
-            _plan_gpt2(module, paths[id(module)], options, plan, configs_seen)
-        elif own_module is not None and isinstance(module, own_module.GPT):
-            _plan_own_gpt(module, paths[id(module)], options, plan, configs_seen, own_module)
-    plan.already_applied = count_modules(model, made)
-    return plan
+            _plan_gpt2(module, paths[id(module)], planning)
+        elif (registration := _registration_for(module)) is not None:
+            registration.planner(module, paths[id(module)], planning)
+    planning.plan.already_applied = count_modules(model, made)
+    return planning.plan
 
 
 def apply_alibi(model: nn.Module, optimizers=None, **options):

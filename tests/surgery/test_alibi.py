@@ -390,6 +390,14 @@ def test_bad_options_and_unsupported_models_are_refused_before_anything_changes(
         _assert_unchanged(before, model)
 
 
+def _run_python(script: str) -> str:
+    """What ``script`` prints, run in a fresh interpreter from the project's root."""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_the_library_does_not_import_transformers():
     """The surgery on the project's GPT runs, and fastcore_ops imports, without transformers."""
     script = (
@@ -399,7 +407,27 @@ def test_the_library_does_not_import_transformers():
         "model = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=32))\n"
         "print(len(fastcore_ops.apply_surgery(model, ['alibi'])['alibi'].changes))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parents[2])
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "1"
+    assert _run_python(script).strip() == "1"
+
+
+def test_the_library_never_imports_training_and_operates_a_gpt_only_once_it_registered_itself():
+    """fastcore_ops reaches the project's GPT through register_alibi_model, not through sys.modules."""
+    script = (
+        "import sys, fastcore_ops, torch\n"
+        "from fastcore_ops.surgery import alibi\n"
+        "assert not any(name == 'training' or name.startswith('training.') for name in sys.modules)\n"
+        "from training.models.gpt import GPT, GPTConfig\n"
+        "assert GPT in alibi._REGISTERED\n"
+        "model = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=32))\n"
+        "print(model.wpe is not None, len(fastcore_ops.apply_surgery(model, ['alibi'])['alibi'].changes), model.wpe)\n"
+    )
+    assert _run_python(script).split() == ["True", "1", "None"]
+    sources = Path(alibi_surgery.__file__).parent.parent.rglob("*.py")
+    assert not [path for path in sources if "training.models" in path.read_text()]
+
+
+def test_registering_something_that_is_not_a_module_class_is_refused():
+    with pytest.raises(TypeError, match="model_class must be an nn.Module subclass"):
+        alibi_surgery.register_alibi_model(GPTConfig, lambda *args: None)
+    with pytest.raises(TypeError, match="planner must be callable"):
+        alibi_surgery.register_alibi_model(GPT, "plan")

@@ -4,7 +4,8 @@ Pre-norm decoder blocks, tied input/output embeddings, and one of two ways to te
 model where tokens are: a learned position table (``position="learned"``, GPT-2's way,
 limited to ``max_sequence_length`` tokens) or ALiBi biases inside attention
 (``position="alibi"``, no table, any length). The ``alibi`` surgery turns a learned
-model into an ALiBi one in place.
+model into an ALiBi one in place: this file registers how (``register_alibi_model``, the
+library's hook for model classes it does not know).
 
     >>> model = GPT(GPTConfig(n_layer=2, n_head=4, n_embd=64, max_sequence_length=128))
     >>> idx = torch.randint(0, 256, (2, 32))
@@ -23,6 +24,7 @@ from torch.nn import functional as F
 
 from fastcore_ops.checks import check_int
 from fastcore_ops.kernels.alibi import alibi_attention, alibi_slopes
+from fastcore_ops.surgery.alibi import ALiBiPlanning, register_alibi_model
 
 POSITIONS = ("learned", "alibi")
 
@@ -209,3 +211,30 @@ class GPT(nn.Module):
         if non_embedding and self.wpe is not None:
             total -= self.wpe.weight.numel()
         return total
+
+
+def _plan_alibi(gpt: GPT, path: str, planning: ALiBiPlanning) -> None:
+    """The ``alibi`` surgery on a GPT: what ``GPT(GPTConfig(position="alibi"))`` would have built.
+
+    Each CausalSelfAttention becomes an ALiBiSelfAttention holding the same Linear layers, the
+    position table goes, and the config says ``position="alibi"`` with a raised length.
+    """
+    config, options = gpt.config, planning.options
+    prefix = f"{path}." if path else ""
+    planning.check_heads(path, config.n_embd // config.n_head, gpt.wte.weight.dtype)
+    # type() rather than isinstance: ALiBiSelfAttention is a CausalSelfAttention too.
+    planning.replace_modules(gpt, path, lambda m: type(m) is CausalSelfAttention, ALiBiSelfAttention.from_attention,
+                             skip=(ALiBiSelfAttention,))
+    if gpt.wpe is not None:
+        planning.remove_module(f"{prefix}wpe: removed (learned positions)", gpt, "wpe")
+    if not planning.first_visit(config):
+        return
+    if config.position != "alibi":
+        planning.set_attribute(f"{prefix}config: position {config.position!r} -> 'alibi'", config, "position", "alibi")
+    if config.max_sequence_length < options.max_sequence_length:
+        planning.set_attribute(
+            f"{prefix}config: max_sequence_length {config.max_sequence_length} -> {options.max_sequence_length}",
+            config, "max_sequence_length", options.max_sequence_length)
+
+
+register_alibi_model(GPT, _plan_alibi, made=(ALiBiSelfAttention,))
