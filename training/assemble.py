@@ -108,23 +108,17 @@ def training_samples(train_root: Path, subset: int | None) -> tuple[list[tuple[s
     return first_per_class(train_root, subset) if subset else find_samples(train_root)
 
 
-def check_shard_size(config: TrainConfig, data: Path, subset: int | None, world_size: int) -> None:
-    """Refuse, before any process starts work, a run whose training shards hold no full batch.
+def check_shard_size(config: TrainConfig, samples: list[tuple[str, int]], world_size: int) -> None:
+    """Refuse, before any process starts work, a run whose training ``samples`` leave no full batch per rank.
 
     Training drops each rank's last incomplete batch, so a rank needs at least ``data.batch_size``
     images; every rank gets the same count (training shards are padded to equal size).
 
-        >>> import tempfile
-        >>> data = Path(tempfile.mkdtemp())
-        >>> for name in ("train/cat/1.jpg", "train/cat/2.jpg", "train/cat/3.jpg", "val/cat/1.jpg"):
-        ...     (data / name).parent.mkdir(parents=True, exist_ok=True)
-        ...     (data / name).touch()
-        >>> check_shard_size(TrainConfig(), data, subset=None, world_size=2)
+        >>> check_shard_size(TrainConfig(), [("cat.jpg", 0)] * 3, world_size=2)
         Traceback (most recent call last):
         ...
         ValueError: data.batch_size=256 is more than the 2 training images each of 2 process(es) gets (3 in all), ...
     """
-    samples, _ = training_samples(split_folders(data)[0], subset)
     per_rank = samples_per_rank(len(samples), world_size)
     if per_rank < config.data.batch_size:
         raise ValueError(
@@ -178,9 +172,9 @@ def build_methods(config: TrainConfig) -> list[Method]:
     return methods
 
 
-def _loaders(config: TrainConfig, data: Path, device: torch.device, subset: int | None):
+def _loaders(config: TrainConfig, data: Path, device: torch.device, subset: int | None, train_samples):
     train_root, eval_root = split_folders(data)
-    train_source, classes = training_samples(train_root, subset)
+    train_source, classes = train_samples or training_samples(train_root, subset)
     d = config.data
     common = dict(batch_size=d.batch_size, device=device, backend=d.backend, seed=config.seed,
                   num_workers=None if d.num_workers < 0 else d.num_workers, channels_last=config.model.channels_last)
@@ -254,15 +248,18 @@ def init_distributed(device: torch.device) -> torch.device:
 
 def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: torch.device,
                   subset: int | None = None, progress: bool = True, eval_every: int = 1,
-                  checkpoint_policy: CheckpointPolicy = CheckpointPolicy()) -> Trainer:
+                  checkpoint_policy: CheckpointPolicy = CheckpointPolicy(),
+                  train_samples: tuple[list[tuple[str, int]], list[str]] | None = None) -> Trainer:
     """A Trainer for ``config`` (scale schedule applied here) on ``data``'s train/ and val/ (or test/).
 
     ``subset``: train on the first ``subset`` images of each class; ``eval_every``,
-    ``checkpoint_policy``: see Trainer.
+    ``checkpoint_policy``: see Trainer. ``train_samples``: what :func:`training_samples` gives
+    for ``data``'s train/ and ``subset``, when the caller scanned it already (an ImageNet tree
+    takes seconds to walk: ``training.train`` walks it once).
     """
     config = scaled(config)
     torch.manual_seed(config.seed)  # the same initial weights for every rank and every rerun
-    train, evaluation, num_classes = _loaders(config, data, device, subset)
+    train, evaluation, num_classes = _loaders(config, data, device, subset, train_samples)
     model = build_classifier(config, num_classes).to(device)
     lr = effective_lr(config, joined_world_size())
     optimizer = build_optimizer(model, dataclasses.replace(config.optimizer, lr=lr))

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number
+from fastcore_ops.data.loader import BACKENDS
+from fastcore_ops.data.randaugment import MAX_SEVERITY
 
 PRECISIONS = ("fp32", "amp", "amp_bf16", "amp_fp16")
 LOSSES = ("ce", "bce")
-BACKENDS = ("auto", "pil", "dali")
 
 
 @dataclass
@@ -74,7 +75,7 @@ class DataConfig:
     eval_size: int = 224
     eval_resize: int = 232  # evaluation resizes the shorter side to this, then center-crops eval_size
     crop_scale: tuple[float, float] = (0.08, 1.0)  # area range of the random-resized crop
-    backend: str = "auto"  # one of BACKENDS; "auto" picks DALI on a GPU, the faster measured one on a CPU
+    backend: str = "auto"  # "pil", "dali", or "auto": DALI on a CUDA device where it runs, else pil
     num_workers: int = -1  # decoding workers; -1 = one per core
     flip: bool = True
     randaugment_depth: int = 0  # ops per image; 0 = off
@@ -246,7 +247,7 @@ def _validate_data(data: DataConfig) -> None:
     check_int("data.num_workers (-1 = one per core)", data.num_workers, low=-1)
     check_bool("data.flip", data.flip)
     check_int("data.randaugment_depth", data.randaugment_depth, low=0)
-    check_number("data.randaugment_severity", data.randaugment_severity, low=0, high=10)
+    check_number("data.randaugment_severity", data.randaugment_severity, low=0, high=MAX_SEVERITY)
     check_number("data.colout", data.colout, low=0, high=1, high_open=True)
     check_bool("data.progressive_resize", data.progressive_resize)
     check_number("data.resize_initial_scale", data.resize_initial_scale, low=0, high=1, low_open=True)

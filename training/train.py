@@ -25,7 +25,8 @@ import torch
 import torch.distributed as dist
 
 from training.assemble import (build_trainer, check_distributed_support, check_shard_size, init_distributed,
-                               joined_world_size, lr_scaling_note, split_folders, world_size_from_environment)
+                               joined_world_size, lr_scaling_note, split_folders, training_samples,
+                               world_size_from_environment)
 from training.checkpoint import CheckpointError, CheckpointPolicy
 from training.config import TrainConfig, config_hash, load_config, override, to_dict
 from training.recipes import get_recipe, list_recipes
@@ -162,9 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         check_run_folder(args.out, args.resume)
         config, settings = resumed_run(args) if args.resume else new_run(args)
         check_distributed_support(config)
-        check_same_classes(*split_folders(args.data))
+        train_root, eval_root = split_folders(args.data)
+        check_same_classes(train_root, eval_root)
         device = check_device(args.device)
-        check_shard_size(config, args.data, settings.subset, world_size_from_environment())
+        train_samples = training_samples(train_root, settings.subset)
+        check_shard_size(config, train_samples[0], world_size_from_environment())
     except (ValueError, TypeError, FileNotFoundError) as error:
         if os.environ.get("RANK", "0") == "0":  # every torchrun rank refuses alike: say it once
             print(f"error: {error}", file=sys.stderr)
@@ -178,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     trainer = build_trainer(config, data=args.data, out=args.out, device=device, subset=settings.subset,
                             progress=not args.no_progress, eval_every=settings.eval_every,
                             checkpoint_policy=CheckpointPolicy(every_steps=args.checkpoint_every,
-                                                               keep=args.keep_checkpoints))
+                                                               keep=args.keep_checkpoints),
+                            train_samples=train_samples)
     try:
         result = trainer.fit(resume=args.resume)
     except TrainingInterrupted as stop:
