@@ -28,6 +28,7 @@ setup(
         # What the Makefile installs: DALI for the CUDA 13 build of torch 2.14.1 it pins.
         "data": ["nvidia-dali-cuda130"],
         "gpt": ["transformers>=4.48"],  # AttentionInterface, for the alibi surgery on GPT-2
+        "text": ["tokenizers>=0.15"],  # the byte-level BPE tokenizer of language-model training
         "dev": ["pytest>=8", "hypothesis>=6", "pytest-timeout"],
     },
 )

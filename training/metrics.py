@@ -1,7 +1,7 @@
-"""A run's record: one JSON line per epoch (``metrics.jsonl``) and a PNG of accuracy and loss against time.
+"""A run's record: one JSON line per evaluation (``metrics.jsonl``) and a PNG of its metric and losses against time.
 
     >>> import tempfile
-    >>> log = MetricsLog(Path(tempfile.mkdtemp()))
+    >>> log = MetricsLog(Path(tempfile.mkdtemp()), metric="top1", metric_label="top-1 (%)")
     >>> log.append({"epoch": 1, "step": 50, "train_seconds": 12.5, "top1": 0.41, "eval_loss": 1.7, "train_loss": 1.9})
     >>> log.plot().name                                            # beside metrics.jsonl
     'curves.png'
@@ -19,9 +19,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 class MetricsLog:
-    """Appends rows to ``<out>/metrics.jsonl``; rows already there (from before a resume) are kept."""
+    """Appends rows to ``<out>/metrics.jsonl``; rows already there (from before a resume) are kept.
 
-    def __init__(self, out: Path):
+    metric, metric_label: the task's headline metric, plotted beside the losses (as a percentage
+    when its label says "%").
+    """
+
+    def __init__(self, out: Path, *, metric: str, metric_label: str):
+        self.metric, self.metric_label = metric, metric_label
         self.path = out / "metrics.jsonl"
         self.rows: list[dict] = []
         if self.path.is_file():
@@ -40,17 +45,18 @@ class MetricsLog:
             file.write(json.dumps(row) + "\n")
 
     def plot(self) -> Path:
-        """Top-1 and losses against training time (evaluation and checkpoints excluded), to ``curves.png``."""
+        """The metric and the losses against training time (evaluation and checkpoints excluded), to ``curves.png``."""
         path = self.path.with_name("curves.png")
         minutes = [row["train_seconds"] / 60 for row in self.rows]
-        figure, (accuracy_axes, loss_axes) = plt.subplots(1, 2, figsize=(10, 4))
-        accuracy_axes.plot(minutes, [100 * row["top1"] for row in self.rows], marker="o")
-        accuracy_axes.set(xlabel="training time (min)", ylabel="top-1 (%)", title="evaluation accuracy")
+        scale = 100 if "%" in self.metric_label else 1
+        figure, (metric_axes, loss_axes) = plt.subplots(1, 2, figsize=(10, 4))
+        metric_axes.plot(minutes, [scale * row[self.metric] for row in self.rows], marker="o")
+        metric_axes.set(xlabel="training time (min)", ylabel=self.metric_label, title="evaluation")
         loss_axes.plot(minutes, [row["train_loss"] for row in self.rows], marker="o", label="train (its own loss)")
         loss_axes.plot(minutes, [row["eval_loss"] for row in self.rows], marker="o", label="eval (cross-entropy)")
         loss_axes.set(xlabel="training time (min)", ylabel="loss", title="loss")
         loss_axes.legend()
-        for axes in (accuracy_axes, loss_axes):
+        for axes in (metric_axes, loss_axes):
             axes.grid(alpha=0.3)
         figure.tight_layout()
         figure.savefig(path, dpi=120)

@@ -1,8 +1,10 @@
-"""The optimizer and the learning-rate schedule of a run: SGD(W) with warmup and cosine decay.
+"""The optimizer and the learning-rate schedule of a run: SGD(W) or AdamW, with warmup and cosine decay.
 
     >>> model = torch.nn.Linear(4, 2)
     >>> optimizer = build_optimizer(model, OptimizerConfig(lr=0.1, decoupled_weight_decay=True))
     >>> scheduler = warmup_cosine(optimizer, warmup_steps=10, total_steps=100)
+    >>> type(build_optimizer(model, OptimizerConfig(name="adamw", lr=1e-3, weight_decay=0.1))).__name__
+    'AdamW'
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import math
 import torch
 from torch import nn
 
-from training.config import OptimizerConfig
+from fastcore_ops.checks import check_choice
+from training.config import OPTIMIZERS, OptimizerConfig
 
 # Modules whose weights are scales and shifts, not filters: decaying them toward 0 only hurts.
 _NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.GroupNorm, nn.LayerNorm)
@@ -46,22 +49,40 @@ class DecoupledSGDW(torch.optim.SGD):
                 group["weight_decay"] = decay
 
 
-def parameter_groups(model: nn.Module, weight_decay: float, *, no_decay_norm_and_bias: bool) -> list[dict]:
-    """One group with decay; with ``no_decay_norm_and_bias``, a second without for norm weights and biases."""
-    if not no_decay_norm_and_bias:
-        return [{"params": [p for p in model.parameters() if p.requires_grad], "weight_decay": weight_decay}]
-    exempt = set()
-    for module in model.modules():
-        for name, parameter in module.named_parameters(recurse=False):
-            if isinstance(module, _NORM_TYPES) or name == "bias":
-                exempt.add(parameter)
-    decayed = [p for p in model.parameters() if p.requires_grad and p not in exempt]
-    kept = [p for p in model.parameters() if p.requires_grad and p in exempt]
-    return [{"params": decayed, "weight_decay": weight_decay}, {"params": kept, "weight_decay": 0.0}]
+def _exempt(module: nn.Module, name: str, *, norm_and_bias: bool, embeddings: bool) -> bool:
+    """Whether ``module``'s own parameter ``name`` goes without weight decay."""
+    if norm_and_bias and (isinstance(module, _NORM_TYPES) or name == "bias"):
+        return True
+    return embeddings and isinstance(module, nn.Embedding) and name == "weight"
 
 
-def build_optimizer(model: nn.Module, config: OptimizerConfig) -> torch.optim.SGD:
-    groups = parameter_groups(model, config.weight_decay, no_decay_norm_and_bias=config.no_decay_norm_and_bias)
+def parameter_groups(model: nn.Module, weight_decay: float, *, no_decay_norm_and_bias: bool,
+                     no_decay_embeddings: bool = False) -> list[dict]:
+    """One group with decay; with either flag, a second without for the parameters it exempts.
+
+    no_decay_norm_and_bias: normalization weights and biases. no_decay_embeddings: the weights
+    of ``nn.Embedding`` modules, told by identity, so an output layer that shares one (a GPT's
+    tied head) is exempt too. A parameter that several modules share is listed once.
+    """
+    trainable = [p for p in model.parameters() if p.requires_grad]  # parameters() yields a shared one once
+    if not (no_decay_norm_and_bias or no_decay_embeddings):
+        return [{"params": trainable, "weight_decay": weight_decay}]
+    exempt = {id(parameter) for module in model.modules() for name, parameter in module.named_parameters(recurse=False)
+              if _exempt(module, name, norm_and_bias=no_decay_norm_and_bias, embeddings=no_decay_embeddings)}
+    return [{"params": [p for p in trainable if id(p) not in exempt], "weight_decay": weight_decay},
+            {"params": [p for p in trainable if id(p) in exempt], "weight_decay": 0.0}]
+
+
+def build_optimizer(model: nn.Module, config: OptimizerConfig) -> torch.optim.Optimizer:
+    """``config.name``'s optimizer over :func:`parameter_groups`: SGD (SGDW with decoupled decay) or AdamW.
+
+    AdamW ignores momentum, nesterov and decoupled_weight_decay: its decay is decoupled always.
+    """
+    check_choice("optimizer.name", config.name, OPTIMIZERS)
+    groups = parameter_groups(model, config.weight_decay, no_decay_norm_and_bias=config.no_decay_norm_and_bias,
+                              no_decay_embeddings=config.no_decay_embeddings)
+    if config.name == "adamw":
+        return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas, eps=config.eps)
     kind = DecoupledSGDW if config.decoupled_weight_decay else torch.optim.SGD
     return kind(groups, lr=config.lr, momentum=config.momentum, nesterov=config.nesterov)
 

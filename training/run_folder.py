@@ -60,20 +60,31 @@ class RunSettings:
             raise ValueError(f"the run settings {path} are not valid: {error}") from None
 
 
-def _flatten(values: dict, prefix: str = "") -> dict[str, object]:
-    flat = {}
-    for name, value in values.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{name}."))
-        else:
-            flat[f"{prefix}{name}"] = value
-    return flat
+def _differences(before: dict, after: dict, prefix: str = "") -> list[tuple[str, object, object]]:
+    """(dotted name, before, after) of each differing value, field by field within the dicts both sides hold.
+
+    Sections and option groups that are on in both configs are dicts with the same fields;
+    a group on in one only (a dict against None), or model.options with other names, differs as a whole.
+    """
+    found = []
+    for name, old in before.items():
+        new = after[name]
+        if isinstance(old, dict) and isinstance(new, dict) and old.keys() == new.keys():
+            found += _differences(old, new, f"{prefix}{name}.")
+        elif old != new:
+            found.append((f"{prefix}{name}", old, new))
+    return found
 
 
 def resume_differences(saved: TrainConfig, requested: TrainConfig) -> list[tuple[str, object, object]]:
-    """Every field whose value differs, as (dotted name, saved value, requested value), in field order."""
-    before, after = _flatten(to_dict(saved)), _flatten(to_dict(requested))
-    return [(name, before[name], after[name]) for name in before if before[name] != after[name]]
+    """Every field whose value differs, as (dotted name, saved value, requested value), in field order.
+
+        >>> from training.config import override
+        >>> saved = override(TrainConfig(), ["data.colout={}"])
+        >>> resume_differences(saved, override(saved, ["data.colout.p_row=0.1", "data.randaugment={}"]))
+        [('data.randaugment', None, {'depth': 1, 'severity': 9.0}), ('data.colout.p_row', 0.15, 0.1)]
+    """
+    return _differences(to_dict(saved), to_dict(requested))
 
 
 def check_resume(saved: TrainConfig, requested: TrainConfig, out: Path, *, finished: bool) -> None:

@@ -1,9 +1,11 @@
-"""``python -m training.train``: train a recipe on an ImageFolder data set.
+"""``python -m training.train``: train a recipe: an image classifier or a language model.
 
     python -m training.train --recipe cifar_mild --data ../shared/datasets/cifar10-jpeg --out runs/mild
     python -m training.train --recipe cifar_mild --data ... --out runs/mild --set optimizer.lr=0.4 --subset 500
     python -m training.train --out runs/mild --data ... --resume          # continue a stopped run
     torchrun --nproc_per_node=2 -m training.train --recipe cifar_mild --data ... --out runs/ddp
+    python -m training.train --recipe gpt_alibi --out runs/gpt            # text: Python's own source
+    python -m training.train --recipe gpt_alibi --data my_texts/ --out runs/gpt --set text.tokenizer=bpe
 
 Writes ``config.json`` (the effective configuration), ``run.json`` (``--subset``, ``--eval-every``),
 ``metrics.jsonl``, ``curves.png``, ``checkpoint.pt`` (and the previous ones, ``checkpoint.1.pt``, ...)
@@ -24,15 +26,17 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from training.assemble import (build_trainer, check_distributed_support, check_shard_size, init_distributed,
-                               joined_world_size, lr_scaling_note, split_folders, training_samples,
-                               world_size_from_environment)
+from training.assemble import (build_trainer, check_distributed_support, init_distributed, joined_world_size,
+                               lr_scaling_note, world_size_from_environment)
 from training.checkpoint import CheckpointError, CheckpointPolicy
 from training.config import TrainConfig, config_hash, load_config, override, to_dict
 from training.recipes import get_recipe, list_recipes
 from training.run_folder import (CONFIG_NAME, SUMMARY_NAME, RunSettings, check_resume, check_run_folder,
                                  check_settings)
-from training.trainer import TrainingInterrupted
+from training.parallel import STRATEGIES
+from training.tasks.classification import check_shard_size, split_folders, training_samples
+from training.tasks.language import check_text_size, keep_run_tokenizer, prepare_text_data
+from training.trainer import FitResult, TrainingInterrupted
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +58,10 @@ def child_environment(**extra: str) -> dict[str, str]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipe", help=f"one of: {', '.join(list_recipes())} (not needed with --resume)")
-    parser.add_argument("--data", type=Path, required=True, help="folder with train/ and val/ (or test/) ImageFolders")
+    parser.add_argument("--data", type=Path,
+                        help="images: a folder with train/ and val/ (or test/) ImageFolders; text: a folder of text "
+                             "files or one prepared by python -m training.text.prepare (default: the Python standard "
+                             "library's source)")
     parser.add_argument("--out", type=Path, required=True, help="the run's folder (checkpoint, metrics, plot)")
     parser.add_argument("--model", help="override model.name (cifar_resnet20, resnet50, any torchvision classifier)")
     parser.add_argument("--epochs", type=float, help="override schedule.epochs")
@@ -70,6 +77,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="keep the K newest checkpoints (default 2); a resume falls back to an older one, "
                              "with a warning, when the newest is damaged")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--strategy", choices=STRATEGIES, default="ddp",
+                        help="with torchrun: ddp replicates the model on every process; fsdp (FSDP2) shards a "
+                             "language model's parameters, gradients and optimizer state between them")
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="override any configuration field; repeatable")
     parser.add_argument("--resume", action="store_true",
@@ -139,6 +149,33 @@ def check_same_classes(train_root: Path, eval_root: Path) -> None:
                          f"{only_train[:5]}, only in {eval_root.name}/: {only_eval[:5]}; both need the same classes")
 
 
+def check_image_data(config: TrainConfig, data: Path | None, settings: RunSettings):
+    """The training samples of an image-classification run, once its folders are checked."""
+    if data is None:
+        raise ValueError("--data is required for image classification: a folder with train/ and val/ (or test/)")
+    train_root, eval_root = split_folders(data)
+    check_same_classes(train_root, eval_root)
+    train_samples = training_samples(train_root, settings.subset)
+    check_shard_size(config, train_samples[0], world_size_from_environment())
+    return train_samples
+
+
+def check_data(config: TrainConfig, data: Path | None, settings: RunSettings, *,
+               progress: bool = True) -> tuple[Path, object]:
+    """(the data folder the trainer reads, the image samples or None), with the data checked before any work.
+
+    Text is tokenized here, once (later runs reuse the prepared tokens), so that a corpus that
+    cannot train fails before any process starts.
+    """
+    if config.task == "language_model":
+        if settings.subset is not None:
+            raise ValueError("--subset (images per class) applies to image classification, not to language models")
+        prepared = prepare_text_data(config, data, progress=progress)
+        check_text_size(config, prepared, world_size_from_environment())
+        return prepared, None
+    return data, check_image_data(config, data, settings)
+
+
 def write_run(out: Path, config: TrainConfig, settings: RunSettings) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG_NAME).write_text(json.dumps(to_dict(config), indent=2) + "\n")
@@ -155,6 +192,20 @@ def check_device(name: str) -> torch.device:
     return device
 
 
+def describe_metric(result: FitResult) -> str:
+    """The final metric as one phrase: ``top-1 61.20%`` or ``validation loss (nats/token) 1.234``.
+
+        >>> describe_metric(FitResult(metrics={"top1": 0.612}, metric="top1", higher_is_better=True,
+        ...     metric_label="top-1 (%)", steps=1, epochs_seen=1, train_seconds=1.0, first_epoch_seconds=1.0,
+        ...     samples_per_second=1.0, sample_unit="images"))
+        'top-1 61.20%'
+    """
+    value = result.metrics[result.metric]
+    if result.metric_label.endswith("(%)"):
+        return f"{result.metric_label[:-4]} {100 * value:.2f}%"
+    return f"{result.metric_label} {value:.4f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -162,12 +213,11 @@ def main(argv: list[str] | None = None) -> int:
         check_arguments(args)
         check_run_folder(args.out, args.resume)
         config, settings = resumed_run(args) if args.resume else new_run(args)
-        check_distributed_support(config)
-        train_root, eval_root = split_folders(args.data)
-        check_same_classes(train_root, eval_root)
+        check_distributed_support(config, args.strategy)
         device = check_device(args.device)
-        train_samples = training_samples(train_root, settings.subset)
-        check_shard_size(config, train_samples[0], world_size_from_environment())
+        data, train_samples = check_data(config, args.data, settings, progress=not args.no_progress)
+        if config.task == "language_model":
+            keep_run_tokenizer(args.out, data, resume=args.resume, write=os.environ.get("RANK", "0") == "0")
     except (ValueError, TypeError, FileNotFoundError) as error:
         if os.environ.get("RANK", "0") == "0":  # every torchrun rank refuses alike: say it once
             print(f"error: {error}", file=sys.stderr)
@@ -178,11 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         write_run(args.out, config, settings)
         print(f"{config.name} ({config_hash(config)}) on {device}, writing to {args.out}")
         print(lr_scaling_note(config, joined_world_size()))
-    trainer = build_trainer(config, data=args.data, out=args.out, device=device, subset=settings.subset,
+    trainer = build_trainer(config, data=data, out=args.out, device=device, subset=settings.subset,
                             progress=not args.no_progress, eval_every=settings.eval_every,
                             checkpoint_policy=CheckpointPolicy(every_steps=args.checkpoint_every,
                                                                keep=args.keep_checkpoints),
-                            train_samples=train_samples)
+                            train_samples=train_samples, strategy=args.strategy)
     try:
         result = trainer.fit(resume=args.resume)
     except TrainingInterrupted as stop:
@@ -193,13 +243,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         trainer.train_loader.close()
-        trainer.eval_loader.close()
+        trainer.task.close()
         if dist.is_initialized():
             dist.destroy_process_group()
     if is_main:
         (args.out / SUMMARY_NAME).write_text(json.dumps(dataclasses.asdict(result), indent=2) + "\n")
-        print(f"{config.name}: top-1 {100 * result.top1:.2f}% | train time {result.train_seconds:.1f} s "
-              f"(evaluation and checkpoints excluded) | {result.images_per_second:.0f} images/s | "
+        print(f"{config.name}: {describe_metric(result)} | train time {result.train_seconds:.1f} s "
+              f"(evaluation and checkpoints excluded) | {result.samples_per_second:.0f} {result.sample_unit}/s | "
               f"{result.steps} steps")
     return 0
 

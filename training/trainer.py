@@ -1,15 +1,17 @@
 """The training loop: steps, events for the methods, evaluation, timing, checkpoints and resume.
 
-The trainer knows nothing about any particular method: MixUp, SAM, EMA, SWA and the others
-attach to the events of :mod:`training.methods.base` and change the run through its TrainState.
+The trainer knows nothing about any particular method or task: MixUp, SAM, EMA, SWA and the
+others attach to the events of :mod:`training.methods.base` and change the run through its
+TrainState; a :mod:`training.tasks` task (image classification, causal language modelling)
+supplies the forward pass's outputs, the loss, the samples a batch counts and the evaluation.
 Time is kept the way the methodology measures cost: ``train_seconds`` counts the training steps
 (waiting for data included) and the methods' own work, never evaluation or checkpointing.
 
-    >>> trainer = Trainer(model=model, optimizer=optimizer, loss_fn=loss_fn, train_loader=train,
-    ...                   eval_loader=test, total_steps=10 * len(train), warmup_steps=len(train),
+    >>> trainer = Trainer(model=model, optimizer=optimizer, task=task, train_loader=train,
+    ...                   total_steps=10 * len(train), warmup_steps=len(train),
     ...                   device=torch.device("cpu"), out=Path("runs/demo"))   # doctest: +SKIP
     >>> result = trainer.fit()                                                  # doctest: +SKIP
-    >>> result.top1, result.train_seconds                                       # doctest: +SKIP
+    >>> result.metrics["top1"], result.train_seconds                            # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -24,15 +26,14 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from torch.nn import functional as F
 from tqdm import tqdm
 
-from fastcore_ops.checks import check_int
-from training import checkpoint
-from training.losses import LossFunction
+from fastcore_ops.checks import check_int, check_number
+from training import checkpoint, parallel
 from training.methods.base import Event, Method, TrainState
 from training.metrics import MetricsLog
 from training.optim import warmup_cosine
+from training.tasks import Task
 
 CHECKPOINT_NAME = checkpoint.CHECKPOINT_NAME
 PHASES = ("data", "forward", "backward", "optimizer", "methods")
@@ -48,13 +49,18 @@ class TrainingInterrupted(Exception):
 
 @dataclass
 class FitResult:
-    top1: float
-    eval_loss: float
+    """A finished run, as ``summary.json`` records it."""
+
+    metrics: dict[str, float]  # the final evaluation: the task's metric and its companions
+    metric: str  # the task's headline metric (top1, eval_loss): what the tradeoff tool compares
+    higher_is_better: bool
+    metric_label: str  # how plots and tables name the metric
     steps: int
     epochs_seen: int
     train_seconds: float
     first_epoch_seconds: float  # the first epoch's share of train_seconds (start-up and warm-up costs)
-    images_per_second: float  # training images per second of train_seconds, over all processes
+    samples_per_second: float  # training samples per second of train_seconds, over all processes
+    sample_unit: str  # what a sample is: images, tokens
     phase_seconds: dict[str, float] = field(default_factory=dict)  # where train_seconds went
 
 
@@ -84,9 +90,13 @@ def _share_rank0_buffers(model: torch.nn.Module) -> None:
 class Trainer:
     """Trains ``model`` for ``total_steps`` optimizer steps, firing events for ``methods``.
 
-    model: the module to train; ``ddp_model`` its DistributedDataParallel wrapper when training
-        with several processes (the forward pass goes through it, methods see ``model``).
-    train_loader, eval_loader: fastcore_ops.data loaders (``set_epoch(epoch, first_batch)``, ``len``).
+    model: the module to train; ``forward_module`` what the training forward pass goes through
+        when training with several processes (:func:`training.parallel.wrap`: a DDP wrapper, or
+        the FSDP-sharded model itself); methods see ``model``.
+    task: what the batches are and how outputs are scored (it holds the evaluation data).
+    train_loader: batches of (inputs, targets) on the device, with ``set_epoch(epoch, first_batch)``
+        and ``len`` (fastcore_ops.data loaders, training.text loaders).
+    grad_clip_norm: clip the gradients' global norm to this before each optimizer step; 0: never.
     out: folder for ``checkpoint.pt``, ``metrics.jsonl`` and ``curves.png``; None keeps nothing.
     phase_timing: time data/forward/backward/optimizer separately; on CUDA this synchronizes
         the device at each boundary, which costs a little speed.
@@ -94,19 +104,20 @@ class Trainer:
     checkpoint_policy: when to checkpoint within an epoch and how many checkpoints to keep.
     """
 
-    def __init__(self, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn: LossFunction,
-                 train_loader, eval_loader, total_steps: int, warmup_steps: int = 0, final_lr_fraction: float = 0.0,
+    def __init__(self, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, task: Task,
+                 train_loader, total_steps: int, warmup_steps: int = 0, final_lr_fraction: float = 0.0,
                  methods: Sequence[Method] = (), precision: str = "fp32", device: torch.device,
-                 num_classes: int, out: Path | None = None, ddp_model: torch.nn.Module | None = None,
-                 progress: bool = True, phase_timing: bool = True, eval_every: int = 1,
+                 out: Path | None = None, forward_module: torch.nn.Module | None = None,
+                 progress: bool = True, phase_timing: bool = True, eval_every: int = 1, grad_clip_norm: float = 0.0,
                  checkpoint_policy: checkpoint.CheckpointPolicy = checkpoint.CheckpointPolicy()):
         check_int("total_steps", total_steps, low=1)
         check_int("eval_every", eval_every, low=0)
-        self.checkpoint_policy = checkpoint_policy
-        self.model, self.loss_fn, self.methods = model, loss_fn, list(methods)
-        self.train_loader, self.eval_loader = train_loader, eval_loader
+        check_number("grad_clip_norm", grad_clip_norm, low=0)
+        self.checkpoint_policy, self.grad_clip_norm = checkpoint_policy, grad_clip_norm
+        self.model, self.task, self.methods = model, task, list(methods)
+        self.train_loader = train_loader
         self.device, self.out = device, out
-        self.forward_module = ddp_model if ddp_model is not None else model
+        self.forward_module = forward_module if forward_module is not None else model
         self.is_main = not _distributed() or dist.get_rank() == 0
         self.progress, self.phase_timing, self.eval_every = progress and self.is_main, phase_timing, eval_every
         self.dtype = autocast_dtype(precision, device)
@@ -114,7 +125,7 @@ class Trainer:
         self.scheduler = warmup_cosine(optimizer, warmup_steps=warmup_steps, total_steps=total_steps,
                                        final_fraction=final_lr_fraction)
         self.state = TrainState(model=model, optimizer=optimizer, scaler=scaler, device=device,
-                                num_classes=num_classes, steps_per_epoch=len(train_loader), total_steps=total_steps,
+                                num_classes=task.num_classes, steps_per_epoch=len(train_loader), total_steps=total_steps,
                                 train_loader=train_loader, forward_backward=self._forward_backward)
         self.batch_in_epoch = 0
         # The epoch's summed training loss so far: saved mid-epoch, so a resumed epoch reports the same mean.
@@ -122,8 +133,9 @@ class Trainer:
         self.last_checkpoint_time = time.monotonic()
         self.train_seconds = self.first_epoch_seconds = 0.0
         self.phase_seconds = dict.fromkeys(PHASES, 0.0)
-        self.images_seen = 0
-        self.log = MetricsLog(out) if out is not None and self.is_main else None
+        self.samples_seen = 0
+        self.log = (MetricsLog(out, metric=task.metric, metric_label=task.metric_label)
+                    if out is not None and self.is_main else None)
 
     # -- events and phases -------------------------------------------------------------------
 
@@ -146,22 +158,22 @@ class Trainer:
     def _forward_backward(self) -> torch.Tensor:
         """Loss and backward on the current batch at the current weights (SAM's second pass)."""
         with self._autocast():
-            outputs = self.forward_module(self.state.images)
-        loss = self.loss_fn(outputs, self.state.targets)
+            outputs = self.task.forward(self.forward_module, self.state.inputs)
+        loss = self.task.loss(outputs, self.state.targets)
         self.state.scaler.scale(loss).backward()
         return loss.detach()
 
     # -- one step ----------------------------------------------------------------------------
 
-    def _train_step(self, images: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def _train_step(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         state = self.state
-        state.images, state.targets = images, targets
+        state.inputs, state.targets = inputs, targets
         self._fire(Event.AFTER_DATALOADER)
         started = self._sync()
         with self._autocast():
-            state.outputs = self.forward_module(state.images)
+            state.outputs = self.task.forward(self.forward_module, state.inputs)
         self._fire(Event.BEFORE_LOSS)
-        state.loss = self.loss_fn(state.outputs, state.targets)
+        state.loss = self.task.loss(state.outputs, state.targets)
         forward_done = self._sync()
         state.scaler.scale(state.loss).backward()
         backward_done = self._sync()
@@ -169,6 +181,9 @@ class Trainer:
         self.phase_seconds["backward"] += backward_done - forward_done
         self._fire(Event.AFTER_BACKWARD)
         started = self._sync()
+        if self.grad_clip_norm:
+            state.scaler.unscale_(state.optimizer)  # clip the true gradients, not fp16's scaled ones
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip_norm)
         state.scaler.step(state.optimizer)
         state.scaler.update()
         state.optimizer.zero_grad(set_to_none=True)
@@ -181,50 +196,48 @@ class Trainer:
     # -- evaluation --------------------------------------------------------------------------
 
     @torch.no_grad()
-    def evaluate(self) -> tuple[float, float]:
-        """(top-1, mean cross-entropy) of the evaluation model over this rank's share, summed over ranks.
+    def evaluate(self) -> dict[str, float]:
+        """The task's metrics of the evaluation model, over every rank's share of the evaluation data.
 
         Under DDP each rank evaluates its own unpadded shard (the shards may differ by a batch),
         so the only collectives are a broadcast of the buffers before the loop and one sum after it.
+        A sharded model's every forward pass is collective, so there each rank evaluates all the
+        evaluation data (the task's loaders are built unsharded for it) and nothing is summed.
         """
         model = self.state.eval_model or self.model
         if _distributed():
             _share_rank0_buffers(model)
         was_training = model.training
         model.eval()
-        totals = torch.zeros(3, dtype=torch.float64, device=self.device)  # correct, loss sum, count
-        for images, labels in self.eval_loader:
-            with self._autocast():
-                logits = model(images)
-            totals[0] += (logits.argmax(dim=1) == labels).sum()
-            totals[1] += F.cross_entropy(logits.float(), labels, reduction="sum")
-            totals[2] += len(labels)
+        sums = self.task.evaluation_sums(model, self._autocast)
         model.train(was_training)
-        if _distributed():
-            dist.all_reduce(totals)
-        correct, loss_sum, count = totals.tolist()
-        return correct / max(count, 1), loss_sum / max(count, 1)
+        if _distributed() and not parallel.is_sharded(model):
+            dist.all_reduce(sums)
+        return self.task.metrics(sums)
 
     # -- checkpoints -------------------------------------------------------------------------
 
-    def _checkpoint_payload(self, final: tuple[float, float] | None) -> dict:
+    def _checkpoint_payload(self, final: dict[str, float] | None) -> dict:
         state = self.state
         return {
-            "model": self.model.state_dict(), "optimizer": state.optimizer.state_dict(),
+            "model": parallel.model_state(self.model),
+            "optimizer": parallel.optimizer_state(self.model, state.optimizer),
             "scheduler": self.scheduler.state_dict(), "scaler": state.scaler.state_dict(),
             "methods": {type(m).__name__: m.state_dict() for m in self.methods},
             "step": state.step, "epoch": state.epoch, "batch_in_epoch": self.batch_in_epoch,
             "epoch_loss_sum": self.epoch_loss_sum, "epoch_losses": self.epoch_losses,
             "train_seconds": self.train_seconds, "first_epoch_seconds": self.first_epoch_seconds,
-            "phase_seconds": dict(self.phase_seconds), "images_seen": self.images_seen,
+            "phase_seconds": dict(self.phase_seconds), "samples_seen": self.samples_seen,
             "method_seconds": dict(state.method_seconds), "rng": checkpoint.rng_states(), "final": final,
         }
 
-    def save_checkpoint(self, final: tuple[float, float] | None = None) -> None:
-        """Save the run; ``final`` (top-1, eval loss) marks it finished."""
-        if self.out is not None and self.is_main:
-            checkpoint.save_keeping(self._checkpoint_payload(final), self.out / CHECKPOINT_NAME,
-                                    self.checkpoint_policy.keep)
+    def save_checkpoint(self, final: dict[str, float] | None = None) -> None:
+        """Save the run; ``final`` (the final evaluation's metrics) marks it finished."""
+        # A sharded model's state is gathered by every rank together; only rank 0 writes it.
+        if self.out is not None and (self.is_main or parallel.is_sharded(self.model)):
+            payload = self._checkpoint_payload(final)
+            if self.is_main:
+                checkpoint.save_keeping(payload, self.out / CHECKPOINT_NAME, self.checkpoint_policy.keep)
         self.last_checkpoint_time = time.monotonic()
 
     def _checkpoint_due(self) -> bool:
@@ -240,7 +253,7 @@ class Trainer:
     def _resume(self) -> dict:
         """Restore what a fit needs before FIT_START; returns the payload for the rest."""
         payload = checkpoint.load_newest(self.out / CHECKPOINT_NAME)
-        self.model.load_state_dict(payload["model"])
+        parallel.load_model_state(self.model, payload["model"])
         state = self.state
         state.step, state.epoch = payload["step"], payload["epoch"]
         self.batch_in_epoch = payload["batch_in_epoch"]
@@ -248,7 +261,7 @@ class Trainer:
         self.epoch_losses = payload["epoch_losses"]
         self.train_seconds, self.first_epoch_seconds = payload["train_seconds"], payload["first_epoch_seconds"]
         self.phase_seconds.update(payload["phase_seconds"])
-        self.images_seen = payload["images_seen"]
+        self.samples_seen = payload["samples_seen"]
         state.method_seconds.update(payload["method_seconds"])
         if self.log is not None:
             self.log.truncate_after(state.step)
@@ -260,7 +273,7 @@ class Trainer:
         saved_methods = payload["methods"]
         for method in self.methods:
             method.load_state_dict(saved_methods.get(type(method).__name__, {}))
-        self.state.optimizer.load_state_dict(payload["optimizer"])
+        parallel.load_optimizer_state(self.model, self.state.optimizer, payload["optimizer"])
         self.scheduler.load_state_dict(payload["scheduler"])
         self.state.scaler.load_state_dict(payload["scaler"])
         checkpoint.restore_rng_states(payload["rng"])
@@ -288,22 +301,24 @@ class Trainer:
         while state.step < state.total_steps:
             started = time.perf_counter()
             try:
-                images, targets = next(batches)
+                inputs, targets = next(batches)
             except StopIteration:
                 break
             self.phase_seconds["data"] += time.perf_counter() - started
-            self.epoch_loss_sum += self._train_step(images, targets)
+            # Counted before the step: methods may reshape the batch (sequence-length warmup), not its samples.
+            samples = self.task.samples(targets) * (dist.get_world_size() if _distributed() else 1)
+            self.epoch_loss_sum += self._train_step(inputs, targets)
             self.epoch_losses += 1
             self.batch_in_epoch += 1
-            self.images_seen += len(targets) * (dist.get_world_size() if _distributed() else 1)
+            self.samples_seen += samples
             elapsed = time.perf_counter() - started
             self.train_seconds += elapsed
             if state.epoch == 0:
                 self.first_epoch_seconds += elapsed
             bar.update()
             if self.epoch_losses % 10 == 0:  # .item() waits for the device: not every step
-                bar.set_postfix(loss=f"{(self.epoch_loss_sum / self.epoch_losses).item():.3f}",
-                                img_s=f"{self.images_seen / max(self.train_seconds, 1e-9):.0f}")
+                bar.set_postfix({"loss": f"{(self.epoch_loss_sum / self.epoch_losses).item():.3f}",
+                                 f"{self.task.sample_unit}/s": f"{self._samples_per_second():.0f}"})
             if self._stop_requested(stops):
                 bar.close()
                 self.save_checkpoint()
@@ -316,13 +331,15 @@ class Trainer:
         self.epoch_train_loss = (self.epoch_loss_sum / max(self.epoch_losses, 1)).item()
         self.epoch_seconds = time.perf_counter() - epoch_started
 
-    def _record(self, top1: float, eval_loss: float) -> None:
+    def _samples_per_second(self) -> float:
+        return self.samples_seen / max(self.train_seconds, 1e-9)
+
+    def _record(self, metrics: dict[str, float]) -> None:
         if self.log is None:
             return
         self.log.append({
             "epoch": self.state.epoch + 1, "step": self.state.step, "train_loss": self.epoch_train_loss,
-            "top1": top1, "eval_loss": eval_loss, "train_seconds": self.train_seconds,
-            "images_per_second": self.images_seen / max(self.train_seconds, 1e-9),
+            **metrics, "train_seconds": self.train_seconds, "samples_per_second": self._samples_per_second(),
             "lr": self.state.optimizer.param_groups[0]["lr"],
         })
 
@@ -330,7 +347,7 @@ class Trainer:
         """Train to ``total_steps`` (from the checkpoint in ``out`` if ``resume``) and evaluate."""
         payload = self._resume() if resume else None
         if payload is not None and payload["final"] is not None:
-            return self._result(*payload["final"])  # nothing left to train
+            return self._result(payload["final"])  # nothing left to train
         self.model.train()
         self.last_checkpoint_time = time.monotonic()
         with checkpoint.StopRequests() as stops:
@@ -345,7 +362,7 @@ class Trainer:
                 if self.state.step >= self.state.total_steps:
                     break
                 if self.eval_every and (self.state.epoch + 1) % self.eval_every == 0:
-                    self._record(*self.evaluate())
+                    self._record(self.evaluate())
                 self.state.epoch += 1
                 self.batch_in_epoch = 0
                 self.save_checkpoint()
@@ -354,18 +371,21 @@ class Trainer:
             started = time.perf_counter()
             self._fire(Event.FIT_END)  # SWA's BatchNorm pass is training cost
             self.train_seconds += time.perf_counter() - started
-            top1, eval_loss = self.evaluate()
-            self._record(top1, eval_loss)
-            self.save_checkpoint(final=(top1, eval_loss))
+            metrics = self.evaluate()
+            self._record(metrics)
+            self.save_checkpoint(final=metrics)
         if self.log is not None:
             self.log.plot()
-        return self._result(top1, eval_loss)
+        return self._result(metrics)
 
-    def _result(self, top1: float, eval_loss: float) -> FitResult:
+    def _result(self, metrics: dict[str, float]) -> FitResult:
         phases = dict(self.phase_seconds)
         for name, seconds in self.state.method_seconds.items():
             phases[f"methods.{name}"] = seconds
-        return FitResult(top1=top1, eval_loss=eval_loss, steps=self.state.step, epochs_seen=self.state.epoch + 1,
+        task = self.task
+        return FitResult(metrics=dict(metrics), metric=task.metric, higher_is_better=task.higher_is_better,
+                         metric_label=task.metric_label, steps=self.state.step, epochs_seen=self.state.epoch + 1,
                          train_seconds=self.train_seconds, first_epoch_seconds=self.first_epoch_seconds,
-                         images_per_second=self.images_seen / max(self.train_seconds, 1e-9), phase_seconds=phases)
+                         samples_per_second=self._samples_per_second(), sample_unit=task.sample_unit,
+                         phase_seconds=phases)
 

@@ -17,7 +17,8 @@ from fastcore_ops.checks import check_bool, check_choice, check_int, check_inter
 from fastcore_ops.data.colout import ColOutOptions
 from fastcore_ops.data.dali_backend import DaliBackend, dali_available
 from fastcore_ops.data.device_stage import DeviceAugment
-from fastcore_ops.data.order import batch_count, drop_incomplete_batch, epoch_order, mix_seed, samples_per_rank
+from fastcore_ops.data.order import (batch_count, check_epoch_position, drop_incomplete_batch, epoch_order, mix_seed,
+                                     samples_per_rank)
 from fastcore_ops.data.pil_backend import PilBackend, default_num_workers
 from fastcore_ops.data.randaugment import RandAugmentOptions
 from fastcore_ops.data.resize import ProgressiveResize
@@ -66,10 +67,7 @@ class Loader:
 
     def set_epoch(self, epoch: int, first_batch: int = 0) -> None:
         """Use ``epoch``'s order and augmentation draws for the next iteration, starting at batch ``first_batch``."""
-        check_int("epoch", epoch, low=0)
-        check_int("first_batch", first_batch, low=0)
-        if first_batch > len(self):
-            raise ValueError(f"first_batch must be <= len(loader) = {len(self)}, got {first_batch}")
+        check_epoch_position(epoch, first_batch, len(self))
         self.epoch, self.first_batch = epoch, first_batch
 
     def close(self) -> None:

@@ -21,6 +21,8 @@ import math
 import numpy as np
 import torch
 
+from fastcore_ops.checks import check_int
+
 
 def mix_seed(*parts: int) -> int:
     """One 63-bit seed from several integers, well mixed so that (1, 2) and (2, 1) differ.
@@ -71,6 +73,20 @@ def epoch_order(
     while len(order) < padded:
         order += order[: padded - len(order)]
     return order[rank::world_size]
+
+
+def check_epoch_position(epoch: int, first_batch: int, batches: int) -> None:
+    """Refuse a place a loader's ``set_epoch(epoch, first_batch)`` cannot start an epoch at.
+
+        >>> check_epoch_position(2, 5, batches=4)
+        Traceback (most recent call last):
+        ...
+        ValueError: first_batch must be <= len(loader) = 4, got 5
+    """
+    check_int("epoch", epoch, low=0)
+    check_int("first_batch", first_batch, low=0)
+    if first_batch > batches:
+        raise ValueError(f"first_batch must be <= len(loader) = {batches}, got {first_batch}")
 
 
 def batch_count(samples: int, batch_size: int, drop_last: bool) -> int:

@@ -18,7 +18,7 @@ where they go; :mod:`.core` holds what they share.
 from .alibi import ALiBiPlanning, apply_alibi, register_alibi_model
 from .blurpool import apply_blurpool
 from .channels_last import apply_channels_last
-from .core import apply_surgery, list_surgeries
+from .core import apply_surgery, check_surgeries, list_surgeries
 from .ghost_batchnorm import apply_ghost_batchnorm
 from .report import SurgeryReport
 from .squeeze_excite import apply_squeeze_excite
@@ -34,6 +34,7 @@ __all__ = [
     "apply_squeeze_excite",
     "apply_stochastic_depth",
     "apply_surgery",
+    "check_surgeries",
     "list_surgeries",
     "register_alibi_model",
 ]

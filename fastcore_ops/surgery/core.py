@@ -326,6 +326,29 @@ def _check_optimizer_holds_no_strangers(optimizers, model: nn.Module) -> None:
 # ----------------------------------------------------------------------------------------
 
 
+def check_surgeries(surgeries) -> list[tuple[Surgery, object]]:
+    """Each surgery :func:`apply_surgery` would run, with its options checked, touching no model.
+
+    For checking a configuration before building its model: the same errors as apply_surgery's.
+
+    Example:
+        >>> [surgery.name for surgery, _ in check_surgeries(["blurpool", ("stochastic_depth", {"drop_rate": 0.1})])]
+        ['blurpool', 'stochastic_depth']
+        >>> check_surgeries([("blurpool", {"min_chanels": 8})])
+        Traceback (most recent call last):
+        ...
+        ValueError: surgery 'blurpool' has no option 'min_chanels'; its options are: min_channels, replace_convs, replace_maxpools
+    """
+    requests = []
+    for name, given in _normalize(surgeries):
+        if name not in _REGISTRY:
+            raise ValueError(f"unknown surgery {name!r}; choose from: {', '.join(sorted(_REGISTRY))}")
+        if not isinstance(given, Mapping):
+            raise TypeError(f"options of surgery {name!r} must be a dict, got {type(given).__name__}")
+        requests.append((_REGISTRY[name], build_options(_REGISTRY[name], given)))
+    return requests
+
+
 def apply_surgery(model: nn.Module, surgeries, optimizers=None) -> SurgeryReport:
     """Rewrite ``model`` in place with the named surgeries, in order; all or nothing.
 
@@ -352,13 +375,7 @@ def apply_surgery(model: nn.Module, surgeries, optimizers=None) -> SurgeryReport
     _check_model(model)
     optimizers = _check_optimizers(optimizers)
     _check_optimizer_holds_no_strangers(optimizers, model)
-    requests = []
-    for name, given in _normalize(surgeries):
-        if name not in _REGISTRY:
-            raise ValueError(f"unknown surgery {name!r}; choose from: {', '.join(sorted(_REGISTRY))}")
-        if not isinstance(given, Mapping):
-            raise TypeError(f"options of surgery {name!r} must be a dict, got {type(given).__name__}")
-        requests.append((_REGISTRY[name], build_options(_REGISTRY[name], given)))
+    requests = check_surgeries(surgeries)
 
     journal: list[Callable[[], None]] = []
     records, removed, added = [], [], []

@@ -29,3 +29,34 @@ def tiny_cifar(tmp_path_factory):
 def micro_cifar(tmp_path_factory):
     """2 training and 2 test images per class: for runs that only need to train a few steps."""
     return link_cifar_subset(tmp_path_factory.mktemp("micro-cifar"), train_per_class=2, test_per_class=2)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def token_cache(tmp_path_factory):
+    """Prepared tokens go to a folder of this test session, not the user's cache (child processes inherit it)."""
+    folder = tmp_path_factory.mktemp("token-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FASTCORE_OPS_CACHE", str(folder))
+        yield folder
+
+
+def _stdlib_sample(root, *, files: int, size: int):
+    """``files`` real Python source files of the standard library, each cut to its first ``size`` bytes."""
+    from training.text.corpus import source_files, stdlib_root
+
+    names = [name for name in source_files(stdlib_root()) if (stdlib_root() / name).stat().st_size > size][:files]
+    for index, name in enumerate(names):
+        (root / f"m{index:02d}.py").write_bytes((stdlib_root() / name).read_bytes()[:size])
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_text(tmp_path_factory):
+    """20 files of 3 KB: 18 to train on (54,000 tokens), 2 for validation."""
+    return _stdlib_sample(tmp_path_factory.mktemp("tiny-text"), files=20, size=3000)
+
+
+@pytest.fixture(scope="session")
+def micro_text(tmp_path_factory):
+    """10 files of 340 bytes: 9 to train on (3,060 tokens), 1 for validation."""
+    return _stdlib_sample(tmp_path_factory.mktemp("micro-text"), files=10, size=340)

@@ -1,7 +1,7 @@
-"""The ALiBi extrapolation experiment: corpus split, evaluation windows, models, and a tiny end-to-end run.
+"""The ALiBi extrapolation experiment on the trainer: its configurations, rows, and a tiny end-to-end run.
 
-The end-to-end runs use the ALiBi kernel's PyTorch reference (this is about the
-experiment, not the kernel, which tests/kernels covers) and a tiny model and corpus.
+The end-to-end runs use the ALiBi kernel's PyTorch reference (this is about the experiment,
+not the kernel, which tests/kernels covers) and a tiny model and corpus.
 """
 
 import csv
@@ -12,12 +12,10 @@ import pytest
 import torch
 
 from fastcore_ops.kernels import backend
-from training import alibi_extrapolation as extrapolation
-from training.alibi_extrapolation import (
-    CANNOT_RUN, RESULT_FILES, ExtrapolationConfig, batch_offsets, build_model, evaluation_windows, main,
-    run_experiment, span_starts,
-)
-from training.text_corpus import load_corpus, source_files, split_by_file, stdlib_root
+from training.alibi_extrapolation import (CANNOT_RUN, RESULT_FILES, ExtrapolationConfig, evaluation_rows, main,
+                                          run_experiment, train_config)
+from training.assemble import build_trainer
+from training.tasks.language import prepare_text_data
 
 
 @pytest.fixture
@@ -25,117 +23,38 @@ def reference_kernels(monkeypatch):
     monkeypatch.setattr(backend, "INTERPRETING", False)
 
 
-def write_tree(root, files: dict[str, bytes]):
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content)
-    return root
-
-
 def tiny_config(**overrides) -> ExtrapolationConfig:
-    settings = dict(train_length=16, steps=3, batch_size=4, n_layer=1, n_head=2, n_embd=32, eval_spans=2,
-                    eval_batch_tokens=64) | overrides
+    settings = dict(train_length=16, steps=3, batch_size=4, n_layer=1, n_head=2, n_embd=32) | overrides
     return ExtrapolationConfig(**settings)
 
 
-# ----------------------------------------------------------------------------------------
-# Corpus
-# ----------------------------------------------------------------------------------------
+def test_both_models_share_every_setting_but_the_alibi_surgery():
+    learned, alibi = (train_config(tiny_config(), kind, steps_per_epoch=30) for kind in ("learned", "alibi"))
+    assert learned.model.surgeries == [] and alibi.model.surgeries == [("alibi", {"max_sequence_length": 8192})]
+    assert learned.schedule.epochs == pytest.approx(3 / 30)  # exactly ``steps`` steps
+    assert (learned.text.eval_length_multiples, alibi.text.eval_length_multiples) == ((1,), (1, 2, 4, 8))
+    assert (learned.optimizer, learned.data, learned.text.sequence_length, learned.seed) == (
+        alibi.optimizer, alibi.data, alibi.text.sequence_length, alibi.seed)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        train_config(tiny_config(), "rope", steps_per_epoch=30)
 
 
-def test_source_files_are_sorted_and_skip_packages_tests_and_other_files(tmp_path):
-    write_tree(tmp_path, {
-        "zeta.py": b"z", "alpha.py": b"a", "pkg/mod.py": b"m", "pkg/tests/test_mod.py": b"t",
-        "test/test_x.py": b"t", "site-packages/thirdparty.py": b"s", "idlelib/idle_test/t.py": b"t",
-        "README.txt": b"r", "pkg/data.pyc": b"c",
-    })
-    assert source_files(tmp_path) == ["alpha.py", "pkg/mod.py", "zeta.py"]
-    with pytest.raises(ValueError, match="root must be an existing directory, got '.*missing'"):
-        source_files(tmp_path / "missing")
-
-
-def test_split_sends_every_tenth_file_to_validation():
-    names = [f"f{i:02d}.py" for i in range(25)]
-    train, validation = split_by_file(names, validation_every=10)
-    assert validation == ["f09.py", "f19.py"]
-    assert train == [n for n in names if n not in ("f09.py", "f19.py")]
-    with pytest.raises(ValueError, match="validation_every must be an int >= 2, got 1"):
-        split_by_file(names, validation_every=1)
-
-
-def test_corpus_bytes_are_the_split_files_concatenated_in_path_order(tmp_path):
-    contents = {f"m{i:02d}.py": f"# file {i}\n".encode() * (i + 1) for i in range(12)}
-    corpus = load_corpus(write_tree(tmp_path, contents), validation_every=10)
-    assert corpus.validation_files == ("m09.py",)
-    expected_train = b"".join(contents[n] for n in sorted(contents) if n != "m09.py")
-    assert bytes(corpus.train.tolist()) == expected_train
-    assert bytes(corpus.validation.tolist()) == contents["m09.py"]
-    assert corpus.summary()["train_bytes"] == len(expected_train)
-    with pytest.raises(ValueError, match="holds 3 .py file"):
-        load_corpus(write_tree(tmp_path / "small", {"a.py": b"a", "b.py": b"b", "c.py": b"c"}))
-
-
-def test_stdlib_split_is_deterministic_disjoint_and_covers_every_file():
-    root = stdlib_root()
-    files = source_files(root)
-    assert files == source_files(root) and files == sorted(files)
-    assert "os.py" in files and "json/decoder.py" in files
-    assert not any(part in ("site-packages", "test", "tests") for name in files for part in name.split("/"))
-    train, validation = split_by_file(files, 10)
-    assert set(train).isdisjoint(validation) and sorted(train + validation) == files
-    assert len(validation) == len(files) // 10
-
-
-# ----------------------------------------------------------------------------------------
-# Evaluation windows and training batches
-# ----------------------------------------------------------------------------------------
-
-
-def test_evaluation_windows_predict_the_same_tokens_at_every_length_without_overlap():
-    data = torch.arange(1000)  # every value names its position
-    # Spans of 33 tokens at 0, 483, 966: (1000 - 33) // 2 apart.
-    expected_inputs = sorted(s + i for s in (0, 483, 966) for i in range(32))
-    for length in (4, 8, 16, 32):
-        inputs, targets = evaluation_windows(data, length, longest=32, spans=3)
-        assert inputs.shape == targets.shape == (3 * 32 // length, length)
-        assert sorted(inputs.flatten().tolist()) == expected_inputs  # each position once: no overlap
-        assert torch.equal(targets, inputs + 1)
-        assert torch.equal(inputs.diff(dim=1), torch.ones(len(inputs), length - 1, dtype=inputs.dtype))
-    with pytest.raises(ValueError, match="length must divide longest, got length=5, longest=32"):
-        evaluation_windows(data, 5, longest=32, spans=3)
-
-
-def test_span_starts_refuse_a_text_too_short():
-    assert span_starts(100, 10, 1).tolist() == [0]
-    with pytest.raises(ValueError, match="3 validation spans of 40 bytes need 120 bytes, but the validation text has 100"):
-        span_starts(100, 40, 3)
-
-
-def test_batch_offsets_are_seeded_and_keep_windows_inside_the_text():
-    config = tiny_config(steps=50, batch_size=8)
-    offsets = batch_offsets(40, config)
-    assert torch.equal(offsets, batch_offsets(40, config))
-    assert not torch.equal(offsets, batch_offsets(40, tiny_config(steps=50, batch_size=8, seed=1)))
-    assert offsets.min() >= 0 and offsets.max() + 16 + 1 <= 40
-    assert offsets.max() == 40 - 17  # the last window is reachable
-    with pytest.raises(ValueError, match="has 17 bytes, too few for windows of train_length=16"):
-        batch_offsets(17, config)
-
-
-# ----------------------------------------------------------------------------------------
-# Models, options, end to end
-# ----------------------------------------------------------------------------------------
-
-
-def test_alibi_model_is_the_learned_model_operated_on(reference_kernels):
+def test_alibi_model_is_the_learned_model_operated_on(tiny_text, tmp_path, reference_kernels):
     config = tiny_config()
-    learned, alibi = build_model(config, "learned"), build_model(config, "alibi")
+    data = prepare_text_data(train_config(config, "learned", 1), tiny_text, progress=False)
+    learned, alibi = (build_trainer(train_config(config, kind, 30), data=data, out=None, device=torch.device("cpu"),
+                                    progress=False).model for kind in ("learned", "alibi"))
     assert alibi.wpe is None and alibi.config.position == "alibi" and learned.config.position == "learned"
     learned_state = {k: v for k, v in learned.state_dict().items() if not k.startswith("wpe.")}
     assert learned_state.keys() == alibi.state_dict().keys()
-    assert all(torch.equal(v, alibi.state_dict()[k]) for k, v in learned_state.items())
-    alibi(torch.zeros(1, 8 * 16, dtype=torch.long))  # runs beyond the length it was built for
+    assert all(v.equal(alibi.state_dict()[k]) for k, v in learned_state.items())
+
+
+def test_rows_mark_the_lengths_a_model_did_not_run():
+    rows = evaluation_rows("alibi", {"eval_loss": 1.0, "bits_per_byte": 1.44, "eval_loss@2L": 1.1,
+                                     "bits_per_byte@2L": 1.59}, tiny_config(length_multiples=(1, 2, 4)))
+    assert [(r["length"], r["status"], r["loss"]) for r in rows] == [(16, "ok", 1.0), (32, "ok", 1.1),
+                                                                      (64, CANNOT_RUN, None)]
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -150,17 +69,10 @@ def test_bad_options_stop_with_a_clear_message(argv, message, capsys):
     assert stopped.value.code == 2 and message in capsys.readouterr().err
 
 
-@pytest.fixture
-def tiny_corpus(tmp_path):
-    """20 files of 600 bytes: 2 validation files, room for 2 spans of 8 * 16 + 1 bytes."""
-    text = "".join(f"def f{i}(x):\n    return x * {i} + {i % 7}\n" for i in range(400)).encode()
-    return load_corpus(write_tree(tmp_path / "src", {f"m{i:02d}.py": text[i * 600:(i + 1) * 600] for i in range(20)}))
-
-
-def test_tiny_run_writes_every_file_and_only_alibi_runs_beyond_the_training_length(tmp_path, tiny_corpus,
+def test_tiny_run_writes_every_file_and_only_alibi_runs_beyond_the_training_length(tmp_path, tiny_text,
                                                                                   reference_kernels):
-    corpus, out = tiny_corpus, tmp_path / "out"
-    results = run_experiment(tiny_config(), out, corpus=corpus, progress=False)
+    out = tmp_path / "out"
+    results = run_experiment(tiny_config(), out, data=tiny_text, progress=False)
 
     assert all((out / name).is_file() and (out / name).stat().st_size > 0 for name in RESULT_FILES)
     assert json.loads((out / "results.json").read_text())["rows"] == results["rows"]
@@ -173,16 +85,13 @@ def test_tiny_run_writes_every_file_and_only_alibi_runs_beyond_the_training_leng
         alibi = rows[("alibi", length)]
         assert alibi["status"] == "ok" and math.isfinite(float(alibi["loss"]))
         assert float(alibi["loss"]) < math.log(256) + 0.5  # near uniform or better after 3 steps
-        assert int(alibi["predicted_tokens"]) == 2 * 128  # the same tokens at every length
-    # At the training length, every window is its own last train_length positions.
-    assert rows[("alibi", 16)]["loss"] == rows[("alibi", 16)]["last_window_loss"]
     assert results["models"]["alibi"]["parameters"] == results["models"]["learned"]["parameters"] - 16 * 32
+    assert results["models"]["alibi"]["steps"] == results["models"]["learned"]["steps"] == 3
 
 
-def test_command_line_prints_the_table(tmp_path, tiny_corpus, reference_kernels, monkeypatch, capsys):
-    monkeypatch.setattr(extrapolation, "load_stdlib_corpus", lambda: tiny_corpus)
+def test_command_line_prints_the_table(tmp_path, tiny_text, reference_kernels, capsys):
     main(["--train-length", "16", "--steps", "2", "--batch-size", "4", "--n-layer", "1", "--n-head", "2",
-          "--n-embd", "32", "--eval-spans", "2", "--out", str(tmp_path / "cli"), "--no-progress"])
+          "--n-embd", "32", "--data", str(tiny_text), "--out", str(tmp_path / "cli"), "--no-progress"])
     printed = capsys.readouterr().out
     assert "18 training files" in printed and "2 validation files" in printed
     table = [line.split() for line in printed.splitlines() if line.startswith(("learned ", "alibi "))]

@@ -3,7 +3,11 @@
 import pytest
 import torch
 
-from training.assemble import build_trainer
+from fastcore_ops.surgery.blurpool import BlurConv2d
+from fastcore_ops.surgery.ghost_batchnorm import GhostBatchNorm
+from fastcore_ops.surgery.stochastic_depth import StochasticDepthBlock
+from training.assemble import build_trainer, may_leave_parameters_unused
+from training.tasks.classification import build_classifier
 from training.config import override
 from training.methods import SWA, LayerFreezing
 from training.recipes import get_recipe
@@ -58,3 +62,25 @@ def test_the_optimizer_peaks_at_the_lr_scaled_to_the_global_batch(world_size, ti
     trainer = _trainer(override(get_recipe("cifar_baseline"), ["data.batch_size=8"]), tiny_cifar)
     peaks = {group["initial_lr"] for group in trainer.state.optimizer.param_groups}
     assert peaks == {0.8 * 8 * world_size / 128}  # the recipe's LR is for one process of 128 images
+
+
+def test_the_model_gets_the_configured_surgeries_with_their_options():
+    config = override(get_recipe("cifar_baseline"), [
+        "model.surgeries=['blurpool', ('stochastic_depth', {'drop_rate': 0.2, 'mode': 'sample'}), "
+        "('ghost_batchnorm', {'ghost_batch_size': 4}), 'channels_last']"])
+    model = build_classifier(config, num_classes=10)
+    kinds = {type(module) for module in model.modules()}
+    assert {BlurConv2d, StochasticDepthBlock, GhostBatchNorm} <= kinds
+    blocks = [module for module in model.modules() if isinstance(module, StochasticDepthBlock)]
+    assert blocks[-1].drop_rate == pytest.approx(0.2) and blocks[-1].mode == "sample"
+    assert all(p.is_contiguous(memory_format=torch.channels_last) for p in model.parameters() if p.dim() == 4)
+    plain = build_classifier(get_recipe("cifar_baseline"), num_classes=10)
+    assert not {BlurConv2d, StochasticDepthBlock, GhostBatchNorm} & {type(module) for module in plain.modules()}
+
+
+@pytest.mark.parametrize("surgeries, unused", [
+    ("[]", False), ("['blurpool', 'channels_last']", False), ("[('stochastic_depth', {'drop_rate': 0.1})]", True),
+    ("['stochastic_depth']", True),
+])
+def test_ddp_looks_for_unused_parameters_only_with_stochastic_depth(surgeries, unused):
+    assert may_leave_parameters_unused(override(get_recipe("cifar_mild"), [f"model.surgeries={surgeries}"])) is unused

@@ -152,12 +152,14 @@ def test_every_method_state_loads_with_weights_only(tmp_path):
 
 
 def test_without_a_step_interval_a_run_checkpoints_every_ten_minutes_of_training_within_an_epoch():
+    from training.tasks.classification import ImageClassification
     from training.trainer import Trainer
 
     model = torch.nn.Linear(2, 2)
-    trainer = Trainer(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                      loss_fn=torch.nn.functional.cross_entropy, train_loader=[None] * 4, eval_loader=[],
-                      total_steps=8, device=torch.device("cpu"), num_classes=2, progress=False)
+    task = ImageClassification(eval_loader=[], num_classes=2, loss_fn=torch.nn.functional.cross_entropy,
+                               device=torch.device("cpu"))
+    trainer = Trainer(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), task=task,
+                      train_loader=[None] * 4, total_steps=8, device=torch.device("cpu"), progress=False)
     assert trainer.checkpoint_policy == checkpoint.CheckpointPolicy(every_steps=None, every_seconds=600.0, keep=2)
     trainer.state.step = trainer.batch_in_epoch = 1
     assert not trainer._checkpoint_due()

@@ -24,16 +24,32 @@ RUN_MARK = "=== run "
 TINY = ["data.batch_size=2", "data.num_workers=0", "data.train_size=32", "data.eval_size=32",
         "data.eval_resize=32", "schedule.warmup_epochs=0"]
 
-# The runs of the torchrun below: every recipe, and SWA (in no recipe) for its BatchNorm pass.
-RUNS = {**{name: (name, []) for name in list_recipes()},
-        "cifar_baseline_swa": ("cifar_baseline", ["methods.swa=True", "methods.swa_start=0.0"])}
+# Language models: a 1-layer GPT at length 16 on micro_text (89 windows per process): 2 steps of 44.
+TINY_TEXT = ["data.batch_size=44", "text.sequence_length=16", "text.eval_batch_tokens=64", "schedule.warmup_epochs=0",
+             "model.options={'n_layer': 1, 'n_head': 2, 'n_embd': 32}"]
+
+# The runs of the torchrun below: every recipe, SWA (in no recipe) for its BatchNorm pass, and a
+# language model sharded by FSDP2: {run: (recipe, assignments, other command-line arguments)}.
+RUNS = {**{name: (name, [], []) for name in list_recipes()},
+        "cifar_baseline_swa": ("cifar_baseline", ["methods.swa=True", "methods.swa_start=0.0"], []),
+        "gpt_alibi_fsdp": ("gpt_alibi", [], ["--strategy", "fsdp"])}
+
+
+def _with_surgery_option(surgeries, name: str, **options) -> list:
+    return [(entry[0], {**entry[1], **options}) if isinstance(entry, tuple) and entry[0] == name else entry
+            for entry in surgeries]
 
 
 def _tiny(run: str) -> tuple[str, list[str]]:
     """The recipe of ``run`` and the assignments that shrink it for these tests."""
-    recipe, assignments = RUNS[run]
+    recipe, assignments, _ = RUNS[run]
+    config = get_recipe(recipe)
+    if config.task == "language_model":
+        return recipe, TINY_TEXT + assignments
     # The recipes' stochastic depth (0.05-0.1) may skip no block in two steps; 0.9 surely skips some.
-    skipping = ["model.stochastic_depth=0.9"] if get_recipe(recipe).model.stochastic_depth else []
+    skipping = []
+    if config.model.has_surgery("stochastic_depth"):
+        skipping = [f"model.surgeries={_with_surgery_option(config.model.surgeries, 'stochastic_depth', drop_rate=0.9)!r}"]
     return recipe, TINY + skipping + assignments
 
 
@@ -54,15 +70,16 @@ def _set_flags(assignments: list[str]) -> list[str]:
     return [argument for assignment in assignments for argument in ("--set", assignment)]
 
 
-def _train_tiny(run: str, data: str, out: str) -> int:
+def _train_tiny(run: str, images: str, text: str, out: str) -> int:
     """``python -m training.train`` on the recipe of ``run``, shrunk; its exit code."""
     recipe, assignments = _tiny(run)
-    return main(["--recipe", recipe, *_set_flags(assignments), "--epochs", "1", "--eval-every", "0", "--no-progress",
-                 "--data", data, "--out", out])
+    data = text if get_recipe(recipe).task == "language_model" else images
+    return main(["--recipe", recipe, *_set_flags(assignments), *RUNS[run][2], "--epochs", "1", "--eval-every", "0",
+                 "--no-progress", "--data", data, "--out", out])
 
 
 @pytest.fixture(scope="module")
-def torchrun_runs(odd_cifar, tmp_path_factory):
+def torchrun_runs(odd_cifar, micro_text, tmp_path_factory):
     """Every run of RUNS, shrunk, trained under torchrun: (the completed torchrun, the runs' folder).
 
     One torchrun makes them all (see the end of this file): the same two processes call the
@@ -71,7 +88,7 @@ def torchrun_runs(odd_cifar, tmp_path_factory):
     """
     out = tmp_path_factory.mktemp("runs")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={PROCESSES}",
-               "-m", "tests.training.test_distributed", str(odd_cifar), str(out), *RUNS]
+               "-m", "tests.training.test_distributed", str(odd_cifar), str(micro_text), str(out), *RUNS]
     finished = subprocess.run(command, cwd=PROJECT_ROOT, env=child_environment(OMP_NUM_THREADS="1"),
                               capture_output=True, text=True, timeout=400)
     return finished, out
@@ -97,6 +114,22 @@ def test_every_recipe_trains_under_torchrun(name, torchrun_runs):
     _check_trained(torchrun_runs, name)
 
 
+def test_a_language_model_trains_sharded_by_fsdp_as_it_does_replicated(torchrun_runs):
+    """FSDP2 shards the GPT over two processes; its training matches DDP's up to summation order."""
+    _check_trained(torchrun_runs, "gpt_alibi_fsdp")
+    _, out = torchrun_runs
+    sharded, replicated = (json.loads((out / run / "summary.json").read_text())["metrics"]
+                           for run in ("gpt_alibi_fsdp", "gpt_alibi"))
+    assert sharded.keys() == replicated.keys() == {f"{name}{suffix}" for name in ("eval_loss", "bits_per_byte",
+                                                                                  "perplexity")
+                                                   for suffix in ("", "@2L", "@4L")}
+    for name, value in replicated.items():
+        assert sharded[name] == pytest.approx(value, rel=1e-4), name
+    # Its checkpoint holds whole tensors, as one process would save them.
+    state = checkpoint.load(out / "gpt_alibi_fsdp" / "checkpoint.pt")
+    assert state["model"]["wte.weight"].shape == (256, 32)
+
+
 def test_swa_trains_under_torchrun(torchrun_runs):
     # SWA recomputes BatchNorm statistics on each rank's own shard; evaluation takes rank 0's.
     _check_trained(torchrun_runs, "cifar_baseline_swa")
@@ -111,10 +144,10 @@ def test_evaluation_counts_each_image_once(torchrun_runs, odd_cifar):
     alone = build_trainer(_tiny_config("cifar_baseline"), data=odd_cifar, out=None, device=torch.device("cpu"),
                           subset=1, progress=False)
     alone.model.load_state_dict(checkpoint.load(out / "checkpoint.pt")["model"])
-    top1, eval_loss = alone.evaluate()
+    metrics = alone.evaluate()
     # A padded shard counts one image twice: top-1 over 20, and a mean loss off by a twentieth of a difference.
-    assert summary["top1"] == pytest.approx(top1, abs=1e-9)
-    assert summary["eval_loss"] == pytest.approx(eval_loss, rel=1e-4)
+    assert summary["metrics"]["top1"] == pytest.approx(metrics["top1"], abs=1e-9)
+    assert summary["metrics"]["eval_loss"] == pytest.approx(metrics["eval_loss"], rel=1e-4)
 
 
 @pytest.mark.parametrize("assignment, message", [
@@ -142,9 +175,9 @@ if __name__ == "__main__":
     # raced with the other rank still leaving the old one (a hang, seen here).
     leave_process_group = dist.destroy_process_group
     dist.destroy_process_group = lambda *args, **kwargs: None
-    data, out, *runs = sys.argv[1:]
+    images, text, out, *runs = sys.argv[1:]
     for run in runs:
         if os.environ["RANK"] == "0":
             print(f"{RUN_MARK}{run}", flush=True)
-        _train_tiny(run, data, f"{out}/{run}")
+        _train_tiny(run, images, text, f"{out}/{run}")
     leave_process_group()

@@ -56,3 +56,53 @@ def test_build_optimizer_picks_sgdw_for_decoupled_decay():
     assert type(build_optimizer(model, OptimizerConfig(decoupled_weight_decay=True))) is DecoupledSGDW
     plain = build_optimizer(model, OptimizerConfig(nesterov=True, momentum=0.875))
     assert type(plain) is torch.optim.SGD and plain.defaults["nesterov"] and plain.defaults["momentum"] == 0.875
+
+
+class TiedLM(nn.Module):
+    """A GPT in miniature: embeddings, a norm, a projection, and a head that shares the token embedding."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(10, 4), nn.Embedding(8, 4)
+        self.ln = nn.LayerNorm(4)
+        self.proj = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.wte.weight
+
+
+def test_adamw_exempts_norm_weights_biases_and_embeddings_counting_a_tied_weight_once():
+    model = TiedLM()
+    config = OptimizerConfig(name="adamw", lr=1e-3, betas=(0.8, 0.9), eps=1e-6, weight_decay=0.1,
+                             no_decay_norm_and_bias=True, no_decay_embeddings=True)
+    optimizer = build_optimizer(model, config)
+    assert type(optimizer) is torch.optim.AdamW
+    assert optimizer.defaults["betas"] == (0.8, 0.9) and optimizer.defaults["eps"] == 1e-6
+    decayed, kept = optimizer.param_groups
+    assert [id(p) for p in decayed["params"]] == [id(model.proj.weight)] and decayed["weight_decay"] == 0.1
+    assert {id(p) for p in kept["params"]} == {id(model.wte.weight), id(model.wpe.weight), id(model.ln.weight),
+                                               id(model.ln.bias), id(model.proj.bias)}
+    assert kept["weight_decay"] == 0.0
+    listed = [id(p) for group in optimizer.param_groups for p in group["params"]]
+    assert len(listed) == len(set(listed)) == len(list(model.parameters())) == 6  # the tied weight once
+
+
+def test_embeddings_alone_can_be_exempt_and_the_tied_head_goes_with_them():
+    model = TiedLM()
+    decayed, kept = parameter_groups(model, 0.1, no_decay_norm_and_bias=False, no_decay_embeddings=True)
+    assert {id(p) for p in kept["params"]} == {id(model.wte.weight), id(model.wpe.weight)}
+    assert id(model.head.weight) in {id(p) for p in kept["params"]}
+    assert {id(p) for p in decayed["params"]} == {id(model.ln.weight), id(model.ln.bias), id(model.proj.weight),
+                                                  id(model.proj.bias)}
+
+
+def test_adamw_decays_the_weights_by_lr_times_decay_whatever_the_gradient():
+    weight = nn.Parameter(torch.tensor([1.0, -2.0]))
+    optimizer = build_optimizer(nn.ParameterList([weight]), OptimizerConfig(name="adamw", lr=0.5, weight_decay=0.1))
+    weight.grad = torch.zeros(2)
+    optimizer.step()
+    assert torch.allclose(weight.detach(), torch.tensor([1.0, -2.0]) * (1 - 0.5 * 0.1))
+
+
+def test_build_optimizer_refuses_an_unknown_name():
+    with pytest.raises(ValueError, match="optimizer.name must be one of 'sgd', 'adamw', got 'adam'"):
+        build_optimizer(nn.Linear(2, 2), OptimizerConfig(name="adam"))

@@ -1,21 +1,28 @@
 """The recipes: all load and validate, copies are independent, and they carry their sources' numbers."""
 
 import dataclasses
+import json
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import torch
 
-from training.assemble import effective_lr
-from training.config import from_dict, override, to_dict, validate
+import training.tasks.classification
+from fastcore_ops.data import ColOutOptions, ProgressiveResize, RandAugmentOptions
+from training.assemble import effective_lr, may_leave_parameters_unused
+from training.config import OptimizerConfig, TrainConfig, config_hash, from_dict, override, to_dict, validate
 from training.models import model_names
 from training.recipes import get_recipe, list_recipes
 
 RESNET50 = ["resnet50_baseline", "resnet50_mild", "resnet50_medium", "resnet50_hot"]
 CIFAR = ["cifar_baseline", "cifar_mild", "cifar_medium", "cifar_hot"]
+GPT = ["gpt_baseline", "gpt_alibi"]
 MOSAIC = RESNET50[1:]
 
 
 def test_list_recipes_finds_every_recipe_module():
-    assert list_recipes() == sorted(RESNET50 + CIFAR)
+    assert list_recipes() == sorted(RESNET50 + CIFAR + GPT)
 
 
 @pytest.mark.parametrize("name", RESNET50 + CIFAR)
@@ -24,7 +31,8 @@ def test_recipe_loads_validates_and_round_trips(name):
     validate(config)
     assert config.name == name
     assert config.model.name in model_names()
-    assert from_dict(to_dict(config)) == config
+    restored = from_dict(json.loads(json.dumps(to_dict(config))))
+    assert restored == config and config_hash(restored) == config_hash(config)
 
 
 def test_get_recipe_returns_independent_copies():
@@ -66,16 +74,17 @@ def test_resnet50_baseline_uses_no_speedup_method():
     config = get_recipe("resnet50_baseline")
     assert (config.data.train_size, config.data.eval_resize) == (224, 256)
     assert (config.methods.loss, config.methods.label_smoothing) == ("ce", 0.1)
-    assert not (config.model.blurpool or config.model.channels_last or config.data.progressive_resize)
+    assert config.model.surgeries == [] and config.data.progressive_resize is None
     assert config.methods.ema_half_life_steps == config.methods.mixup_alpha == config.methods.sam_rho == 0
 
 
 TABLE_1 = {
-    # name: label smoothing, MixUp, SAM rho, SAM interval, RandAugment depth, stochastic depth, ColOut,
-    #       initial scale, delay fraction, finetune fraction
-    "resnet50_mild": (0.08, 0.0, 0.0, 1, 0, 0.0, 0.0, 0.5, 0.4, 0.2),
-    "resnet50_medium": (0.1, 0.2, 0.5, 10, 0, 0.0, 0.0, 0.5, 0.4, 0.2),
-    "resnet50_hot": (0.13, 0.25, 0.5, 5, 1, 0.1, 0.05, 0.6, 0.2, 0.2),
+    # name: label smoothing, MixUp, SAM rho, SAM interval, RandAugment depth, ColOut, progressive resizing's
+    #       initial scale, delay fraction and finetune fraction (None: off); the surgeries
+    "resnet50_mild": (0.08, 0.0, 0.0, 1, None, None, (0.5, 0.4, 0.2), ["blurpool", "channels_last"]),
+    "resnet50_medium": (0.1, 0.2, 0.5, 10, None, None, (0.5, 0.4, 0.2), ["blurpool", "channels_last"]),
+    "resnet50_hot": (0.13, 0.25, 0.5, 5, 1, 0.05, (0.6, 0.2, 0.2),
+                     ["blurpool", ("stochastic_depth", {"drop_rate": 0.1}), "channels_last"]),
 }
 
 
@@ -83,13 +92,14 @@ TABLE_1 = {
 def test_mosaic_recipes_carry_table_1(name):
     config = get_recipe(name)
     m, d = config.methods, config.data
-    got = (m.label_smoothing, m.mixup_alpha, m.sam_rho, m.sam_interval, d.randaugment_depth,
-           config.model.stochastic_depth, d.colout, d.resize_initial_scale, d.resize_delay_fraction,
-           d.resize_finetune_fraction)
+    resize = d.progressive_resize
+    got = (m.label_smoothing, m.mixup_alpha, m.sam_rho, m.sam_interval, d.randaugment and d.randaugment.depth,
+           d.colout and d.colout.p_row, (resize.initial_scale, resize.delay_fraction, resize.finetune_fraction),
+           config.model.surgeries)
     assert got == TABLE_1[name]
+    assert d.colout is None or d.colout.p_col == d.colout.p_row  # Table 1's one fraction, for rows and columns
     assert (d.train_size, d.eval_resize) == (176, 232)
-    assert m.loss == "bce" and d.progressive_resize and m.ema_half_life_steps > 0
-    assert config.model.blurpool and config.model.channels_last
+    assert m.loss == "bce" and m.ema_half_life_steps > 0
 
 
 def test_mosaic_recipe_durations_sit_in_their_regimes():
@@ -108,9 +118,10 @@ def test_cifar_recipes_fit_cifar_on_a_cpu(name):
 
 def test_cifar_baseline_is_plain_sgd():
     config = get_recipe("cifar_baseline")
-    assert dataclasses.astuple(config.optimizer) == (0.8, 128, 0.9, True, 5e-4, False, False)
+    assert config.optimizer == OptimizerConfig(lr=0.8, reference_batch=128, momentum=0.9, nesterov=True,
+                                               weight_decay=5e-4)
     assert (config.data.batch_size, config.methods.loss) == (128, "ce")
-    assert not (config.model.blurpool or config.model.channels_last or config.data.progressive_resize)
+    assert config.model.surgeries == [] and config.data.progressive_resize is None
     assert config.methods == type(config.methods)(loss="ce")  # no method switched on
 
 
@@ -119,12 +130,13 @@ def test_cifar_recipes_add_methods_in_the_mosaic_order():
     baseline = get_recipe("cifar_baseline")
     assert mild.schedule.epochs < baseline.schedule.epochs == medium.schedule.epochs < hot.schedule.epochs
     assert (mild.methods.loss, mild.methods.label_smoothing, mild.methods.mixup_alpha) == ("bce", 0.08, 0.0)
-    assert mild.model.blurpool and mild.model.channels_last and mild.methods.ema_half_life_steps > 0
+    assert mild.model.surgeries == medium.model.surgeries == ["blurpool", "channels_last"]
+    assert mild.methods.ema_half_life_steps > 0
     assert mild.optimizer == medium.optimizer == hot.optimizer == dataclasses.replace(baseline.optimizer, lr=0.4)
-    assert (mild.data.progressive_resize, mild.data.resize_initial_scale, mild.data.resize_size_increment) == (
-        True, 0.5, 4)
+    assert mild.data.progressive_resize == ProgressiveResize(initial_scale=0.5, size_increment=4)
     assert (medium.methods.mixup_alpha, medium.methods.sam_rho, medium.methods.sam_interval) == (0.2, 0.05, 10)
-    assert (hot.data.randaugment_depth, hot.model.stochastic_depth, hot.data.colout) == (1, 0.05, 0.05)
+    assert hot.model.surgeries == ["blurpool", ("stochastic_depth", {"drop_rate": 0.05}), "channels_last"]
+    assert (hot.data.randaugment, hot.data.colout) == (RandAugmentOptions(depth=1), ColOutOptions(0.05, 0.05))
     assert (hot.methods.sam_rho, hot.methods.sam_interval) == (0.05, 5)
 
 
@@ -155,3 +167,62 @@ def test_an_lr_override_is_the_lr_at_the_reference_batch_and_is_scaled_too():
 def test_a_reference_batch_below_one_is_refused(value):
     with pytest.raises(ValueError, match=rf"optimizer\.reference_batch must be .*>= 1, got {value}"):
         override(get_recipe("cifar_mild"), [f"optimizer.reference_batch={value}"])
+
+
+# What each recipe trained with before the configuration took surgery lists and option dataclasses:
+# see the file's "about".
+BEFORE = json.loads((Path(__file__).parent / "recipe_effective_values.json").read_text())["recipes"]
+# The fields the option lists and dataclasses replaced; their values are checked through what
+# they fed: the surgery list and build_loader's arguments.
+REPLACED = {"model.blurpool", "model.squeeze_excite", "model.stochastic_depth", "model.ghost_batch_size",
+            "model.channels_last", "data.randaugment_depth", "data.randaugment_severity", "data.colout",
+            "data.progressive_resize", "data.resize_initial_scale", "data.resize_delay_fraction",
+            "data.resize_finetune_fraction", "data.resize_size_increment"}
+
+
+def _as_json(value):
+    """``value`` as the fixture holds it: JSON, option dataclasses as their fields plus their type's name."""
+    if dataclasses.is_dataclass(value):
+        return {"type": type(value).__name__, **_as_json(dataclasses.asdict(value))}
+    return json.loads(json.dumps(value))
+
+
+def _fields(config: dict) -> dict[str, object]:
+    """Each field of a config's to_dict by its dotted name: section.field, or the name of a top-level field."""
+    flat = {}
+    for name, value in config.items():
+        if isinstance(value, dict):
+            flat.update({f"{name}.{field}": field_value for field, field_value in value.items()})
+        else:
+            flat[name] = value
+    return flat
+
+
+def _loader_arguments(config: TrainConfig, root: Path, monkeypatch) -> dict[str, dict]:
+    """The keyword arguments of the training and evaluation build_loader calls for ``config``."""
+    calls = []
+
+    def record(source, **kwargs):
+        calls.append({name: _as_json(value) for name, value in kwargs.items() if name != "device"})
+        return SimpleNamespace(classes=["a", "b"])
+
+    monkeypatch.setattr(training.tasks.classification, "build_loader", record)
+    for split in ("train", "val"):
+        (root / split).mkdir()
+    training.tasks.classification._loaders(config, root, torch.device("cpu"), None, ([("x.jpg", 0)], ["a", "b"]))
+    train, evaluation = calls
+    return {"train": train, "eval": evaluation}
+
+
+@pytest.mark.parametrize("name", RESNET50 + CIFAR)
+def test_recipes_train_with_the_values_they_had_before_the_options_moved(name, tmp_path, monkeypatch):
+    before, config = BEFORE[name], get_recipe(name)
+    assert _as_json(config.model.surgeries) == before["surgeries"]
+    assert _loader_arguments(config, tmp_path, monkeypatch) == before["build_loader"]
+    assert may_leave_parameters_unused(config) == before["may_leave_parameters_unused"]
+    old, new = _fields(before["config"]), _fields(_as_json(to_dict(config)))
+    assert {key: new.get(key) for key in old.keys() - REPLACED} == {key: old[key] for key in old.keys() - REPLACED}
+    # The fields added since are at their defaults, but for the two checked above.
+    defaults = _fields(_as_json(to_dict(TrainConfig())))
+    added = new.keys() - old.keys() - {"model.surgeries", "data.randaugment"}
+    assert added and {key: new[key] for key in added} == {key: defaults[key] for key in added}

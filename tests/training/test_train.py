@@ -50,7 +50,7 @@ def reference_run(tiny_cifar, tmp_path_factory):
 def test_a_short_run_learns_and_writes_every_output(reference_run):
     out, stdout = reference_run
     summary = _summary(out)
-    assert summary["top1"] > 0.2, "three epochs on 600 images should beat chance (10%) clearly"
+    assert summary["metrics"]["top1"] > 0.2, "three epochs on 600 images should beat chance (10%) clearly"
     assert summary["steps"] == 3 * (600 // 32)
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [row["epoch"] for row in rows] == [1, 2, 3]
@@ -66,7 +66,7 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
 EVERY = 2
 HOT = ["--recipe", "cifar_hot", "--epochs", "2", "--set", "data.batch_size=4", "--checkpoint-every", str(EVERY),
        "--no-progress"]
-TIMING_FIELDS = ("train_seconds", "images_per_second")
+TIMING_FIELDS = ("train_seconds", "samples_per_second")
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +109,7 @@ def _assert_same_run(out: Path, reference: Path) -> None:
             assert torch.equal(got, want) if isinstance(want, torch.Tensor) else got == want, part
     assert _metrics(out) == _metrics(reference)
     summary, reference_summary = _summary(out), _summary(reference)
-    assert (summary["top1"], summary["eval_loss"], summary["steps"]) == (
-        reference_summary["top1"], reference_summary["eval_loss"], reference_summary["steps"])
+    assert (summary["metrics"], summary["steps"]) == (reference_summary["metrics"], reference_summary["steps"])
 
 
 def test_a_run_killed_after_a_mid_epoch_checkpoint_resumes_bit_identical(hot_reference, micro_cifar, tmp_path):
@@ -151,7 +150,7 @@ def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
     assert finished.returncode == 0, finished.stderr[-3000:]
     summary = _summary(out)
     assert summary["steps"] == (600 // 2) // 32, "each rank trains on its half of the data"
-    assert 0 <= summary["top1"] <= 1
+    assert 0 <= summary["metrics"]["top1"] <= 1
 
 
 @pytest.mark.parametrize("args, message", [
@@ -192,15 +191,15 @@ BAD_VALUES = [
     ("data.backend=tpu", "data.backend"),
     ("data.train_size=0", "data.train_size"),
     ("data.eval_size=0", "data.eval_size"),
-    ("model.stochastic_depth=1.5", "model.stochastic_depth"),
-    ("model.ghost_batch_size=1", "model.ghost_batch_size"),
+    ("model.surgeries=[('stochastic_depth', {'drop_rate': 1.5})]", "model.surgeries[0]"),
+    ("model.surgeries=[('ghost_batchnorm', {'ghost_batch_size': 1})]", "model.surgeries[0]"),
     ("model.name=resnet5O", "model.name"),
-    ("data.randaugment_depth=-1", "data.randaugment_depth"),
-    ("data.randaugment_severity=11.0", "data.randaugment_severity"),
-    ("data.colout=1.0", "data.colout"),
-    ("data.resize_initial_scale=0.0", "data.resize_initial_scale"),
-    ("data.resize_delay_fraction=0.9", "data.resize_delay_fraction + data.resize_finetune_fraction"),
-    ("data.resize_size_increment=0", "data.resize_size_increment"),
+    ("data.randaugment={'depth': -1}", "depth"),
+    ("data.randaugment={'severity': 11.0}", "severity"),
+    ("data.colout={'p_row': 1.0}", "p_row"),
+    ("data.progressive_resize={'initial_scale': 0.0}", "initial_scale"),
+    ("data.progressive_resize={'delay_fraction': 0.9}", "delay_fraction"),
+    ("data.progressive_resize={'size_increment': 0}", "size_increment"),
     ("methods.swa_end=0.5", "methods.swa_end"),
     ("optimizer.nesterov=True", "optimizer.nesterov"),
     ("seed=-1", "seed"),
@@ -215,7 +214,7 @@ def test_a_bad_configuration_value_is_refused_before_anything_is_written(assignm
     assert main(["--recipe", "cifar_baseline", *base, "--set", assignment, "--data", str(tiny_cifar),
                  "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {field} must be") and "Traceback" not in err
+    assert err.startswith("error: ") and field in err.splitlines()[0] and "Traceback" not in err
     assert not out.exists()
 
 
@@ -272,7 +271,7 @@ def test_resume_extends_an_unfinished_run_with_a_longer_epochs_but_not_a_finishe
 
 @pytest.mark.parametrize("text, message", [
     ("{not json", "is not valid JSON"),
-    ('{"model": {"nme": "resnet50"}}', "unknown configuration field model.'nme'"),
+    ('{"model": {"nme": "resnet50"}}', "unknown configuration field 'model.nme'"),
     ('{"optimizer": {"lr": "fast"}}', "optimizer.lr must be a number > 0, got str 'fast'"),
     ('[1, 2]', "a configuration must be an object"),
 ], ids=["not-json", "unknown-field", "lr-a-string", "not-an-object"])

@@ -9,6 +9,7 @@ from training.methods.ema import EMA
 from training.methods.layer_freezing import LayerFreezing, freeze_layers
 from training.methods.mixup import MixUp, mixup_batch
 from training.methods.sam import SAM
+from training.methods.seq_length_warmup import SequenceLengthWarmup, shorten_batch
 from training.methods.swa import SWA
 
 __all__ = [
@@ -20,8 +21,10 @@ __all__ = [
     "MixUp",
     "SAM",
     "SWA",
+    "SequenceLengthWarmup",
     "TrainState",
     "cutmix_batch",
     "freeze_layers",
     "mixup_batch",
+    "shorten_batch",
 ]

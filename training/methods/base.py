@@ -45,8 +45,10 @@ class Event(enum.Enum):
 class TrainState:
     """Everything a method may read or change; owned by the trainer.
 
-    images, targets: the current batch after the dataloader. ``targets`` is int64 class indices
-        (N,) or, once a method mixes samples, float class probabilities (N, C).
+    inputs, targets: the current batch after the dataloader. For image classification, images
+        and int64 class indices (N,) or, once a method mixes samples, float class probabilities
+        (N, C); for language modelling, int64 token ids (N, T) and the next tokens (N, T).
+    num_classes: the classes of a classification's targets; 0 for other tasks.
     outputs, loss: the forward pass's logits and the (unscaled) loss of the current step.
     step: optimizer steps taken so far in the whole run; ``total_steps`` the run's length.
     forward_backward: recomputes the loss on the current batch at the current weights and
@@ -63,12 +65,12 @@ class TrainState:
     total_steps: int
     epoch: int = 0
     step: int = 0
-    images: torch.Tensor | None = None
+    inputs: torch.Tensor | None = None
     targets: torch.Tensor | None = None
     outputs: torch.Tensor | None = None
     loss: torch.Tensor | None = None
     forward_backward: Callable[[], torch.Tensor] | None = None
-    # Iterable of this epoch's (images, labels) batches on the device (SWA recomputes BatchNorm with it).
+    # Iterable of this epoch's (inputs, targets) batches on the device (SWA recomputes BatchNorm with it).
     train_loader: Any = None
     # The module evaluation runs (EMA and SWA put their averaged model here); None: ``model``.
     eval_model: torch.nn.Module | None = None

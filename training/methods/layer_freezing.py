@@ -2,8 +2,9 @@
 
 Method card
     What: the model's layers are the modules that own parameters, in registration order (for
-        a ResNet the forward order: stem first, classifier last). From ``freeze_start`` of the
-        run on, at each epoch end the first
+        a ResNet the forward order: stem first, classifier last; for a GPT the embeddings, then
+        the blocks). From ``freeze_start`` of the run on, after every 1% of the run's steps (so
+        runs shorter than an epoch, as language models train, freeze too) the first
         ``floor(L * freeze_level * (progress - freeze_start) / (1 - freeze_start))`` layers are
         frozen: no gradient, out of the optimizer and its state, for the rest of the run.
     When it helps: early layers converge first, so late in training their backward pass and
@@ -31,12 +32,24 @@ from training.methods.base import Method, TrainState
 
 def parameterised_layers(model: torch.nn.Module) -> list[list[torch.nn.Parameter]]:
     """Each layer's own parameters, layers in registration order; a parameter shared by several
-    layers belongs to the first."""
-    layers, seen = [], set()
-    for module in model.modules():
-        params = [p for p in module.parameters(recurse=False) if id(p) not in seen]
-        seen.update(id(p) for p in params)
+    layers belongs to the last, so that a GPT's input embedding, tied to its output layer, is
+    frozen only with that last layer.
+
+    >>> from training.models.gpt import GPT, GPTConfig
+    >>> gpt = GPT(GPTConfig(n_layer=1, n_head=1, n_embd=8, max_sequence_length=4))
+    >>> [len(layer) for layer in parameterised_layers(gpt)]  # wpe, ln_1, attention, ..., ln_f, lm_head = wte
+    [1, 2, 2, 2, 2, 2, 2, 2, 1]
+    """
+    owner = {}  # id(parameter) -> index of the last module holding it
+    modules = list(model.modules())
+    for index, module in enumerate(modules):
+        for parameter in module.parameters(recurse=False):
+            owner[id(parameter)] = index
+    layers = []
+    for index, module in enumerate(modules):
+        params = [p for p in module.parameters(recurse=False) if owner[id(p)] == index]
         if params:
+            owner.update((id(p), -1) for p in params)  # a parameter registered twice in one module: once
             layers.append(params)
     return layers
 
@@ -90,8 +103,9 @@ class LayerFreezing(Method):
     def on_fit_start(self, state: TrainState) -> None:
         self._freeze(state)
 
-    def on_epoch_end(self, state: TrainState) -> None:
-        self._freeze(state)
+    def on_step_end(self, state: TrainState) -> None:
+        if state.step % max(1, state.total_steps // 100) == 0:
+            self._freeze(state)
 
     def _freeze(self, state: TrainState) -> None:
         count = self.layers_to_freeze(len(parameterised_layers(state.model)), state.progress)

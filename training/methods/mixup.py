@@ -104,7 +104,7 @@ def mixup_batch(
 
 
 class BatchMixing(Method):
-    """Base of MixUp and CutMix: rewrites ``state.images`` and ``state.targets`` after the dataloader.
+    """Base of MixUp and CutMix: rewrites ``state.inputs`` and ``state.targets`` after the dataloader.
 
     Subclasses set ``mix_batch``, a function ``(images, targets, num_classes, *, alpha, generator)
     -> (images, targets, lam)``; the seeded generator is checkpointed so that resumed runs draw the
@@ -119,8 +119,8 @@ class BatchMixing(Method):
         self._generator = torch.Generator().manual_seed(seed)
 
     def on_after_dataloader(self, state: TrainState) -> None:
-        state.images, state.targets, _ = type(self).mix_batch(
-            state.images, state.targets, state.num_classes, alpha=self.alpha, generator=self._generator
+        state.inputs, state.targets, _ = type(self).mix_batch(
+            state.inputs, state.targets, state.num_classes, alpha=self.alpha, generator=self._generator
         )
 
     def state_dict(self) -> dict[str, Any]:

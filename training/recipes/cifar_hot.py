@@ -17,15 +17,22 @@ process at the default batch, and is scaled linearly to other global batches:
 
 from dataclasses import replace
 
+from fastcore_ops.data import ColOutOptions, RandAugmentOptions
 from training.config import TrainConfig
 from training.recipes.cifar_medium import RECIPE as MEDIUM
 
 RECIPE = TrainConfig(
     name="cifar_hot",
-    model=replace(MEDIUM.model, stochastic_depth=0.05),  # and BlurPool, channels last
+    # Medium's BlurPool and channels last, with stochastic depth in between (the order surgeries apply in).
+    model=replace(MEDIUM.model, surgeries=["blurpool", ("stochastic_depth", {"drop_rate": 0.05}), "channels_last"]),
     optimizer=replace(MEDIUM.optimizer),  # Mild's: the baseline's at half the LR, for BCE
     schedule=replace(MEDIUM.schedule, epochs=2 * MEDIUM.schedule.epochs),  # twice the baseline's length
-    data=replace(MEDIUM.data, randaugment_depth=1, colout=0.05, resize_initial_scale=0.6, resize_delay_fraction=0.2),
+    data=replace(
+        MEDIUM.data,  # batch size, 32 px crops, flips
+        randaugment=RandAugmentOptions(depth=1, severity=9.0),  # as resnet50_hot
+        colout=ColOutOptions(p_row=0.05, p_col=0.05),
+        progressive_resize=replace(MEDIUM.data.progressive_resize, initial_scale=0.6, delay_fraction=0.2),
+    ),
     methods=replace(MEDIUM.methods, label_smoothing=0.13, mixup_alpha=0.25, sam_interval=5),  # and BCE, EMA, SAM
     precision="fp32",  # as cifar_baseline: bf16 autocast is slower on this CPU
 )

@@ -22,22 +22,24 @@ process at the default batch, and is scaled linearly to other global batches:
 
 from dataclasses import replace
 
+from fastcore_ops.data import ProgressiveResize
 from training.config import MethodsConfig, ModelConfig, ScheduleConfig, TrainConfig
 from training.recipes.cifar_baseline import RECIPE as BASELINE
 
 RECIPE = TrainConfig(
     name="cifar_mild",
-    model=ModelConfig(name="cifar_resnet20", blurpool=True, channels_last=True),
+    model=ModelConfig(name="cifar_resnet20", surgeries=["blurpool", "channels_last"]),
     # BCE wants half the baseline's LR at batch 128: 0.2: 57.3%, 0.4: 60.0%, 0.8: 59.2% (see above).
     optimizer=replace(BASELINE.optimizer, lr=0.4),
     schedule=ScheduleConfig(epochs=14.0, warmup_epochs=1.0, final_lr_fraction=0.0),
     data=replace(
         BASELINE.data,  # batch size, 32 px crops, flips
-        progressive_resize=True,
-        resize_initial_scale=0.5,  # 16 px first, growing in 4 px steps to 32 px
-        resize_delay_fraction=0.4,
-        resize_finetune_fraction=0.2,
-        resize_size_increment=4,
+        progressive_resize=ProgressiveResize(
+            initial_scale=0.5,  # 16 px first, growing in 4 px steps to 32 px
+            delay_fraction=0.4,
+            finetune_fraction=0.2,
+            size_increment=4,
+        ),
     ),
     methods=MethodsConfig(
         loss="bce",

@@ -20,12 +20,13 @@ A run scales the LR linearly to its global batch and prints it; there is no need
 
 from dataclasses import replace
 
+from fastcore_ops.data import ProgressiveResize
 from training.config import MethodsConfig, ModelConfig, ScheduleConfig, TrainConfig
 from training.recipes.resnet50_baseline import RECIPE as BASELINE
 
 RECIPE = TrainConfig(
     name="resnet50_mild",
-    model=ModelConfig(name="resnet50", blurpool=True, channels_last=True),
+    model=ModelConfig(name="resnet50", surgeries=["blurpool", "channels_last"]),
     # SGD, LR 2.048 for the global batch 2048 (8 x 256), momentum 0.875, wd 5e-4 decoupled
     optimizer=replace(BASELINE.optimizer),
     schedule=ScheduleConfig(
@@ -39,11 +40,12 @@ RECIPE = TrainConfig(
         BASELINE.data,  # batch 256 per process, random-resized crops over 8-100% of the image
         train_size=176,  # FixRes: train below the 224 px test resolution
         eval_resize=232,
-        progressive_resize=True,
-        resize_initial_scale=0.5,
-        resize_delay_fraction=0.4,
-        resize_finetune_fraction=0.2,
-        resize_size_increment=4,  # not in Table 1: Composer's progressive-resizing default
+        progressive_resize=ProgressiveResize(
+            initial_scale=0.5,
+            delay_fraction=0.4,
+            finetune_fraction=0.2,
+            size_increment=4,  # not in Table 1: Composer's progressive-resizing default
+        ),
     ),
     methods=MethodsConfig(
         loss="bce",

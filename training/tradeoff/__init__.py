@@ -2,23 +2,29 @@
 
 ``python -m training.tradeoff`` trains every recipe at every budget (scale-schedule ratio) and
 seed, resuming an interrupted sweep, and writes a self-contained HTML report: the tradeoff
-curves with their Pareto frontier, speedups over the baseline at equal accuracy, accuracy
-gains at equal time, and where each step's time goes. ``--merge`` rebuilds the report from
-several machines' results, never mixing their times in one curve.
+curves with their Pareto frontier, speedups over the baseline at equal quality, quality gains
+at equal time, and where each step's time goes. Quality is the metric the runs name in their
+summaries (top-1, higher is better; validation loss, lower is better); one report holds one
+metric. ``--merge`` rebuilds the report from several machines' results, never mixing their
+times in one curve.
 
-    >>> from training.tradeoff import speedup_table, time_to_accuracy, CurvePoint
-    >>> time_to_accuracy([CurvePoint(1, 10.0, 0.5), CurvePoint(2, 20.0, 0.7)], 0.6).seconds
+    >>> from training.tradeoff import speedup_table, time_to_quality, CurvePoint
+    >>> time_to_quality([CurvePoint(1, 10.0, 0.5), CurvePoint(2, 20.0, 0.7)], 0.6, higher_is_better=True).seconds
+    15.0
+    >>> time_to_quality([CurvePoint(1, 10.0, 2.0), CurvePoint(2, 20.0, 1.0)], 1.5, higher_is_better=False).seconds
     15.0
 """
 
 from training.tradeoff.analysis import BreakdownRow, SpeedupRow, speedup_table, time_breakdown, verdicts
-from training.tradeoff.curves import CurvePoint, Reach, accuracy_at_time, pareto_frontier, time_to_accuracy
+from training.tradeoff.curves import CurvePoint, Reach, pareto_frontier, quality_at_time, time_to_quality
+from training.tradeoff.metric import TOP1, Metric
 from training.tradeoff.report import build_report
-from training.tradeoff.results import RunRecord, machine_label, merge_records, read_results
+from training.tradeoff.results import RunRecord, common_metric, machine_label, merge_records, read_results
 from training.tradeoff.sweep import PlannedRun, plan_sweep, run_sweep
 
 __all__ = [
-    "BreakdownRow", "CurvePoint", "PlannedRun", "Reach", "RunRecord", "SpeedupRow", "accuracy_at_time",
-    "build_report", "machine_label", "merge_records", "pareto_frontier", "plan_sweep", "read_results",
-    "run_sweep", "speedup_table", "time_breakdown", "time_to_accuracy", "verdicts",
+    "TOP1", "BreakdownRow", "CurvePoint", "Metric", "PlannedRun", "Reach", "RunRecord", "SpeedupRow",
+    "build_report", "common_metric", "machine_label", "merge_records", "pareto_frontier", "plan_sweep",
+    "quality_at_time", "read_results", "run_sweep", "speedup_table", "time_breakdown", "time_to_quality",
+    "verdicts",
 ]

@@ -2,7 +2,8 @@
 
 Times from different machines never meet: every curve, speedup and breakdown is keyed by
 (machine, recipe). A recipe's curve is the mean over seeds at each budget of (training
-seconds, top-1); the seeds' own curves give the spread of its speedups.
+seconds, quality); the seeds' own curves give the spread of its speedups. Quality is the runs'
+one metric (``common_metric``), read in its own direction: a lower loss is a better one.
 
     >>> rows = speedup_table(records, baseline="cifar_baseline")
     >>> round(rows[-1].speedup, 2)   # cifar_mild reaches the full-budget baseline's top-1 this much faster
@@ -16,8 +17,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from training.tradeoff.curves import CurvePoint, Reach, accuracy_at_time, time_to_accuracy
-from training.tradeoff.results import RunRecord
+from training.tradeoff.curves import CurvePoint, Reach, quality_at_time, time_to_quality
+from training.tradeoff.metric import TOP1, Metric
+from training.tradeoff.results import RunRecord, common_metric
 
 CurveKey = tuple[str, str]  # (machine, recipe)
 CORE_PHASES = ("data", "forward", "backward", "optimizer")
@@ -70,7 +72,7 @@ def mixed_curves(records: Sequence[RunRecord]) -> list[CurveKey]:
     """The (machine, recipe) curves whose runs differ in more than seed and budget (e.g. other --set values).
 
     Example:
-        >>> mixed_curves([_record(seconds=1, top1=0.5), _record(budget=2.0, seconds=2, top1=0.6)])
+        >>> mixed_curves([_record(seconds=1, quality=0.5), _record(budget=2.0, seconds=2, quality=0.6)])
         []
     """
     setups: dict[CurveKey, set[str]] = defaultdict(set)
@@ -81,14 +83,15 @@ def mixed_curves(records: Sequence[RunRecord]) -> list[CurveKey]:
 
 
 def mean_curve(by_budget: dict[float, list[RunRecord]]) -> list[CurvePoint]:
-    """One point per budget: the seeds' mean training seconds and mean top-1.
+    """One point per budget: the seeds' mean training seconds and mean quality.
 
     Example:
-        >>> runs = {1.0: [_record(seconds=10, top1=0.5), _record(seconds=12, top1=0.7)]}
+        >>> runs = {1.0: [_record(seconds=10, quality=0.5), _record(seconds=12, quality=0.7)]}
         >>> mean_curve(runs)
-        [CurvePoint(budget=1.0, seconds=11.0, top1=0.6)]
+        [CurvePoint(budget=1.0, seconds=11.0, quality=0.6)]
     """
-    return [CurvePoint(budget, statistics.fmean(r.train_seconds for r in runs), statistics.fmean(r.top1 for r in runs))
+    return [CurvePoint(budget, statistics.fmean(r.train_seconds for r in runs),
+                       statistics.fmean(r.quality for r in runs))
             for budget, runs in by_budget.items()]
 
 
@@ -97,7 +100,7 @@ def seed_curves(by_budget: dict[float, list[RunRecord]]) -> dict[int, list[Curve
     curves: dict[int, list[CurvePoint]] = defaultdict(list)
     for budget, runs in by_budget.items():
         for run in runs:
-            curves[run.seed].append(CurvePoint(budget, run.train_seconds, run.top1))
+            curves[run.seed].append(CurvePoint(budget, run.train_seconds, run.quality))
     return dict(sorted(curves.items()))
 
 
@@ -105,25 +108,28 @@ def seed_curves(by_budget: dict[float, list[RunRecord]]) -> dict[int, list[Curve
 class SpeedupRow:
     """A recipe against the baseline at one baseline budget, on one machine.
 
-    speedup: baseline seconds / the recipe's interpolated seconds to the baseline's top-1; None
-        when the recipe never reaches it. ``at_most`` means the recipe's cheapest point already
-        beats the target, so the true speedup is at least ``speedup``.
+    target: the baseline's quality at that budget (mean over its seeds), in ``metric``.
+    speedup: baseline seconds / the recipe's interpolated seconds to ``target``; None when the
+        recipe never reaches it. ``at_most`` means the recipe's cheapest point already reaches
+        the target, so the true speedup is at least ``speedup``.
     seed_speedups: the same against each of the recipe's seeds' curves, for those that reach it.
-    top1_gain: the recipe's top-1 at the baseline's time minus the baseline's; None outside the
-        recipe's measured times.
+    gain: how much better the recipe's quality is at the baseline's time than the baseline's,
+        positive when better (a lower loss counts as a gain); None outside the recipe's
+        measured times.
     """
 
     machine: str
     recipe: str
     baseline_budget: float
-    target_top1: float
+    target: float
     baseline_seconds: float
     recipe_seconds: float | None
     at_most: bool
     speedup: float | None
     seed_speedups: tuple[float, ...]
     seeds: int
-    top1_gain: float | None
+    gain: float | None
+    metric: Metric
 
     @property
     def spread(self) -> Spread | None:
@@ -137,13 +143,26 @@ def _ratio(baseline_seconds: float, reach: Reach) -> float | None:
 def speedup_table(records: Sequence[RunRecord], baseline: str) -> list[SpeedupRow]:
     """Every non-baseline recipe against ``baseline`` at each baseline budget, per machine.
 
-    Example (hand-checkable: the recipe reaches the baseline's 60% at 5 s, not 10 s):
-        >>> base = [_record("base", 1.0, seconds=10, top1=0.6)]
-        >>> fast = [_record("fast", 0.5, seconds=4, top1=0.5), _record("fast", 1.0, seconds=6, top1=0.7)]
+    Raises ValueError when the records do not share one metric. Example (hand-checkable: the
+    recipe reaches the baseline's 60% at 5 s, not 10 s):
+        >>> base = [_record("base", 1.0, seconds=10, quality=0.6)]
+        >>> fast = [_record("fast", 0.5, seconds=4, quality=0.5), _record("fast", 1.0, seconds=6, quality=0.7)]
         >>> row, = speedup_table(base + fast, baseline="base")
-        >>> row.speedup, row.top1_gain
+        >>> row.speedup, row.gain
         (2.0, None)
+
+    Lower is better reads the same way (the recipe reaches the baseline's loss of 2.0 at 5 s):
+        >>> loss = Metric("eval_loss", higher_is_better=False, label="validation loss (nats/token)")
+        >>> base = [_record("base", 1.0, seconds=10, quality=2.0, metric=loss)]
+        >>> fast = [_record("fast", 0.5, seconds=4, quality=2.5, metric=loss),
+        ...         _record("fast", 1.0, seconds=6, quality=1.5, metric=loss)]
+        >>> speedup_table(base + fast, baseline="base")[0].speedup
+        2.0
     """
+    if not records:
+        return []
+    metric = common_metric(records)
+    better = metric.higher_is_better
     groups = group_runs(records)
     rows = []
     for (machine, recipe), by_budget in groups.items():
@@ -152,41 +171,68 @@ def speedup_table(records: Sequence[RunRecord], baseline: str) -> list[SpeedupRo
             continue
         curve, per_seed = mean_curve(by_budget), seed_curves(by_budget)
         for point in mean_curve(reference):
-            reach = time_to_accuracy(curve, point.top1)
-            seed_reaches = [time_to_accuracy(seed_curve, point.top1) for seed_curve in per_seed.values()]
-            accuracy = accuracy_at_time(curve, point.seconds)
+            reach = time_to_quality(curve, point.quality, better)
+            seed_reaches = [time_to_quality(seed_curve, point.quality, better) for seed_curve in per_seed.values()]
+            quality = quality_at_time(curve, point.seconds, better)
             rows.append(SpeedupRow(
-                machine=machine, recipe=recipe, baseline_budget=point.budget, target_top1=point.top1,
+                machine=machine, recipe=recipe, baseline_budget=point.budget, target=point.quality,
                 baseline_seconds=point.seconds, recipe_seconds=reach.seconds, at_most=reach.at_most,
                 speedup=_ratio(point.seconds, reach),
                 seed_speedups=tuple(_ratio(point.seconds, r) for r in seed_reaches if r.seconds is not None),
-                seeds=len(per_seed), top1_gain=None if accuracy is None else accuracy - point.top1))
+                seeds=len(per_seed), gain=None if quality is None else metric.sign * (quality - point.quality),
+                metric=metric))
     return rows
+
+
+def describe_speedup(row: SpeedupRow) -> str:
+    """The speedup in words, e.g. "1.90x faster to 85.0% top-1" or "2.00x faster to 1.23 nats/token validation loss".
+
+    Example:
+        >>> row = SpeedupRow("m", "r", 1.0, 0.85, 19.0, 10.0, False, 1.9, (), 1, None, TOP1)
+        >>> describe_speedup(row)
+        '1.90x faster to 85.0% top-1'
+    """
+    target = f"{row.metric.format(row.target)} {row.metric.quantity}"
+    if row.speedup is None:
+        return f"does not reach {target}"
+    if row.speedup >= 1:
+        return f"{'≥ ' if row.at_most else ''}{row.speedup:.2f}x faster to {target}"
+    # A speedup of at least s is a slowdown of at most 1/s.
+    return f"{'≤ ' if row.at_most else ''}{1 / row.speedup:.2f}x slower to {target}"
 
 
 def verdicts(rows: Sequence[SpeedupRow]) -> dict[CurveKey, str]:
     """A plain sentence per (machine, recipe) saying whether and where it beats the baseline.
 
+    Each ends with the headline: the speedup at the baseline's full budget (x1, else its largest).
     Example:
-        >>> row = SpeedupRow("m", "slow", 1.0, 0.6, 10.0, None, False, None, (), 1, -0.1)
+        >>> row = SpeedupRow("m", "slow", 1.0, 0.6, 10.0, None, False, None, (), 1, -0.1, TOP1)
         >>> verdicts([row])[("m", "slow")]
-        'does not beat the baseline: it reaches none of its accuracies sooner and is not more accurate at any of its times'
+        "does not beat the baseline: it reaches the baseline's top-1 sooner at no budget and is better at none of the baseline's times (at x1: does not reach 60.0% top-1)"
     """
     by_key: dict[CurveKey, list[SpeedupRow]] = defaultdict(list)
     for row in rows:
         by_key[(row.machine, row.recipe)].append(row)
     sentences = {}
     for key, recipe_rows in by_key.items():
-        wins = [row for row in recipe_rows if (row.speedup or 0) > 1 or (row.top1_gain or 0) > 0]
+        wins = [row for row in recipe_rows if (row.speedup or 0) > 1 or (row.gain or 0) > 0]
         if not wins:
-            sentences[key] = ("does not beat the baseline: it reaches none of its accuracies sooner "
-                              "and is not more accurate at any of its times")
+            quantity = recipe_rows[0].metric.quantity
+            sentences[key] = (f"does not beat the baseline: it reaches the baseline's {quantity} sooner at no "
+                              f"budget and is better at none of the baseline's times")
         elif len(wins) == len(recipe_rows):
             sentences[key] = "beats the baseline at every baseline budget"
         else:
             budgets = ", ".join(f"x{row.baseline_budget:g}" for row in wins)
             sentences[key] = f"beats the baseline only at baseline budget(s) {budgets}; not at the others"
+        headline = _headline(recipe_rows)
+        sentences[key] += f" (at x{headline.baseline_budget:g}: {describe_speedup(headline)})"
     return sentences
+
+
+def _headline(rows: Sequence[SpeedupRow]) -> SpeedupRow:
+    """The row at the baseline's full budget (x1), the number a reader asks for first; else at its largest budget."""
+    return next((row for row in rows if row.baseline_budget == 1.0), max(rows, key=lambda row: row.baseline_budget))
 
 
 @dataclass(frozen=True)
@@ -244,9 +290,11 @@ def time_breakdown(records: Sequence[RunRecord]) -> list[BreakdownRow]:
     return rows
 
 
-def _record(recipe: str = "r", budget: float = 1.0, *, seconds: float = 1.0, top1: float = 0.5, seed: int = 0,
-            phases: dict | None = None, steps: int = 1) -> RunRecord:
+def _record(recipe: str = "r", budget: float = 1.0, *, seconds: float = 1.0, quality: float = 0.5, seed: int = 0,
+            phases: dict | None = None, steps: int = 1, metric: Metric = TOP1) -> RunRecord:
     """A record with only what the examples above need (for the docstring examples)."""
-    return RunRecord(machine="m", recipe=recipe, budget=budget, seed=seed, top1=top1, eval_loss=0.0,
-                     train_seconds=seconds, first_epoch_seconds=seconds, images_per_second=0.0, steps=steps,
-                     config_hash="0" * 12, phase_seconds=phases or {})
+    return RunRecord(machine="m", recipe=recipe, budget=budget, seed=seed, metric=metric.name,
+                     higher_is_better=metric.higher_is_better, metric_label=metric.label,
+                     metrics={metric.name: quality}, train_seconds=seconds, first_epoch_seconds=seconds,
+                     samples_per_second=0.0, sample_unit="samples", steps=steps, config_hash="0" * 12,
+                     phase_seconds=phases or {})

@@ -2,13 +2,16 @@
 
 import pytest
 
+from training.tradeoff.metric import TOP1
 from training.tradeoff.results import RunRecord
 
 
 def _record(recipe: str, budget: float, seed: int, seconds: float, top1: float) -> RunRecord:
-    return RunRecord(machine="laptop/cpu", recipe=recipe, budget=budget, seed=seed, top1=top1, eval_loss=1.0,
-                     train_seconds=seconds, first_epoch_seconds=seconds / 10, images_per_second=200.0, steps=100,
-                     config_hash="0123456789ab", phase_seconds={"forward": seconds / 3, "backward": seconds / 2})
+    return RunRecord(machine="laptop/cpu", recipe=recipe, budget=budget, seed=seed, metric=TOP1.name,
+                     higher_is_better=TOP1.higher_is_better, metric_label=TOP1.label,
+                     metrics={"top1": top1, "eval_loss": 1.0}, train_seconds=seconds, first_epoch_seconds=seconds / 10,
+                     samples_per_second=200.0, sample_unit="images", steps=100, config_hash="0123456789ab",
+                     phase_seconds={"forward": seconds / 3, "backward": seconds / 2})
 
 
 # Two seeds of a baseline and of a recipe that reaches the same top-1 in less time.

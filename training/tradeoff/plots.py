@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from training.tradeoff.analysis import BreakdownRow, Spread, group_runs  # noqa: E402
 from training.tradeoff.curves import pareto_frontier  # noqa: E402
-from training.tradeoff.results import RunRecord  # noqa: E402
+from training.tradeoff.results import RunRecord, common_metric  # noqa: E402
 
 
 def _machines(keys) -> list[str]:
@@ -45,14 +45,21 @@ def _straight_in_linear_time(x: list[float], y: list[float], steps: int = 24) ->
     return dense_x, dense_y
 
 
-def plot_tradeoff(records: Sequence[RunRecord], path: Path) -> None:
-    """Top-1 against training time per recipe: seed means with their spread, the Pareto frontier marked.
+def tradeoff_figure(records: Sequence[RunRecord]) -> plt.Figure:
+    """Quality against training time per recipe: seed means with their spread, the Pareto frontier marked.
+
+    The quality axis is the runs' metric, labelled from its label: top-1 in percent, a loss as
+    its raw value with "lower is better". The caller closes the figure.
 
     Example:
-        >>> plot_tradeoff(records, out / "pareto.png")
+        >>> figure = tradeoff_figure(records)
+        >>> figure.axes[0].get_ylabel()
+        'top-1 (%)'
+        >>> plt.close(figure)
     """
     if not records:
         raise ValueError("records must hold at least one run to plot, got none")
+    metric = common_metric(records)
     groups = group_runs(records)
     machines = _machines(groups)
     figure, axes = _panels(len(machines), 8.0, 5.0)
@@ -62,27 +69,40 @@ def plot_tradeoff(records: Sequence[RunRecord], path: Path) -> None:
             if run_machine != machine:
                 continue
             seconds = [Spread.of([r.train_seconds for r in runs]) for runs in by_budget.values()]
-            top1 = [Spread.of([100 * r.top1 for r in runs]) for runs in by_budget.values()]
-            x, y = [s.mean for s in seconds], [a.mean for a in top1]
+            quality = [Spread.of([metric.scaled(r.quality) for r in runs]) for runs in by_budget.values()]
+            x, y = [s.mean for s in seconds], [q.mean for q in quality]
             xerr = [[s.mean - s.low_high[0] for s in seconds], [s.low_high[1] - s.mean for s in seconds]]
-            yerr = [[a.mean - a.low_high[0] for a in top1], [a.low_high[1] - a.mean for a in top1]]
+            yerr = [[q.mean - q.low_high[0] for q in quality], [q.low_high[1] - q.mean for q in quality]]
             bars = ax.errorbar(x, y, xerr=xerr, yerr=yerr, marker="o", capsize=3, linestyle="none", label=recipe)
             ax.plot(*_straight_in_linear_time(x, y), color=bars.lines[0].get_color())
             for budget, px, py in zip(by_budget, x, y):
                 ax.annotate(f"x{budget:g}", (px, py), textcoords="offset points", xytext=(4, -10), fontsize=7)
             frontier_points += list(zip(x, y))
-        frontier = [frontier_points[i] for i in pareto_frontier(frontier_points)]
+        frontier = [frontier_points[i] for i in pareto_frontier(frontier_points, metric.higher_is_better)]
         ax.plot(*zip(*frontier), color="black", linestyle="--", linewidth=1, drawstyle="steps-post", zorder=1)
         ax.scatter(*zip(*frontier), s=140, facecolors="none", edgecolors="black", zorder=3, label="Pareto frontier")
         ax.set_xscale("log")  # budgets are ratios: equal factors look equally far apart
         ax.set_xlabel("training time (s, evaluation and checkpoints excluded; log scale)")
-        ax.set_ylabel("top-1 (%)")
-        ax.set_title(f"Accuracy against training time on {machine} (mean and spread over seeds)")
+        ax.set_ylabel(metric.axis_label)
+        title = metric.quantity[:1].upper() + metric.quantity[1:]
+        ax.set_title(f"{title} against training time on {machine} (mean and spread over seeds)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    return figure
+
+
+def plot_tradeoff(records: Sequence[RunRecord], path: Path) -> None:
+    """Write :func:`tradeoff_figure` of ``records`` to the PNG file ``path``.
+
+    Example:
+        >>> plot_tradeoff(records, out / "pareto.png")
+    """
+    figure = tradeoff_figure(records)
+    try:
+        figure.savefig(path, dpi=110)
+    finally:
+        plt.close(figure)
 
 
 def plot_breakdown(rows: Sequence[BreakdownRow], path: Path) -> None:

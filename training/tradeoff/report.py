@@ -14,7 +14,7 @@ from pathlib import Path
 
 from training.tradeoff.analysis import mixed_curves, speedup_table, time_breakdown, verdicts
 from training.tradeoff.plots import plot_breakdown, plot_tradeoff
-from training.tradeoff.results import RESULTS_CSV, RESULTS_JSON, RunRecord, write_results
+from training.tradeoff.results import RESULTS_CSV, RESULTS_JSON, RunRecord, common_metric, write_results
 from training.tradeoff.tables import Table, breakdown_rows, run_rows, speedup_rows, write_csv
 
 STYLE = """
@@ -62,42 +62,47 @@ def build_report(records: Sequence[RunRecord], out: Path, baseline: str) -> list
     """Write results.{csv,json}, speedups.csv, breakdown.csv, pareto.png, breakdown.png and report.html to ``out``.
 
     baseline: the recipe the others are measured against (on each machine separately).
-    Returns the paths written.
+    Returns the paths written. Raises ValueError, before writing anything, when the records do
+    not share one metric.
     """
     if not records:
         raise ValueError("records must hold at least one finished run, got none")
+    metric = common_metric(records)
     out.mkdir(parents=True, exist_ok=True)
     write_results(records, out)
     speedups = speedup_table(records, baseline)
     breakdown = time_breakdown(records)
-    speedup_tab, breakdown_tab = speedup_rows(speedups), breakdown_rows(breakdown)
+    speedup_tab, breakdown_tab = speedup_rows(speedups, metric), breakdown_rows(breakdown)
     write_csv(out / "speedups.csv", *speedup_tab)
     write_csv(out / "breakdown.csv", *breakdown_tab)
     plot_tradeoff(records, out / "pareto.png")
     plot_breakdown(breakdown, out / "breakdown.png")
     machines = sorted({record.machine for record in records})
+    label, quantity = html.escape(metric.label), html.escape(metric.quantity)
+    direction = "higher is better" if metric.higher_is_better else "lower is better"
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Training tradeoff report</title><style>{STYLE}</style></head>
+<html lang="en"><head><meta charset="utf-8"><title>Training tradeoff report: {label}</title><style>{STYLE}</style></head>
 <body>
-<h1>Quality against training cost</h1>
+<h1>Quality against training cost: {label}</h1>
 <p>{len(records)} runs of {len({r.recipe for r in records})} recipes on {len(machines)} machine(s):
 {html.escape(", ".join(machines))}. Baseline: <b>{html.escape(baseline)}</b>. Training time counts the training
 steps (waiting for data included) and the methods' own work, never evaluation or checkpointing; the first
-epoch's one-off costs are listed apart in the time breakdown. Times from different machines are never compared.</p>
+epoch's one-off costs are listed apart in the time breakdown. Times from different machines are never compared.
+Quality is {label}, {direction}.</p>
 {_mixed_warning(records)}
 <h2>Verdicts</h2>
 {_verdict_list(verdicts(speedups), baseline)}
-<h2>Tradeoff curves</h2>
+<h2>Tradeoff curves: {label} against training time</h2>
 <p>Each point is one budget (scale-schedule ratio): the mean over seeds, with error bars for the spread
 (± one standard deviation from 3 or more seeds, min to max from 2). Circled points form the Pareto
-frontier: no other point is both faster and at least as accurate.</p>
-{_image(out / "pareto.png", "top-1 against training time per recipe")}
-<h2>Speedup over the baseline</h2>
-<p>For each baseline budget: the time each recipe needs to reach the baseline's top-1, interpolated linearly in
+frontier: no other point is both faster and at least as good.</p>
+{_image(out / "pareto.png", f"{metric.label} against training time per recipe")}
+<h2>Speedup over the baseline at equal {quantity}</h2>
+<p>For each baseline budget: the time each recipe needs to reach the baseline's {quantity}, interpolated linearly in
 time between its neighbouring budgets (never extrapolated: "≥" marks a recipe whose cheapest budget already
-beats the target, so its true speedup is at least that), the ratio of the baseline's time to it, that ratio
-over the recipe's seeds (mean ± standard deviation, or min-max with 2 seeds), and the recipe's top-1 at the
-baseline's time minus the baseline's.</p>
+reaches the target, so its true speedup is at least that), the ratio of the baseline's time to it, that ratio
+over the recipe's seeds (mean ± standard deviation, or min-max with 2 seeds), and how much better the recipe's
+{quantity} is than the baseline's at the baseline's time.</p>
 {_table(speedup_tab)}
 <h2>Where the time goes</h2>
 <p>Milliseconds per training step by phase, summed over each recipe's runs. A method can only speed up the
@@ -106,7 +111,7 @@ phase it changes (Amdahl's law): the largest phase is the one worth attacking ne
 {_table(breakdown_tab)}
 <h2>Every run</h2>
 <p>Also in {RESULTS_CSV} and {RESULTS_JSON} next to this page.</p>
-{_table(run_rows(records))}
+{_table(run_rows(records, metric))}
 </body></html>
 """
     (out / "report.html").write_text(page)

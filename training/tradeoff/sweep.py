@@ -28,10 +28,15 @@ from training.recipes import get_recipe
 from training.checkpoint import CHECKPOINT_NAME, StopSignalHandler
 from training.checkpoint import existing as existing_checkpoints
 from training.run_folder import CONFIG_NAME, RUN_FILES
+from training.tasks.classification import ImageClassification
+from training.tasks.language import CausalLanguageModeling
 from training.train import PROJECT_ROOT, child_environment
+from training.tradeoff.metric import Metric
 from training.tradeoff.results import MACHINE_FILE
 
 STDOUT_LOG, STDERR_LOG = "train.stdout.log", "train.stderr.log"
+# Each task's class names the metric its runs report, which lets a sweep refuse mixed tasks before training.
+TASK_CLASSES = {"image_classification": ImageClassification, "language_model": CausalLanguageModeling}
 
 
 @dataclass(frozen=True)
@@ -79,11 +84,23 @@ def run_state(folder: Path) -> RunState:
     return RunState.NEW
 
 
+def expected_metric(config: TrainConfig) -> Metric | None:
+    """The metric runs of ``config`` will report, from its task's class; None for a task not in TASK_CLASSES.
+
+    The summary each run writes stays the authority: the sweep checks it again after every run.
+    Example:
+        >>> expected_metric(get_recipe("cifar_baseline"))
+        Metric(name='top1', higher_is_better=True, label='top-1 (%)')
+    """
+    task = TASK_CLASSES.get(config.task)
+    return None if task is None else Metric(task.metric, task.higher_is_better, task.metric_label)
+
+
 @dataclass(frozen=True)
 class TrainOptions:
-    """What every run of the sweep shares: the data and the train command's pass-through options."""
+    """What every run of the sweep shares: the data (None: each recipe's default) and the train command's options."""
 
-    data: Path
+    data: Path | None
     device: str
     machine: str
     subset: int | None = None
@@ -98,9 +115,10 @@ def train_command(run: PlannedRun, folder: Path, options: TrainOptions, resume: 
         >>> train_command(PlannedRun("cifar_mild", 0.5, 2, 4.0), Path("runs/x"), options, resume=True)[3:]
         ['--recipe', 'cifar_mild', '--scale-schedule', '0.5', '--seed', '2', '--data', 'data', '--out', 'runs/x', '--no-progress', '--eval-every', '0', '--device', 'cpu', '--set', 'seed=1', '--resume']
     """
-    # A curve needs only each run's final top-1: no evaluation between epochs.
+    # A curve needs only each run's final quality: no evaluation between epochs.
+    data = [] if options.data is None else ["--data", str(options.data)]
     command = [sys.executable, "-m", "training.train", "--recipe", run.recipe, "--scale-schedule", f"{run.budget!r}",
-               "--seed", str(run.seed), "--data", str(options.data), "--out", str(folder), "--no-progress",
+               "--seed", str(run.seed), *data, "--out", str(folder), "--no-progress",
                "--eval-every", "0", "--device", options.device]
     if options.subset is not None:
         command += ["--subset", str(options.subset)]

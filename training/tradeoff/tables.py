@@ -1,7 +1,8 @@
 """The report's tables as rows of text, shared by the CSV files and the HTML report.
 
     >>> from training.tradeoff.analysis import speedup_table
-    >>> header, rows = speedup_rows(speedup_table(records, "cifar_baseline"))
+    >>> from training.tradeoff.metric import TOP1
+    >>> header, rows = speedup_rows(speedup_table(records, "cifar_baseline"), TOP1)
     >>> write_csv(out / "speedups.csv", header, rows)
 """
 
@@ -11,27 +12,11 @@ import csv
 from collections.abc import Sequence
 from pathlib import Path
 
-from training.tradeoff.analysis import BreakdownRow, SpeedupRow
+from training.tradeoff.analysis import BreakdownRow, SpeedupRow, describe_speedup
+from training.tradeoff.metric import Metric
 from training.tradeoff.results import RunRecord
 
 Table = tuple[list[str], list[list[str]]]
-
-
-def describe_speedup(row: SpeedupRow) -> str:
-    """The speedup in words, e.g. "1.90x faster to 85.0%".
-
-    Example:
-        >>> row = SpeedupRow("m", "r", 1.0, 0.85, 19.0, 10.0, False, 1.9, (), 1, None)
-        >>> describe_speedup(row)
-        '1.90x faster to 85.0%'
-    """
-    target = f"{100 * row.target_top1:.1f}%"
-    if row.speedup is None:
-        return f"does not reach {target}"
-    bound = "≥ " if row.at_most else ""
-    if row.speedup >= 1:
-        return f"{bound}{row.speedup:.2f}x faster to {target}"
-    return f"{bound}{1 / row.speedup:.2f}x slower to {target}"
 
 
 def _seed_spread(row: SpeedupRow) -> str:
@@ -41,15 +26,28 @@ def _seed_spread(row: SpeedupRow) -> str:
     return row.spread.describe("{:.2f}") + "x" + reached
 
 
-def speedup_rows(rows: Sequence[SpeedupRow]) -> Table:
-    """The speedup table: per recipe and baseline budget, the time to the baseline's top-1 and the gain at equal time."""
-    header = ["machine", "recipe", "baseline budget", "baseline top-1 (%)", "baseline time (s)",
-              "recipe time to that top-1 (s)", "speedup", "speedup over seeds", "top-1 gain at baseline time (pp)"]
+def speedup_rows(rows: Sequence[SpeedupRow], metric: Metric) -> Table:
+    """The speedup table: per recipe and baseline budget, the time to the baseline's quality and the gain at equal time.
+
+    metric: the rows' metric, which names the columns (also when there are no rows).
+    Example:
+        >>> header, _ = speedup_rows([], Metric("eval_loss", False, "validation loss (nats/token)"))
+        >>> header[3], header[-1]
+        ('baseline validation loss (nats/token)', 'validation loss gain at baseline time (nats/token)')
+    """
+    strangers = {row.metric for row in rows} - {metric}
+    if strangers:
+        raise ValueError(f"metric: the rows measure {', '.join(m.describe() for m in strangers)}, not "
+                         f"{metric.describe()}; pass the metric the rows were computed in")
+    gain_unit = f" ({metric.gain_unit})" if metric.gain_unit else ""
+    header = ["machine", "recipe", "baseline budget", f"baseline {metric.label}", "baseline time (s)",
+              f"recipe time to that {metric.quantity} (s)", "speedup", "speedup over seeds",
+              f"{metric.quantity} gain at baseline time{gain_unit}"]
     body = []
     for row in rows:
         seconds = "" if row.recipe_seconds is None else f"{'≤ ' if row.at_most else ''}{row.recipe_seconds:.1f}"
-        gain = "outside the recipe's measured times" if row.top1_gain is None else f"{100 * row.top1_gain:+.2f}"
-        body.append([row.machine, row.recipe, f"x{row.baseline_budget:g}", f"{100 * row.target_top1:.2f}",
+        gain = "outside the recipe's measured times" if row.gain is None else metric.describe_gain(row.gain)
+        body.append([row.machine, row.recipe, f"x{row.baseline_budget:g}", metric.number(row.target, precise=True),
                      f"{row.baseline_seconds:.1f}", seconds, describe_speedup(row), _seed_spread(row), gain])
     return header, body
 
@@ -69,12 +67,13 @@ def breakdown_rows(rows: Sequence[BreakdownRow]) -> Table:
     return header, body
 
 
-def run_rows(records: Sequence[RunRecord]) -> Table:
-    """Every run, as in results.csv but rounded for reading."""
-    header = ["machine", "recipe", "budget", "seed", "top-1 (%)", "train time (s)", "first epoch (s)", "images/s",
+def run_rows(records: Sequence[RunRecord], metric: Metric) -> Table:
+    """Every run, as in results.csv but rounded for reading; ``metric`` is the runs' one metric."""
+    header = ["machine", "recipe", "budget", "seed", metric.label, "train time (s)", "first epoch (s)", "throughput",
               "steps", "config hash"]
-    body = [[r.machine, r.recipe, f"x{r.budget:g}", str(r.seed), f"{100 * r.top1:.2f}", f"{r.train_seconds:.1f}",
-             f"{r.first_epoch_seconds:.1f}", f"{r.images_per_second:.0f}", str(r.steps), r.config_hash]
+    body = [[r.machine, r.recipe, f"x{r.budget:g}", str(r.seed), metric.number(r.quality, precise=True),
+             f"{r.train_seconds:.1f}", f"{r.first_epoch_seconds:.1f}", f"{r.samples_per_second:.0f} {r.sample_unit}/s",
+             str(r.steps), r.config_hash]
             for r in records]
     return header, body
 

@@ -12,7 +12,7 @@ def make_state(images, labels):
     model = torch.nn.Linear(1, 1)
     return TrainState(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
                       scaler=torch.amp.GradScaler("cpu", enabled=False), device=torch.device("cpu"),
-                      num_classes=NUM_CLASSES, steps_per_epoch=1, total_steps=10, images=images, targets=labels)
+                      num_classes=NUM_CLASSES, steps_per_epoch=1, total_steps=10, inputs=images, targets=labels)
 
 
 @pytest.mark.parametrize("method_class, mix_batch", [(MixUp, mixup_batch), (CutMix, cutmix_batch)])
@@ -24,7 +24,7 @@ def test_method_rewrites_the_batch_and_resumes_the_same_draws(method_class, mix_
     method.on_after_dataloader(state)
     expected, expected_targets, _ = mix_batch(images, labels, NUM_CLASSES, alpha=0.7,
                                               generator=torch.Generator().manual_seed(11))
-    torch.testing.assert_close(state.images, expected)
+    torch.testing.assert_close(state.inputs, expected)
     torch.testing.assert_close(state.targets, expected_targets)
 
     checkpoint = method.state_dict()
@@ -34,7 +34,7 @@ def test_method_rewrites_the_batch_and_resumes_the_same_draws(method_class, mix_
     resumed.load_state_dict(checkpoint)
     resumed_state = make_state(images, labels)
     resumed.on_after_dataloader(resumed_state)
-    torch.testing.assert_close(resumed_state.images, state.images)
+    torch.testing.assert_close(resumed_state.inputs, state.inputs)
     torch.testing.assert_close(resumed_state.targets, state.targets)
     with pytest.raises(ValueError, match="generator"):
         resumed.load_state_dict({"rng": None})

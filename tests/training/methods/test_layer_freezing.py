@@ -79,7 +79,7 @@ def test_count_follows_progress(progress_percent, expected):
     # L = 5 layers, freeze_level 0.8 from progress 0.5: floor(5 * 0.8 * (p - 0.5) / 0.5).
     model = small_convnet()
     state = make_state(model, step=progress_percent)
-    LayerFreezing(freeze_start=0.5, freeze_level=0.8).on_epoch_end(state)
+    LayerFreezing(freeze_start=0.5, freeze_level=0.8).on_step_end(state)  # each 1% of 100 steps: every step
     frozen_layers = sum(all(not p.requires_grad for p in layer) for layer in layer_params(model))
     assert frozen_layers == expected
     assert all(p.requires_grad for layer in layer_params(model)[expected:] for p in layer)
@@ -93,13 +93,28 @@ def test_resume_refreezes_in_fit_start():
     assert len(optimizer_param_ids(state.optimizer)) == 2 + 2  # the last bn and the linear layer
 
 
-def test_shared_parameter_belongs_to_its_first_layer():
+def test_shared_parameter_belongs_to_its_last_layer():
+    # As a GPT's input embedding is its output layer: freezing the first layer leaves it training.
     first, second = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
     second.weight = first.weight
     model = torch.nn.Sequential(first, second)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     assert freeze_layers(model, optimizer, 1) == 1
-    assert optimizer_param_ids(optimizer) == {id(second.bias)}
+    assert optimizer_param_ids(optimizer) == {id(second.weight), id(second.bias)}
+    assert freeze_layers(model, optimizer, 2) == 2 and not optimizer_param_ids(optimizer)
+
+
+def test_a_run_shorter_than_an_epoch_freezes_every_percent_of_its_steps():
+    model = small_convnet()
+    state = make_state(model, step=0, total_steps=1000)
+    method = LayerFreezing(freeze_start=0.0, freeze_level=1.0)
+    frozen = []
+    for step in range(1, 1001):
+        state.step = step
+        method.on_step_end(state)
+        frozen.append(sum(all(not p.requires_grad for p in layer) for layer in layer_params(model)))
+    assert frozen[199] == 1 and frozen[198] == 0, "a fifth of 5 layers at 20% of the run, checked every 10 steps"
+    assert frozen[-1] == 5
 
 
 @pytest.mark.parametrize("options, name, error", [

@@ -1,4 +1,7 @@
-"""Speedups, accuracy at equal time, verdicts and the time breakdown, against hand-computed curves."""
+"""Speedups, quality at equal time, verdicts and the time breakdown, against hand-computed curves.
+
+Top-1 (higher is better) first, then validation loss (lower is better) through the same code.
+"""
 
 import dataclasses
 import statistics
@@ -6,14 +9,26 @@ import statistics
 import pytest
 
 from training.tradeoff.analysis import Spread, mixed_curves, speedup_table, time_breakdown, verdicts
+from training.tradeoff.metric import TOP1, Metric
 from training.tradeoff.results import RunRecord
-from training.tradeoff.tables import describe_speedup, speedup_rows
+from training.tradeoff.tables import describe_speedup, run_rows, speedup_rows
+
+LOSS = Metric("eval_loss", higher_is_better=False, label="validation loss (nats/token)")
 
 
 def record(recipe, budget, seed, seconds, top1, machine="m1", phases=None, steps=10, first=None):
-    return RunRecord(machine=machine, recipe=recipe, budget=budget, seed=seed, top1=top1, eval_loss=1.0,
-                     train_seconds=seconds, first_epoch_seconds=seconds if first is None else first,
-                     images_per_second=100.0, steps=steps, config_hash="abc", phase_seconds=phases or {})
+    return RunRecord(machine=machine, recipe=recipe, budget=budget, seed=seed, metric="top1", higher_is_better=True,
+                     metric_label="top-1 (%)", metrics={"top1": top1, "eval_loss": 1.0}, train_seconds=seconds,
+                     first_epoch_seconds=seconds if first is None else first, samples_per_second=100.0,
+                     sample_unit="images", steps=steps, config_hash="abc", phase_seconds=phases or {})
+
+
+def lm_record(recipe, budget, seed, seconds, loss, machine="m1"):
+    return RunRecord(machine=machine, recipe=recipe, budget=budget, seed=seed, metric="eval_loss",
+                     higher_is_better=False, metric_label=LOSS.label,
+                     metrics={"eval_loss": loss, "bits_per_byte": 1.44 * loss, "perplexity": 2.718 ** loss},
+                     train_seconds=seconds, first_epoch_seconds=seconds / 3, samples_per_second=5120.0,
+                     sample_unit="tokens", steps=100, config_hash="abc")
 
 
 BASE = [record("base", 1.0, s, 10.0, a) for s, a in enumerate((0.60, 0.62, 0.64))] + \
@@ -39,7 +54,7 @@ def test_only_non_baseline_recipes_at_each_baseline_budget_per_machine(rows):
 def test_speedup_to_the_baseline_accuracy_is_interpolated_along_the_mean_curve(rows):
     # fast's mean curve: (4 s, 60%), (8 s, 72%). Baseline x1: 10 s for 62% (mean of 60, 62, 64).
     row = rows[("m1", "fast", 1.0)]
-    assert row.target_top1 == pytest.approx(0.62) and row.baseline_seconds == pytest.approx(10.0)
+    assert row.target == pytest.approx(0.62) and row.baseline_seconds == pytest.approx(10.0)
     assert row.recipe_seconds == pytest.approx(4 + 4 * 0.02 / 0.12)
     assert row.speedup == pytest.approx(10 / (4 + 4 * 0.02 / 0.12))
     assert not row.at_most
@@ -59,13 +74,13 @@ def test_seed_spread_comes_from_each_seed_curve_against_the_baseline_mean(rows):
                                                                      20 / (4 + 4 * 0.08 / 0.12)])
 
 
-def test_accuracy_at_equal_time_and_a_recipe_that_does_not_reach_the_target(rows):
+def test_top1_at_equal_time_and_a_recipe_that_does_not_reach_the_target(rows):
     slow_1, slow_2 = rows[("m1", "slow", 1.0)], rows[("m1", "slow", 2.0)]
     assert slow_1.speedup == pytest.approx(10 / (15 + 15 * 0.07 / 0.10))  # slower: 0.39x
-    assert slow_1.top1_gain is None  # 10 s is before slow's cheapest run (15 s)
+    assert slow_1.gain is None  # 10 s is before slow's cheapest run (15 s)
     assert slow_2.speedup is None and slow_2.recipe_seconds is None  # 70% is above slow's best (65%)
-    assert slow_2.top1_gain == pytest.approx(0.55 + 0.10 * 5 / 15 - 0.70)  # slow at 20 s minus the baseline
-    assert rows[("m1", "fast", 1.0)].top1_gain is None  # fast's runs all end before 10 s
+    assert slow_2.gain == pytest.approx(0.55 + 0.10 * 5 / 15 - 0.70)  # slow at 20 s minus the baseline
+    assert rows[("m1", "fast", 1.0)].gain is None  # fast's runs all end before 10 s
 
 
 def test_machines_are_never_mixed(rows):
@@ -78,15 +93,19 @@ def test_machines_are_never_mixed(rows):
 def test_verdicts_say_plainly_which_recipes_do_not_beat_the_baseline(rows):
     sentences = verdicts(list(rows.values()))
     assert sentences[("m1", "slow")].startswith("does not beat the baseline")
-    assert sentences[("m1", "fast")] == "beats the baseline at every baseline budget"
+    assert sentences[("m1", "fast")] == ("beats the baseline at every baseline budget "
+                                         f"(at x1: {10 / (4 + 4 * 0.02 / 0.12):.2f}x faster to 62.0% top-1)")
 
 
 def test_speedups_are_described_in_words(rows):
-    assert describe_speedup(rows[("m1", "fast", 2.0)]) == f"{20 / (4 + 4 * 0.10 / 0.12):.2f}x faster to 70.0%"
-    assert describe_speedup(rows[("m1", "slow", 1.0)]) == f"{(15 + 15 * 0.07 / 0.10) / 10:.2f}x slower to 62.0%"
-    assert describe_speedup(rows[("m1", "slow", 2.0)]) == "does not reach 70.0%"
-    assert describe_speedup(rows[("m2", "fast", 1.0)]) == "≥ 2.00x faster to 62.0%"
-    header, body = speedup_rows([rows[("m1", "fast", 1.0)]])
+    assert describe_speedup(rows[("m1", "fast", 2.0)]) == f"{20 / (4 + 4 * 0.10 / 0.12):.2f}x faster to 70.0% top-1"
+    assert describe_speedup(rows[("m1", "slow", 1.0)]) == f"{(15 + 15 * 0.07 / 0.10) / 10:.2f}x slower to 62.0% top-1"
+    assert describe_speedup(rows[("m1", "slow", 2.0)]) == "does not reach 70.0% top-1"
+    assert describe_speedup(rows[("m2", "fast", 1.0)]) == "≥ 2.00x faster to 62.0% top-1"
+    # Bounded by its cheapest point (at most 12.5 s for the baseline's 10 s): at most 1.25x slower.
+    bounded_slow = dataclasses.replace(rows[("m2", "fast", 1.0)], recipe_seconds=12.5, speedup=0.8)
+    assert describe_speedup(bounded_slow) == "≤ 1.25x slower to 62.0% top-1"
+    header, body = speedup_rows([rows[("m1", "fast", 1.0)]], TOP1)
     spread = body[0][header.index("speedup over seeds")]
     expected = [10 / (4 + 4 * 0.04 / 0.12), 10 / (4 + 4 * 0.02 / 0.12), 2.5]
     assert spread == f"{statistics.fmean(expected):.2f} ± {statistics.stdev(expected):.2f}x"
@@ -118,3 +137,100 @@ def test_a_curve_mixing_configurations_is_flagged():
              dataclasses.replace(record("b", 2.0, 0, 1.0, 0.5), setup_hash="s2"),
              dataclasses.replace(record("b", 2.0, 0, 1.0, 0.5, machine="m2"), setup_hash="s3")]
     assert mixed_curves(same + mixed) == [("m1", "b")]
+
+
+def test_the_top1_tables_keep_their_percent_columns(rows):
+    header, body = speedup_rows([rows[("m1", "slow", 2.0)]], TOP1)
+    cells = dict(zip(header, body[0]))
+    assert cells["baseline top-1 (%)"] == "70.00"
+    assert cells["recipe time to that top-1 (s)"] == ""
+    assert cells["top-1 gain at baseline time (pp)"] == f"{100 * (0.55 + 0.10 * 5 / 15 - 0.70):+.2f}"  # -1.67
+    header, body = run_rows(BASE[:1], TOP1)
+    assert dict(zip(header, body[0]))["top-1 (%)"] == "60.00"
+    assert dict(zip(header, body[0]))["throughput"] == "100 images/s"
+
+
+# Language models, validation loss in nats/token (lower is better). The baseline reaches 2.0 at
+# 100 s and 1.5 at 200 s; "half" reaches them in half the time, starting from 2.5 at 25 s so
+# that both targets are interpolated, not bounded; "worse" never gets below 2.2.
+LM_BASE = [lm_record("gpt_base", 1.0, s, 100.0, loss) for s, loss in enumerate((1.9, 2.1))] + \
+          [lm_record("gpt_base", 2.0, s, 200.0, loss) for s, loss in enumerate((1.4, 1.6))]
+LM_HALF = [lm_record("gpt_half", budget, s, seconds, mean + (0.1 if s else -0.1))
+           for budget, seconds, mean in ((0.5, 25.0, 2.5), (1.0, 50.0, 2.0), (2.0, 100.0, 1.5)) for s in (0, 1)]
+LM_WORSE = [lm_record("gpt_worse", 1.0, 0, 100.0, 2.6), lm_record("gpt_worse", 2.0, 0, 200.0, 2.2)]
+
+
+@pytest.fixture(scope="module")
+def lm_rows():
+    table = speedup_table(LM_BASE + LM_HALF + LM_WORSE, baseline="gpt_base")
+    return {(row.recipe, row.baseline_budget): row for row in table}
+
+
+def test_a_recipe_reaching_the_baseline_loss_in_half_the_time_is_two_times_faster(lm_rows):
+    for budget, seconds, loss in ((1.0, 100.0, 2.0), (2.0, 200.0, 1.5)):
+        row = lm_rows[("gpt_half", budget)]
+        assert row.metric == LOSS and row.target == pytest.approx(loss)
+        assert row.baseline_seconds == pytest.approx(seconds)
+        assert row.recipe_seconds == pytest.approx(seconds / 2) and row.speedup == pytest.approx(2.0)
+        assert not row.at_most
+    # Each seed's own curve against the baseline's mean loss. Seed 0 (2.4, 1.9, 1.4) gets to 2.0
+    # at 25 + 25 * 0.4 / 0.5 = 45 s and to 1.5 at 50 + 50 * 0.4 / 0.5 = 90 s; seed 1 (2.6, 2.1,
+    # 1.6) gets to 2.0 at 50 + 50 * 0.1 / 0.5 = 60 s and never to 1.5.
+    assert lm_rows[("gpt_half", 1.0)].seed_speedups == pytest.approx([100 / 45, 100 / 60])
+    assert lm_rows[("gpt_half", 2.0)].seed_speedups == pytest.approx([200 / 90])
+
+
+def test_a_loss_decrease_at_equal_time_is_a_gain(lm_rows):
+    # At the baseline's 100 s, half is at 1.5 (its x2 point), the baseline at 2.0: lower by 0.5.
+    assert lm_rows[("gpt_half", 1.0)].gain == pytest.approx(0.5)
+    # At 200 s, worse is at 2.2 against the baseline's 1.5: 0.7 higher, a loss of quality.
+    assert lm_rows[("gpt_worse", 2.0)].gain == pytest.approx(-0.7)
+    assert lm_rows[("gpt_worse", 2.0)].speedup is None and lm_rows[("gpt_worse", 1.0)].speedup is None
+
+
+def test_loss_speedups_and_gains_are_written_in_the_metric_s_words(lm_rows):
+    assert describe_speedup(lm_rows[("gpt_half", 1.0)]) == "2.00x faster to 2.00 nats/token validation loss"
+    assert describe_speedup(lm_rows[("gpt_worse", 2.0)]) == "does not reach 1.50 nats/token validation loss"
+    header, body = speedup_rows([lm_rows[("gpt_half", 1.0)], lm_rows[("gpt_worse", 2.0)]], LOSS)
+    assert header[3] == "baseline validation loss (nats/token)"
+    assert header[5] == "recipe time to that validation loss (s)"
+    assert header[-1] == "validation loss gain at baseline time (nats/token)"
+    half, worse = (dict(zip(header, row)) for row in body)
+    assert half["baseline validation loss (nats/token)"] == "2.000"  # raw nats, never "200.00"
+    assert half[header[-1]] == "lower by 0.500" and worse[header[-1]] == "higher by 0.700"
+    header, body = run_rows(LM_BASE[:1], LOSS)
+    assert dict(zip(header, body[0]))["validation loss (nats/token)"] == "1.900"
+    assert dict(zip(header, body[0]))["throughput"] == "5120 tokens/s"
+
+
+def test_loss_verdicts(lm_rows):
+    sentences = verdicts(list(lm_rows.values()))
+    assert sentences[("m1", "gpt_half")] == ("beats the baseline at every baseline budget "
+                                             "(at x1: 2.00x faster to 2.00 nats/token validation loss)")
+    assert sentences[("m1", "gpt_worse")] == ("does not beat the baseline: it reaches the baseline's validation loss "
+                                              "sooner at no budget and is better at none of the baseline's times "
+                                              "(at x1: does not reach 2.00 nats/token validation loss)")
+
+
+def test_a_verdict_without_a_full_budget_baseline_quotes_its_largest_budget(lm_rows):
+    rows = [row for row in lm_rows.values() if row.baseline_budget != 1.0]
+    assert verdicts(rows)[("m1", "gpt_half")].endswith("(at x2: 2.00x faster to 1.50 nats/token validation loss)")
+
+
+def test_reading_a_loss_as_if_higher_were_better_would_change_the_answer():
+    # Read upwards, the baseline's 2.0 is "reached" at once by half's first point (2.5 at 25 s),
+    # and half's 1.5 at 100 s is a loss of 0.5 against the baseline's 2.0, not a gain.
+    flipped = [dataclasses.replace(r, higher_is_better=True) for r in LM_BASE + LM_HALF]
+    row = next(r for r in speedup_table(flipped, "gpt_base") if r.baseline_budget == 1.0)
+    assert row.at_most and row.speedup == pytest.approx(4.0) and row.gain == pytest.approx(-0.5)
+
+
+def test_records_of_different_metrics_are_refused_naming_recipes_and_metrics():
+    with pytest.raises(ValueError) as refused:
+        speedup_table(BASE + LM_BASE, baseline="base")
+    message = str(refused.value)
+    assert "base measure top1 (top-1 (%), higher is better)" in message
+    assert "gpt_base measure eval_loss (validation loss (nats/token), lower is better)" in message
+    assert "recipes of one task" in message
+    with pytest.raises(ValueError, match="the rows measure top1"):
+        speedup_rows(speedup_table(BASE + FAST, baseline="base"), LOSS)

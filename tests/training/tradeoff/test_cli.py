@@ -8,6 +8,7 @@ import pytest
 
 from training.tradeoff import cli
 from training.tradeoff.cli import main
+from training.tradeoff.metric import TOP1, Metric
 from training.tradeoff.results import RunRecord, read_run, write_results
 from training.tradeoff.sweep import SweepInterrupted
 
@@ -33,6 +34,10 @@ def data(tmp_path):
     (["--recipes", "cifar_mild", "--budgets", "1", "--baseline", "cifar_hot"], "--baseline 'cifar_hot'"),
     (["--budgets", "1"], "--recipes is required"),
     (["--recipes", "cifar_mild"], "--budgets is required"),
+    (["--recipes", "cifar_baseline,gpt_baseline", "--budgets", "1"],
+     "cifar_baseline measure top1 (top-1 (%), higher is better); gpt_baseline measure eval_loss"),
+    (["--recipes", "gpt_baseline", "--budgets", "1", "--subset", "5"], "--subset (images per class) applies to "
+                                                                     "image classification only"),
 ])
 def test_bad_sweep_input_is_refused_before_any_training(args, message, data, tmp_path, capsys):
     assert main([*args, "--data", str(data), "--out", str(tmp_path / "report")]) == 2
@@ -46,6 +51,18 @@ def test_a_missing_data_folder_is_refused(tmp_path, capsys):
     assert "no such folder" in capsys.readouterr().err
 
 
+def test_image_recipes_need_data_and_language_models_do_not(tmp_path, monkeypatch, capsys):
+    args = ["--recipes", "cifar_mild", "--budgets", "1", "--out", str(tmp_path / "report")]
+    assert main(args) == 2
+    assert "--data is required for the image-classification recipes cifar_mild" in capsys.readouterr().err
+    given = []
+    monkeypatch.setattr(cli, "run_sweep", lambda plan, runs_folder, options, **_: given.append((plan, options)))
+    monkeypatch.setattr(cli, "build_report", lambda records, out, baseline: [out / "report.html"])
+    assert main(["--recipes", "gpt_baseline", "--budgets", "1", "--out", str(tmp_path / "lm")]) == 0
+    (plan, options), = given
+    assert [run.recipe for run in plan] == ["gpt_baseline"] and options.data is None
+
+
 def test_merge_refuses_folders_without_results_and_sweep_options(data, tmp_path, capsys):
     assert main(["--merge", str(tmp_path), "--out", str(tmp_path / "merged")]) == 2
     assert "no results.json" in capsys.readouterr().err
@@ -56,9 +73,14 @@ def test_merge_refuses_folders_without_results_and_sweep_options(data, tmp_path,
     assert not (tmp_path / "merged").exists()
 
 
-def _record(machine, recipe, budget, seconds, top1):
-    return RunRecord(machine=machine, recipe=recipe, budget=budget, seed=0, top1=top1, eval_loss=1.0,
-                     train_seconds=seconds, first_epoch_seconds=seconds / 4, images_per_second=50.0, steps=100,
+LOSS = Metric("eval_loss", higher_is_better=False, label="validation loss (nats/token)")
+
+
+def _record(machine, recipe, budget, seconds, quality, metric=TOP1):
+    return RunRecord(machine=machine, recipe=recipe, budget=budget, seed=0, metric=metric.name,
+                     higher_is_better=metric.higher_is_better, metric_label=metric.label,
+                     metrics={metric.name: quality}, train_seconds=seconds, first_epoch_seconds=seconds / 4,
+                     samples_per_second=50.0, sample_unit="images" if metric == TOP1 else "tokens", steps=100,
                      config_hash=f"{recipe}{budget}"[:12],
                      phase_seconds={"data": 0.1 * seconds, "forward": 0.3 * seconds, "backward": 0.5 * seconds,
                                     "optimizer": 0.05 * seconds, "methods": 0.05 * seconds})
@@ -80,13 +102,13 @@ def test_merge_rebuilds_every_output_and_keeps_each_machine_apart(tmp_path, caps
     with open(out / "speedups.csv") as file:
         rows = {(r["machine"], r["recipe"], r["baseline budget"]): r for r in csv.DictReader(file)}
     # Laptop: mild reaches 60% below its cheapest point (<= 50 s: >= 2x), 70% at 75 s (200/75 = 2.67x).
-    assert rows[("laptop/cpu", "cifar_mild", "x0.5")]["speedup"] == "≥ 2.00x faster to 60.0%"
-    assert rows[("laptop/cpu", "cifar_mild", "x1")]["speedup"] == "2.67x faster to 70.0%"
+    assert rows[("laptop/cpu", "cifar_mild", "x0.5")]["speedup"] == "≥ 2.00x faster to 60.0% top-1"
+    assert rows[("laptop/cpu", "cifar_mild", "x1")]["speedup"] == "2.67x faster to 70.0% top-1"
     # At the baseline's 100 s mild has 75%: +15 points; at 200 s it is past its last run.
     assert rows[("laptop/cpu", "cifar_mild", "x0.5")]["top-1 gain at baseline time (pp)"] == "+15.00"
     # GPU: its own baseline (10 s), never the laptop's.
-    assert rows[("gpu/NVIDIA H100", "cifar_mild", "x1")]["speedup"] == "≥ 1.25x faster to 70.0%"
-    assert rows[("laptop/cpu", "cifar_hot", "x1")]["speedup"] == "does not reach 70.0%"
+    assert rows[("gpu/NVIDIA H100", "cifar_mild", "x1")]["speedup"] == "≥ 1.25x faster to 70.0% top-1"
+    assert rows[("laptop/cpu", "cifar_hot", "x1")]["speedup"] == "does not reach 70.0% top-1"
     page = (out / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 2
     assert "<b>cifar_hot</b> on laptop/cpu: <span class=\"no\">does not beat the baseline" in page
@@ -109,6 +131,69 @@ def test_a_stopped_sweep_reports_the_runs_finished_so_far(data, tmp_path, monkey
     assert [(r["recipe"], r["budget"]) for r in json.loads((out / "results.json").read_text())] == [
         ("cifar_baseline", 0.5), ("cifar_baseline", 1.0)]
     assert (out / "report.html").is_file()
+
+
+def test_a_loss_merge_reports_in_nats_and_counts_a_lower_loss_as_better(tmp_path):
+    # The fast recipe reaches the baseline's 2.0 nats/token at 50 s instead of 100 s.
+    runs = [_record("gpu/H100", "gpt_baseline", 1, 100.0, 2.0, LOSS), _record("gpu/H100", "gpt_baseline", 2, 200.0, 1.6, LOSS),
+            _record("gpu/H100", "gpt_fast", 0.5, 25.0, 2.4, LOSS), _record("gpu/H100", "gpt_fast", 1, 50.0, 2.0, LOSS),
+            _record("gpu/H100", "gpt_fast", 2, 100.0, 1.7, LOSS)]
+    write_results(runs, tmp_path / "lm")
+    out = tmp_path / "merged"
+    assert main(["--merge", str(tmp_path / "lm"), "--out", str(out)]) == 0
+    with open(out / "speedups.csv") as file:
+        rows = {r["baseline budget"]: r for r in csv.DictReader(file)}
+    assert rows["x1"]["speedup"] == "2.00x faster to 2.00 nats/token validation loss"
+    # At the baseline's 100 s the fast recipe is at 1.7, the baseline at 2.0.
+    assert rows["x1"]["validation loss gain at baseline time (nats/token)"] == "lower by 0.300"
+    assert rows["x2"]["speedup"] == "does not reach 1.60 nats/token validation loss"
+    page = (out / "report.html").read_text()
+    assert "<h1>Quality against training cost: validation loss (nats/token)</h1>" in page
+    assert "Speedup over the baseline at equal validation loss" in page and "lower is better" in page
+    assert '<b>gpt_fast</b> on gpu/H100: <span class="yes">beats the baseline' in page
+    assert "top-1" not in page
+
+
+def test_merging_results_of_different_metrics_is_refused_naming_recipes_and_metrics(tmp_path, capsys):
+    write_results([_record("host/cpu", "cifar_baseline", 1, 100.0, 0.6)], tmp_path / "cifar")
+    write_results([_record("host/cpu", "gpt_baseline", 1, 100.0, 2.0, LOSS)], tmp_path / "lm")
+    out = tmp_path / "merged"
+    assert main(["--merge", str(tmp_path / "cifar"), str(tmp_path / "lm"), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "cifar_baseline measure top1 (top-1 (%), higher is better)" in error
+    assert "gpt_baseline measure eval_loss (validation loss (nats/token), lower is better)" in error
+    assert not out.exists()
+
+
+def _sweep_reading(monkeypatch, metric_of_recipe):
+    """Stand-ins for the sweep: every planned run "finishes" at once, with its recipe's metric."""
+    def run_all(plan, runs_folder, options, *, progress, on_finished):
+        for run in plan:
+            on_finished(run, runs_folder / run.folder_name, True)
+
+    monkeypatch.setattr(cli, "run_sweep", run_all)
+    monkeypatch.setattr(cli, "read_run", lambda folder, *, recipe, budget, seed: _record(
+        "host/cpu", recipe, budget, 100.0 * budget, 1.0 + 0.1 / budget, metric_of_recipe[recipe]))
+
+
+def test_the_progress_line_after_each_run_names_the_metric(data, tmp_path, monkeypatch, capsys):
+    _sweep_reading(monkeypatch, {"cifar_baseline": LOSS, "cifar_mild": LOSS})
+    args = ["--recipes", "cifar_baseline,cifar_mild", "--budgets", "1", "--data", str(data), "--out", str(tmp_path),
+            "--no-progress"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "cifar_mild x1 seed 0: validation loss 1.100 nats/token | train 100.0 s" in out
+    assert "top-1" not in out
+
+
+def test_a_sweep_whose_recipes_measure_different_metrics_stops_with_an_error(data, tmp_path, monkeypatch, capsys):
+    _sweep_reading(monkeypatch, {"cifar_baseline": TOP1, "cifar_mild": LOSS})
+    args = ["--recipes", "cifar_baseline,cifar_mild", "--budgets", "1", "--data", str(data), "--out", str(tmp_path / "r")]
+    assert main(args) == 2
+    error = capsys.readouterr().err
+    assert "cifar_baseline measure top1" in error and "cifar_mild measure eval_loss" in error
+    assert "recipes of one task" in error
+    assert not (tmp_path / "r" / "report.html").exists()
 
 
 @pytest.mark.parametrize("text", ["{not json", '{"optimizer": {"lr": "__import__(\'os\')"}}'],

@@ -53,7 +53,10 @@ def test_a_tiny_sweep_writes_every_output(sweep):
     assert sorted((r["recipe"], r["budget"]) for r in rows) == [
         ("cifar_baseline", "0.05"), ("cifar_baseline", "0.1"), ("cifar_mild", "0.05"), ("cifar_mild", "0.1")]
     assert all(r["machine"].endswith("/cpu") and len(r["config_hash"]) == 12 for r in rows)
-    assert all(float(r["train_seconds"]) > 0 and 0 <= float(r["top1"]) <= 1 for r in rows)
+    assert all(float(r["train_seconds"]) > 0 and 0 <= float(r["metrics.top1"]) <= 1 for r in rows)
+    # Image classification is judged by top-1, higher is better, and counts images.
+    assert {(r["metric"], r["higher_is_better"], r["metric_label"], r["sample_unit"]) for r in rows} == {
+        ("top1", "True", "top-1 (%)", "images")}
     # Seed and budget aside, each recipe's runs share one configuration; the two recipes differ.
     setups = {(r["recipe"], r["setup_hash"]) for r in rows}
     assert len(setups) == 2 and len({hash_ for _, hash_ in setups}) == 2
@@ -67,7 +70,7 @@ def test_rerunning_the_sweep_resumes_the_unfinished_run_and_redoes_nothing(sweep
     (unfinished / "summary.json").unlink()  # as if stopped after its last checkpoint
     others = {path: path.stat().st_mtime_ns for path in runs.glob("*/summary.json")}
     stdout = _tradeoff(args, capsys)
-    assert stdout.count("(finished before)") == 3 and stdout.count("top-1") == 4
+    assert stdout.count("(finished before)") == 3 and stdout.count(": top-1 ") == 4
     assert (unfinished / "summary.json").is_file()
     assert "--resume" not in (unfinished / "train.stderr.log").read_text()  # no "pass --resume" refusal
     assert {path: path.stat().st_mtime_ns for path in others} == others

@@ -9,8 +9,9 @@ import pytest
 
 from training.config import to_dict
 from training.tradeoff import sweep
+from training.recipes import get_recipe
 from training.tradeoff.sweep import (PlannedRun, RunFailed, SweepInterrupted, TrainOptions, check_finished_runs,
-                                     plan_sweep, run_config, run_sweep)
+                                     expected_metric, plan_sweep, run_config, run_sweep, train_command)
 
 OPTIONS = TrainOptions(data=Path("/data"), device="cpu", machine="host/cpu", subset=5, assignments=("data.batch_size=8",))
 
@@ -145,3 +146,15 @@ def test_a_finished_run_with_another_configuration_is_refused(tmp_path):
     check_finished_runs([run], tmp_path, ["data.batch_size=8"])  # the same: accepted
     with pytest.raises(ValueError, match="another configuration"):
         check_finished_runs([run], tmp_path, ["data.batch_size=16"])
+
+
+def test_a_sweep_without_data_lets_each_run_use_its_recipe_s_own_text():
+    options = TrainOptions(data=None, device="cpu", machine="host/cpu")
+    command = train_command(PlannedRun("gpt_baseline", 1.0, 0, 0.5), Path("runs/x"), options, resume=False)
+    assert "--data" not in command and command[command.index("--recipe") + 1] == "gpt_baseline"
+
+
+def test_each_task_s_metric_is_known_before_training():
+    image, text = expected_metric(get_recipe("cifar_mild")), expected_metric(get_recipe("gpt_baseline"))
+    assert (image.name, image.higher_is_better) == ("top1", True)
+    assert (text.name, text.higher_is_better, text.unit) == ("eval_loss", False, "nats/token")

@@ -1,0 +1,167 @@
+"""Language models on the one trainer: ``python -m training.train`` end to end, resume, models, and bad input.
+
+The runs use a 1-layer GPT at length 16 on 18 small real source files (``tiny_text``); ALiBi runs
+its PyTorch reference, not Triton's interpreter (tests/kernels covers the kernel).
+"""
+
+import json
+import math
+import signal
+
+import pytest
+import torch
+
+from fastcore_ops.kernels import backend
+from tests.training.test_train import _assert_same_run, _finish, _run, _summary, _wait_for_mid_epoch_checkpoint
+from training.assemble import build_trainer
+from training.config import override
+from training.methods import Method
+from training.recipes import get_recipe
+from training.tasks.language import build_language_modeling, keep_run_tokenizer, prepare_text_data
+from training.train import main
+
+TINY = ["--set", "model.options={'n_layer': 1, 'n_head': 2, 'n_embd': 32}", "--set", "text.sequence_length=16",
+        "--set", "text.eval_batch_tokens=256", "--set", "data.batch_size=8", "--set", "schedule.warmup_epochs=0.01",
+        "--no-progress"]
+EVERY = 3
+# 396 steps an epoch (3,175 windows of 17 bytes in 54,000, batches of 8): 79 steps, a checkpoint every 3.
+RESUMABLE = ["--recipe", "gpt_alibi", *TINY, "--epochs", "0.2", "--checkpoint-every", str(EVERY)]
+
+
+@pytest.fixture
+def reference_kernels(monkeypatch):
+    monkeypatch.setattr(backend, "INTERPRETING", False)
+
+
+def _tiny_config(recipe: str, *assignments: str):
+    pairs = [value for flag, value in zip(TINY[:-1:2], TINY[1::2]) if flag == "--set"]
+    return override(get_recipe(recipe), [*pairs, *assignments])
+
+
+@pytest.fixture(scope="module")
+def alibi_reference(tiny_text, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "gpt_alibi"
+    code, stdout, stderr = _finish(_run(*RESUMABLE, "--data", str(tiny_text), "--out", str(out)))
+    assert code == 0, stderr
+    return out, stdout
+
+
+def test_a_language_model_learns_and_reports_loss_at_each_length(alibi_reference):
+    out, stdout = alibi_reference
+    summary = _summary(out)
+    assert (summary["metric"], summary["higher_is_better"], summary["sample_unit"]) == ("eval_loss", False, "tokens")
+    metrics = summary["metrics"]
+    assert set(metrics) == {f"{name}{suffix}" for name in ("eval_loss", "bits_per_byte", "perplexity")
+                            for suffix in ("", "@2L", "@4L")}
+    assert metrics["eval_loss"] < math.log(256) - 1, "79 steps on Python source beat the uniform 5.55 nats clearly"
+    # Bytes are the tokens: bits per byte is the loss in bits, perplexity its exponential.
+    assert metrics["bits_per_byte"] == pytest.approx(metrics["eval_loss"] / math.log(2))
+    assert metrics["perplexity"] == pytest.approx(math.exp(metrics["eval_loss"]))
+    assert summary["steps"] == round(0.2 * 396)
+    assert "validation loss (nats/token)" in stdout and "tokens/s" in stdout
+    assert json.loads((out / "tokens.json").read_text())["tokenizer"] == "bytes"
+
+
+def test_a_language_model_stopped_mid_epoch_resumes_bit_identical(alibi_reference, tiny_text, tmp_path):
+    """Sequence-length warmup, ALiBi, AdamW, clipping and the token windows' order all resume exactly."""
+    out = tmp_path / "terminated"
+    process = _run(*RESUMABLE, "--data", str(tiny_text), "--out", str(out))
+    _wait_for_mid_epoch_checkpoint(out, process)
+    process.send_signal(signal.SIGTERM)
+    code, _, stderr = _finish(process)
+    assert code == 128 + signal.SIGTERM and "--resume" in stderr
+    code, _, stderr = _finish(_run("--resume", "--no-progress", "--data", str(tiny_text), "--out", str(out)))
+    assert code == 0, stderr
+    _assert_same_run(out, alibi_reference[0])
+
+
+def test_sequence_length_warmup_keeps_the_tokens_of_every_step(tiny_text, reference_kernels):
+    config = _tiny_config("gpt_alibi", "schedule.epochs=0.05")
+    data = prepare_text_data(config, tiny_text, progress=False)
+    trainer = build_trainer(config, data=data, out=None, device=torch.device("cpu"), progress=False, eval_every=0)
+    shapes = []
+
+    class WatchShapes(Method):
+        def on_before_loss(self, state):
+            shapes.append(tuple(state.inputs.shape))
+
+    trainer.methods.append(WatchShapes())
+    result = trainer.fit()
+    assert shapes[0] == (16, 8) and shapes[-1] == (8, 16), "from 8-token rows to the full length"
+    assert all(rows * length == 8 * 16 for rows, length in shapes)
+    assert result.samples_per_second > 0 and result.steps == len(shapes)
+
+
+def test_gpt2_from_transformers_trains_with_the_alibi_surgery(tiny_text, reference_kernels):
+    config = _tiny_config("gpt_alibi", "model.name=hf_gpt2", "schedule.epochs=0.02",
+                          "model.options={'n_layer': 1, 'n_head': 2, 'n_embd': 32}")
+    data = prepare_text_data(config, tiny_text, progress=False)
+    trainer = build_trainer(config, data=data, out=None, device=torch.device("cpu"), progress=False, eval_every=0)
+    assert type(trainer.model).__name__ == "GPT2LMHeadModel"
+    metrics = trainer.fit().metrics
+    assert math.isfinite(metrics["eval_loss@4L"]) and metrics["eval_loss"] < math.log(256)
+
+
+def test_a_bpe_tokenizer_trains_and_is_kept_with_the_run(tiny_text, tmp_path, reference_kernels):
+    out = tmp_path / "bpe"
+    assert main(["--recipe", "gpt_baseline", *TINY, "--set", "text.tokenizer=bpe", "--set", "text.vocab_size=320",
+                 "--epochs", "0.02", "--data", str(tiny_text), "--out", str(out)]) == 0
+    metrics = _summary(out)["metrics"]
+    # A BPE token stands for more than one byte: fewer bits per byte than bits per token.
+    assert metrics["bits_per_byte"] < metrics["eval_loss"] / math.log(2)
+    assert (out / "tokenizer.json").is_file() and json.loads((out / "tokens.json").read_text())["vocab_size"] <= 320
+
+
+def test_a_resumed_run_refuses_tokens_of_another_tokenizer(tiny_text, micro_text, tmp_path):
+    config = _tiny_config("gpt_baseline", "text.tokenizer=bpe", "text.vocab_size=300")
+    first, second = (prepare_text_data(config, text, progress=False) for text in (tiny_text, micro_text))
+    keep_run_tokenizer(tmp_path, first, resume=False)
+    keep_run_tokenizer(tmp_path, first, resume=True)  # the same tokens: fine
+    with pytest.raises(ValueError, match="trained with bpe tokens .* resume with the same --data"):
+        keep_run_tokenizer(tmp_path, second, resume=True)
+
+
+def test_learned_positions_are_not_evaluated_beyond_their_table(tiny_text):
+    config = _tiny_config("gpt_baseline", "text.eval_length_multiples=(1, 2)")
+    data = prepare_text_data(config, tiny_text, progress=False)
+    with pytest.warns(UserWarning, match=r"ask for \[32\] tokens, more than the model's learned positions cover "
+                                         r"\(16\).*alibi surgery"):
+        _, _, task = build_language_modeling(config, data=data, device=torch.device("cpu"))
+    assert list(task.eval_loaders) == [1]
+
+
+@pytest.mark.parametrize("make, args, message", [
+    (lambda root: root, [], "no text files"),
+    (lambda root: [(root / f"f{i}.txt").write_text("x = 1\n") for i in range(10)] and root, [],
+     "too few for one batch"),
+    (lambda root: root, ["--subset", "5"], "--subset (images per class) applies to image classification"),
+], ids=["empty-folder", "shorter-than-a-batch", "subset"])
+def test_text_that_cannot_train_is_refused_before_anything_is_written(make, args, message, tmp_path, capsys):
+    root = tmp_path / "text"
+    root.mkdir()
+    make(root)
+    assert main(["--recipe", "gpt_baseline", *TINY, *args, "--data", str(root), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--recipe", "cifar_baseline"], "--strategy fsdp shards language models"),
+    (["--recipe", "gpt_baseline", "--set", "methods.ema_half_life_steps=10"], "(EMA) does not work with --strategy fsdp"),
+], ids=["images", "ema"])
+def test_what_fsdp_cannot_shard_is_refused_before_anything_is_written(args, message, tmp_path, capsys):
+    assert main([*args, "--strategy", "fsdp", "--out", str(tmp_path / "run")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_ema_and_layer_freezing_apply_to_a_language_model(tiny_text, reference_kernels):
+    config = _tiny_config("gpt_baseline", "schedule.epochs=0.05", "methods.ema_half_life_steps=5",
+                          "methods.freeze_start=0.5", "methods.freeze_level=0.5")
+    data = prepare_text_data(config, tiny_text, progress=False)
+    trainer = build_trainer(config, data=data, out=None, device=torch.device("cpu"), progress=False, eval_every=0)
+    metrics = trainer.fit().metrics
+    frozen = [name for name, p in trainer.model.named_parameters() if not p.requires_grad]
+    assert frozen and "wte.weight" not in frozen, "the first layers froze, but not the embedding tied to the output"
+    assert trainer.state.eval_model is not None and math.isfinite(metrics["eval_loss"])

@@ -1,0 +1,28 @@
+"""gpt_baseline with ALiBi and sequence-length warmup: train short, evaluate at the full length.
+
+- ALiBi (Press et al., 2022) replaces the learned position table by a fixed, per-head linear
+  penalty on attention to distant tokens: the model needs no positions it has not trained on,
+  so training on short sequences still serves the full length L (and more: it is evaluated at
+  2L and 4L too).
+- Sequence-length warmup (Li et al., 2022; Composer's SeqLengthWarmup) trains on sequences
+  growing from 8 bytes to L over the first 30% of the run, with as many tokens in every step:
+  short sequences cost less attention work, and their steadier gradients early on suit a
+  high learning rate. ALiBi is what lets the short early sequences transfer to L.
+
+Everything else (model size, optimizer, LR, batch, schedule, data) is gpt_baseline's, so the
+difference measures the two methods.
+"""
+
+import dataclasses
+
+from training.config import MethodsConfig, ModelConfig
+from training.methods.seq_length_warmup import SeqLengthWarmupOptions
+from training.recipes.gpt_baseline import RECIPE as BASELINE
+
+RECIPE = dataclasses.replace(
+    BASELINE,
+    name="gpt_alibi",
+    model=ModelConfig(name="gpt", options=dict(BASELINE.model.options), surgeries=["alibi"]),
+    methods=MethodsConfig(seq_length_warmup=SeqLengthWarmupOptions(start_length=8, duration=0.3)),
+    text=dataclasses.replace(BASELINE.text, eval_length_multiples=(1, 2, 4)),
+)

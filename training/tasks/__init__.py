@@ -1,0 +1,15 @@
+"""What differs between training jobs, behind one interface the trainer calls.
+
+A task turns a batch into model outputs, scores them with the training loss, counts the
+samples a batch holds (images, or tokens), and evaluates: it returns sums that the trainer
+adds over processes, then turns them into named metrics. Everything else (events, methods,
+precision, checkpoints, resume, DDP, timing, progress) belongs to the trainer and is shared.
+
+    >>> from training.tasks.classification import ImageClassification
+    >>> ImageClassification.metric, ImageClassification.higher_is_better
+    ('top1', True)
+"""
+
+from training.tasks.base import Task
+
+__all__ = ["Task"]

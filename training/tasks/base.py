@@ -1,0 +1,47 @@
+"""The interface every task implements; see :mod:`training.tasks`."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+import torch
+
+
+class Task(abc.ABC):
+    """Base class of the training tasks.
+
+    Class attributes name the task's headline metric (the one the tradeoff tool compares),
+    its direction, how plots label it, and what a training sample is.
+    """
+
+    metric: str
+    higher_is_better: bool
+    metric_label: str
+    sample_unit: str
+    num_classes: int = 0  # classes of the targets, for methods that mix labels; 0: not a classification
+
+    def forward(self, model: torch.nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+        """The outputs the loss takes (logits) for a training batch."""
+        return model(inputs)
+
+    @abc.abstractmethod
+    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The training loss of a batch's outputs (a scalar)."""
+
+    @abc.abstractmethod
+    def samples(self, targets: torch.Tensor) -> int:
+        """How many training samples (``sample_unit``) a batch with these targets holds."""
+
+    @abc.abstractmethod
+    def evaluation_sums(self, model: torch.nn.Module,
+                        autocast: Callable[[], AbstractContextManager]) -> torch.Tensor:
+        """float64 sums over this process's evaluation data, which the trainer adds over processes."""
+
+    @abc.abstractmethod
+    def metrics(self, sums: torch.Tensor) -> dict[str, float]:
+        """The named metrics of the summed :meth:`evaluation_sums`; ``metric`` among them."""
+
+    def close(self) -> None:
+        """Release what the evaluation data holds (loader workers); nothing by default."""

@@ -1,0 +1,179 @@
+"""Image classification: logits from images, a classification loss, top-1 and cross-entropy.
+
+    >>> task = ImageClassification(eval_loader=[(torch.randn(4, 3), torch.tensor([0, 1, 2, 0]))], num_classes=3,
+    ...                            loss_fn=lambda logits, targets: logits.sum(), device=torch.device("cpu"))
+    >>> sums = task.evaluation_sums(torch.nn.Identity(), autocast=contextlib.nullcontext)
+    >>> sorted(task.metrics(sums))
+    ['eval_loss', 'top1']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from fastcore_ops import apply_surgery
+from fastcore_ops.data import build_loader
+from fastcore_ops.data.order import samples_per_rank
+from fastcore_ops.data.sources import find_samples
+from fastcore_ops.kernels import init_bce_bias_
+from training.config import TrainConfig
+from training.losses import LossFunction, classification_loss
+from training.models import build_model
+from training.tasks.base import Task
+
+log = logging.getLogger("training")
+
+TRAIN_FOLDERS = ("train",)
+EVAL_FOLDERS = ("val", "test")
+
+
+class ImageClassification(Task):
+    """Images to class logits; evaluated by top-1 accuracy and mean cross-entropy.
+
+    eval_loader: batches of (images, int64 labels) on the device; this process's share.
+    loss_fn: the training loss (it may take mixed, soft targets; evaluation always uses
+        plain cross-entropy on the labels).
+    """
+
+    metric = "top1"
+    higher_is_better = True
+    metric_label = "top-1 (%)"
+    sample_unit = "images"
+
+    def __init__(self, *, eval_loader: Iterable, num_classes: int, loss_fn: LossFunction, device: torch.device):
+        self.eval_loader, self.num_classes, self.loss_fn, self.device = eval_loader, num_classes, loss_fn, device
+
+    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return self.loss_fn(outputs, targets)
+
+    def samples(self, targets: torch.Tensor) -> int:
+        return len(targets)
+
+    def evaluation_sums(self, model: torch.nn.Module, autocast: Callable[[], contextlib.AbstractContextManager]):
+        sums = torch.zeros(3, dtype=torch.float64, device=self.device)  # correct, loss sum, images
+        for images, labels in self.eval_loader:
+            with autocast():
+                logits = model(images)
+            sums[0] += (logits.argmax(dim=1) == labels).sum()
+            sums[1] += F.cross_entropy(logits.float(), labels, reduction="sum")
+            sums[2] += len(labels)
+        return sums
+
+    def metrics(self, sums: torch.Tensor) -> dict[str, float]:
+        correct, loss_sum, count = sums.tolist()
+        return {"top1": correct / max(count, 1), "eval_loss": loss_sum / max(count, 1)}
+
+    def close(self) -> None:
+        close = getattr(self.eval_loader, "close", None)
+        if close is not None:
+            close()
+
+
+# ----------------------------------------------------------------------------------------
+# From a configuration and an ImageFolder tree to the model, the training batches and the task
+# ----------------------------------------------------------------------------------------
+
+
+def split_folders(data: Path) -> tuple[Path, Path]:
+    """The training and evaluation ImageFolder roots under ``data`` (``train/`` and ``val/`` or ``test/``)."""
+    if not data.is_dir():
+        raise FileNotFoundError(f"--data {data}: no such folder; pass a folder holding train/ and val/ (or test/)")
+    found = [data / name for name in TRAIN_FOLDERS if (data / name).is_dir()]
+    evals = [data / name for name in EVAL_FOLDERS if (data / name).is_dir()]
+    if not found or not evals:
+        raise FileNotFoundError(f"--data {data} must hold a train/ folder and a val/ or test/ folder, each "
+                                f"laid out as <class>/<image>; found {sorted(p.name for p in data.iterdir())}")
+    return found[0], evals[0]
+
+
+def first_per_class(root: Path, per_class: int) -> tuple[list[tuple[str, int]], list[str]]:
+    """The first ``per_class`` images of each class (in file order) and the class names."""
+    samples, classes = find_samples(root)
+    taken = [0] * len(classes)
+    subset = []
+    for path, label in samples:
+        if taken[label] < per_class:
+            subset.append((path, label))
+            taken[label] += 1
+    return subset, classes
+
+
+def training_samples(train_root: Path, subset: int | None) -> tuple[list[tuple[str, int]], list[str]]:
+    """The training samples and class names: the first ``subset`` per class, or all of them."""
+    return first_per_class(train_root, subset) if subset else find_samples(train_root)
+
+
+def check_shard_size(config: TrainConfig, samples: list[tuple[str, int]], world_size: int) -> None:
+    """Refuse, before any process starts work, a run whose training ``samples`` leave no full batch per rank.
+
+    Training drops each rank's last incomplete batch, so a rank needs at least ``data.batch_size``
+    images; every rank gets the same count (training shards are padded to equal size).
+
+        >>> check_shard_size(TrainConfig(), [("cat.jpg", 0)] * 3, world_size=2)
+        Traceback (most recent call last):
+        ...
+        ValueError: data.batch_size=256 is more than the 2 training images each of 2 process(es) gets (3 in all), ...
+    """
+    per_rank = samples_per_rank(len(samples), world_size)
+    if per_rank < config.data.batch_size:
+        raise ValueError(
+            f"data.batch_size={config.data.batch_size} is more than the {per_rank} training images each of "
+            f"{world_size} process(es) gets ({len(samples)} in all), which leaves no batch to train on; lower "
+            f"it (--set data.batch_size={per_rank}), or use fewer processes or more data")
+
+
+def build_classifier(config: TrainConfig, num_classes: int) -> nn.Module:
+    """The configured model with its surgeries applied and, for the BCE loss, its head's bias at -log(C)."""
+    model = build_model(config.model.name, num_classes)
+    if config.methods.loss == "bce":
+        heads = [m for m in model.modules() if isinstance(m, nn.Linear) and m.out_features == num_classes]
+        if not heads:
+            raise ValueError(f"methods.loss='bce' needs a final nn.Linear with {num_classes} outputs in "
+                             f"model {config.model.name!r}, found none")
+        init_bce_bias_(heads[-1])
+    if config.model.surgeries:
+        log.info("surgery:\n%s", apply_surgery(model, config.model.surgeries))
+    return model
+
+
+def _loaders(config: TrainConfig, data: Path, device: torch.device, subset: int | None, train_samples):
+    """(training loader, evaluation loader, number of classes) of the train/ and val/ (or test/) of ``data``."""
+    train_root, eval_root = split_folders(data)
+    train_source, classes = train_samples or training_samples(train_root, subset)
+    d = config.data
+    common = dict(batch_size=d.batch_size, device=device, backend=d.backend, seed=config.seed,
+                  num_workers=None if d.num_workers < 0 else d.num_workers,
+                  channels_last=config.model.has_surgery("channels_last"))
+    train = build_loader(
+        train_source, train=True, image_size=d.train_size, flip=d.flip, crop_scale=d.crop_scale,
+        randaugment=d.randaugment, colout=d.colout, progressive_resize=d.progressive_resize,
+        epochs=config.schedule.epochs, **common)
+    evaluation = build_loader(eval_root, train=False, image_size=d.eval_size,
+                              eval_crop_fraction=d.eval_size / d.eval_resize, **common)
+    if evaluation.classes != classes:
+        raise ValueError(f"the class folders of {train_root} and {eval_root} differ: "
+                         f"{classes[:5]}... vs {evaluation.classes[:5]}...")
+    return train, evaluation, len(classes)
+
+
+
+def build_image_classification(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None = None,
+                               train_samples=None) -> tuple[nn.Module, object, ImageClassification]:
+    """(model with its surgeries, training loader, task) for an image-classification ``config`` on ``data``.
+
+    subset: train on the first ``subset`` images of each class. train_samples: what
+    :func:`training_samples` gives for the train/ folder of ``data`` and ``subset``, when the caller
+    scanned it already (an ImageNet tree takes seconds to walk: ``training.train`` walks it once).
+    """
+    train, evaluation, num_classes = _loaders(config, data, device, subset, train_samples)
+    model = build_classifier(config, num_classes).to(device)
+    task = ImageClassification(eval_loader=evaluation, num_classes=num_classes, device=device,
+                               loss_fn=classification_loss(config.methods.loss, config.methods.label_smoothing))
+    return model, train, task

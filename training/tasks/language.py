@@ -1,0 +1,206 @@
+"""Causal language modelling: next-token logits, cross-entropy, validation loss at several lengths.
+
+Validation is scored in nats per token, in bits per byte (independent of the tokenizer: a
+BPE token stands for several bytes) and as perplexity, at the training length L, and at
+each longer length the model can run (2L, 4L for ALiBi models): a name's suffix says the
+length, ``eval_loss@2L``; the unsuffixed metrics are at L.
+
+    >>> windows = [(torch.zeros(2, 8, dtype=torch.long), torch.ones(2, 8, dtype=torch.long))]
+    >>> task = CausalLanguageModeling(eval_loaders={1: windows}, token_bytes=torch.ones(256),
+    ...                               device=torch.device("cpu"))
+    >>> model = lambda tokens: (torch.zeros(*tokens.shape, 256), None)   # uniform over 256 bytes
+    >>> metrics = task.metrics(task.evaluation_sums(model, contextlib.nullcontext))
+    >>> round(metrics["bits_per_byte"], 4), round(metrics["perplexity"], 2)
+    (8.0, 256.0)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import shutil
+import warnings
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn import functional as F
+
+from fastcore_ops import apply_surgery
+from training.config import TrainConfig
+from training.models.language import build_language_model, logits_of, position_limit
+from training.tasks.base import Task
+from training.text.loader import TokenEvaluation, TokenWindows
+from training.text.prepare import META_FILE, PreparedTokens, load_prepared, prepared_tokens
+from training.text.tokenizers import BPE_FILE
+
+log = logging.getLogger("training")
+RUN_TOKENS_NAME = "tokens.json"  # in a run's folder: which tokenizer the run was trained with
+
+
+def metric_suffix(multiple: int) -> str:
+    """The metric-name suffix of an evaluation at ``multiple`` times the training length.
+
+    >>> metric_suffix(1), metric_suffix(4)
+    ('', '@4L')
+    """
+    return "" if multiple == 1 else f"@{multiple}L"
+
+
+class CausalLanguageModeling(Task):
+    """Token windows to next-token logits; evaluated by validation loss at each length.
+
+    eval_loaders: {length multiple: batches of (inputs, targets) int64 (B, T) on the device},
+        this process's share of the validation windows; multiple 1 (the training length) first.
+    token_bytes: (vocab_size,) how many bytes of text each token stands for (bits per byte).
+    """
+
+    metric = "eval_loss"
+    higher_is_better = False
+    metric_label = "validation loss (nats/token)"
+    sample_unit = "tokens"
+
+    def __init__(self, *, eval_loaders: dict[int, Iterable], token_bytes: torch.Tensor, device: torch.device):
+        if 1 not in eval_loaders:
+            raise ValueError(f"eval_loaders must include multiple 1 (the training length), got {sorted(eval_loaders)}")
+        self.eval_loaders, self.device = dict(sorted(eval_loaders.items())), device
+        self.token_bytes = token_bytes.to(device=device, dtype=torch.float64)
+
+    def forward(self, model: torch.nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+        return logits_of(model(inputs))
+
+    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(outputs.flatten(0, 1).float(), targets.flatten())
+
+    def samples(self, targets: torch.Tensor) -> int:
+        return targets.numel()
+
+    def evaluation_sums(self, model: torch.nn.Module, autocast: Callable[[], contextlib.AbstractContextManager]):
+        sums = torch.zeros(len(self.eval_loaders), 3, dtype=torch.float64, device=self.device)
+        for row, loader in enumerate(self.eval_loaders.values()):
+            for inputs, targets in loader:
+                with autocast():
+                    logits = logits_of(model(inputs))
+                sums[row, 0] += F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), reduction="sum")
+                sums[row, 1] += targets.numel()
+                sums[row, 2] += self.token_bytes[targets].sum()
+        return sums.flatten()
+
+    def metrics(self, sums: torch.Tensor) -> dict[str, float]:
+        metrics = {}
+        for multiple, (loss_sum, tokens, text_bytes) in zip(self.eval_loaders, sums.view(-1, 3).tolist()):
+            loss = loss_sum / max(tokens, 1)
+            suffix = metric_suffix(multiple)
+            metrics[f"eval_loss{suffix}"] = loss
+            metrics[f"bits_per_byte{suffix}"] = loss_sum / max(text_bytes, 1) / math.log(2)
+            metrics[f"perplexity{suffix}"] = math.exp(min(loss, 700.0))  # exp overflows a float past ~709
+        return metrics
+
+    def close(self) -> None:
+        for loader in self.eval_loaders.values():
+            close = getattr(loader, "close", None)
+            if close is not None:
+                close()
+
+
+# ----------------------------------------------------------------------------------------
+# From a configuration to the model, the training batches and the task
+# ----------------------------------------------------------------------------------------
+
+
+def token_cache() -> Path:
+    """Where prepared tokens are kept between runs: ``$FASTCORE_OPS_CACHE/tokens`` (default ``~/.cache/fastcore_ops``)."""
+    root = os.environ.get("FASTCORE_OPS_CACHE") or Path.home() / ".cache" / "fastcore_ops"
+    return Path(root) / "tokens"
+
+
+def prepare_text_data(config: TrainConfig, data: Path | None, *, progress: bool = True) -> Path:
+    """The prepared token folder a run reads: ``data`` itself if prepared, else ``data``'s text (None: the
+    standard library's) tokenized once into :func:`token_cache`, reused by later runs."""
+    text = config.text
+    if data is not None and (data / META_FILE).is_file():
+        meta = load_prepared(data).meta
+        if meta["tokenizer"] != text.tokenizer or (text.tokenizer == "bpe" and meta["vocab_size"] != text.vocab_size):
+            raise ValueError(f"--data {data} holds {meta['tokenizer']} tokens (vocabulary {meta['vocab_size']}), but "
+                             f"the run asks for text.tokenizer={text.tokenizer!r} (text.vocab_size={text.vocab_size}); "
+                             f"set those to match, or pass the text folder to tokenize it anew")
+        return data
+    vocab_size = text.vocab_size if text.tokenizer == "bpe" else None
+    return prepared_tokens(data, token_cache(), text.tokenizer, vocab_size, text.validation_every, progress=progress)
+
+
+def check_text_size(config: TrainConfig, data: Path, world_size: int) -> None:
+    """Refuse, before any process starts work, training text too short for a batch per process."""
+    TokenWindows(load_prepared(data).train, sequence_length=config.text.sequence_length,
+                 batch_size=config.data.batch_size, seed=config.seed, world_size=world_size)
+
+
+def keep_run_tokenizer(out: Path, data: Path, *, resume: bool, write: bool = True) -> None:
+    """Save the tokenizer with a new run (``tokens.json``, and ``tokenizer.json`` for BPE); on resume,
+    refuse tokens made by another tokenizer than the one the run was trained with.
+
+    write: whether this process writes (one of several torchrun processes does).
+    """
+    meta = load_prepared(data).meta
+    record = {"tokenizer": meta["tokenizer"], "vocab_size": meta["vocab_size"],
+              "tokenizer_fingerprint": meta["tokenizer_fingerprint"]}
+    path = out / RUN_TOKENS_NAME
+    if resume and path.is_file():
+        saved = json.loads(path.read_text())
+        if saved != record:
+            raise ValueError(f"--resume: the run in {out} was trained with {saved['tokenizer']} tokens (vocabulary "
+                             f"{saved['vocab_size']}, tokenizer {saved['tokenizer_fingerprint'][:12]}), but the data "
+                             f"now gives {record['tokenizer']} tokens (vocabulary {record['vocab_size']}, tokenizer "
+                             f"{record['tokenizer_fingerprint'][:12]}); resume with the same --data and text settings")
+        return
+    if not write:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    if (data / BPE_FILE).is_file():
+        shutil.copyfile(data / BPE_FILE, out / BPE_FILE)
+
+
+def _evaluation_multiples(config: TrainConfig, model: nn.Module) -> list[int]:
+    """The length multiples to evaluate at: those asked for that the model can run."""
+    length, limit = config.text.sequence_length, position_limit(model)
+    runnable = [m for m in config.text.eval_length_multiples if limit is None or m * length <= limit]
+    skipped = [m for m in config.text.eval_length_multiples if m not in runnable]
+    if skipped:
+        warnings.warn(f"text.eval_length_multiples {skipped} ask for {[m * length for m in skipped]} tokens, more than "
+                      f"the model's learned positions cover ({limit}): not evaluated; the alibi surgery "
+                      f"(model.surgeries=['alibi']) makes a model run any length", stacklevel=2)
+    return runnable
+
+
+def build_language_modeling(config: TrainConfig, *, data: Path, device: torch.device,
+                            shard_evaluation: bool = True) -> tuple[nn.Module, TokenWindows, CausalLanguageModeling]:
+    """(model with its surgeries, training batches, task) for a language-model ``config`` on prepared ``data``.
+
+    shard_evaluation: split the validation windows between processes (False: every process
+    evaluates all of them, as a sharded model's collective forward passes need).
+    """
+    prepared: PreparedTokens = load_prepared(data)
+    text = config.text
+    model = build_language_model(config.model.name, vocab_size=prepared.vocab_size,
+                                 sequence_length=text.sequence_length, options=config.model.options)
+    if config.model.surgeries:
+        log.info("surgery:\n%s", apply_surgery(model, config.model.surgeries))
+    model.to(device)
+    rank, world_size = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+    train = TokenWindows(prepared.train, sequence_length=text.sequence_length, batch_size=config.data.batch_size,
+                         seed=config.seed, rank=rank, world_size=world_size, device=device)
+    eval_rank, eval_world = (rank, world_size) if shard_evaluation else (0, 1)
+    loaders = {}
+    for multiple in _evaluation_multiples(config, model):
+        length = multiple * text.sequence_length
+        loaders[multiple] = TokenEvaluation(prepared.validation, sequence_length=length,
+                                            batch_size=max(1, text.eval_batch_tokens // length), rank=eval_rank,
+                                            world_size=eval_world, device=device)
+    token_bytes = torch.as_tensor(prepared.tokenizer.token_byte_lengths())
+    return model, train, CausalLanguageModeling(eval_loaders=loaders, token_bytes=token_bytes, device=device)
