@@ -17,7 +17,7 @@ from training.recipes import get_recipe, list_recipes
 
 RESNET50 = ["resnet50_baseline", "resnet50_mild", "resnet50_medium", "resnet50_hot"]
 CIFAR = ["cifar_baseline", "cifar_mild", "cifar_medium", "cifar_hot"]
-GPT = ["gpt_baseline", "gpt_alibi"]
+GPT = ["gpt_baseline", "gpt_alibi", "gpt_alibi_long_warmup"]
 MOSAIC = RESNET50[1:]
 
 
