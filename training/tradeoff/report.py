@@ -2,7 +2,8 @@
 
     >>> outputs = build_report(records, out, baseline="cifar_baseline")
     >>> sorted(path.name for path in outputs)
-    ['breakdown.csv', 'breakdown.png', 'pareto.png', 'report.html', 'results.csv', 'results.json', 'speedups.csv']
+    ['breakdown.csv', 'breakdown.png', 'pareto.png', 'report.html', 'results.csv', 'results.json', 'speedups.csv',
+     'speedups.md']
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from training.tradeoff.analysis import mixed_curves, speedup_table, time_breakdown, verdicts
 from training.tradeoff.plots import plot_breakdown, plot_tradeoff
 from training.tradeoff.results import RESULTS_CSV, RESULTS_JSON, RunRecord, common_metric, write_results
-from training.tradeoff.tables import Table, breakdown_rows, run_rows, speedup_rows, write_csv
+from training.tradeoff.tables import Table, breakdown_rows, markdown_table, run_rows, speedup_rows, write_csv
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }
@@ -58,8 +59,23 @@ def _mixed_warning(records: Sequence[RunRecord]) -> str:
             f"(other --set values or recipe versions), so their curves mix configurations.</p>")
 
 
+def _speedups_markdown(records: Sequence[RunRecord], speedup_tab: Table, baseline: str) -> str:
+    """The speedup table for a README: one line naming what was measured where, then the table.
+
+    The machine column is dropped when every run shares one machine, which the line names instead.
+    """
+    metric = common_metric(records)
+    machines = sorted({record.machine for record in records})
+    recipes = ", ".join(dict.fromkeys(record.recipe for record in records))
+    direction = "higher is better" if metric.higher_is_better else "lower is better"
+    caption = (f"{len(records)} runs of {recipes} on {', '.join(machines)}; baseline {baseline}; "
+               f"{metric.label}, {direction}; training time only (from `speedups.csv`).")
+    table = markdown_table(*speedup_tab, drop=["machine"] if len(machines) == 1 else [])
+    return f"{caption}\n\n{table}\n"
+
+
 def build_report(records: Sequence[RunRecord], out: Path, baseline: str) -> list[Path]:
-    """Write results.{csv,json}, speedups.csv, breakdown.csv, pareto.png, breakdown.png and report.html to ``out``.
+    """Write results.{csv,json}, speedups.{csv,md}, breakdown.csv, pareto.png, breakdown.png and report.html to ``out``.
 
     baseline: the recipe the others are measured against (on each machine separately).
     Returns the paths written. Raises ValueError, before writing anything, when the records do
@@ -74,6 +90,7 @@ def build_report(records: Sequence[RunRecord], out: Path, baseline: str) -> list
     breakdown = time_breakdown(records)
     speedup_tab, breakdown_tab = speedup_rows(speedups, metric), breakdown_rows(breakdown)
     write_csv(out / "speedups.csv", *speedup_tab)
+    (out / "speedups.md").write_text(_speedups_markdown(records, speedup_tab, baseline))
     write_csv(out / "breakdown.csv", *breakdown_tab)
     plot_tradeoff(records, out / "pareto.png")
     plot_breakdown(breakdown, out / "breakdown.png")
@@ -115,5 +132,5 @@ phase it changes (Amdahl's law): the largest phase is the one worth attacking ne
 </body></html>
 """
     (out / "report.html").write_text(page)
-    return [out / name for name in (RESULTS_JSON, RESULTS_CSV, "speedups.csv", "breakdown.csv", "pareto.png",
-                                    "breakdown.png", "report.html")]
+    return [out / name for name in (RESULTS_JSON, RESULTS_CSV, "speedups.csv", "speedups.md", "breakdown.csv",
+                                    "pareto.png", "breakdown.png", "report.html")]

@@ -41,14 +41,15 @@ def speedup_rows(rows: Sequence[SpeedupRow], metric: Metric) -> Table:
                          f"{metric.describe()}; pass the metric the rows were computed in")
     gain_unit = f" ({metric.gain_unit})" if metric.gain_unit else ""
     header = ["machine", "recipe", "baseline budget", f"baseline {metric.label}", "baseline time (s)",
-              f"recipe time to that {metric.quantity} (s)", "speedup", "speedup over seeds",
+              f"recipe time to that {metric.quantity} (s)", "speedup", "speedup over seeds", "speedup per seed",
               f"{metric.quantity} gain at baseline time{gain_unit}"]
     body = []
     for row in rows:
         seconds = "" if row.recipe_seconds is None else f"{'≤ ' if row.at_most else ''}{row.recipe_seconds:.1f}"
         gain = "outside the recipe's measured times" if row.gain is None else metric.describe_gain(row.gain)
         body.append([row.machine, row.recipe, f"x{row.baseline_budget:g}", metric.number(row.target, precise=True),
-                     f"{row.baseline_seconds:.1f}", seconds, describe_speedup(row), _seed_spread(row), gain])
+                     f"{row.baseline_seconds:.1f}", seconds, describe_speedup(row), _seed_spread(row),
+                     ", ".join(f"{speedup:.2f}x" for speedup in row.seed_speedups), gain])
     return header, body
 
 
@@ -84,3 +85,20 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
         writer = csv.writer(file)
         writer.writerow(header)
         writer.writerows(rows)
+
+
+def markdown_table(header: list[str], rows: list[list[str]], drop: Sequence[str] = ()) -> str:
+    """One table as GitHub Markdown (for a README), without the columns named in ``drop``.
+
+    Example:
+        >>> print(markdown_table(["machine", "recipe", "speedup"], [["m", "fast", "2.00x"]], drop=["machine"]))
+        | recipe | speedup |
+        |---|---|
+        | fast | 2.00x |
+    """
+    keep = [index for index, name in enumerate(header) if name not in drop]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(cells[index].replace("|", "\\|") for index in keep) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(keep), *(line(row) for row in rows)])

@@ -109,6 +109,7 @@ def test_speedups_are_described_in_words(rows):
     spread = body[0][header.index("speedup over seeds")]
     expected = [10 / (4 + 4 * 0.04 / 0.12), 10 / (4 + 4 * 0.02 / 0.12), 2.5]
     assert spread == f"{statistics.fmean(expected):.2f} ± {statistics.stdev(expected):.2f}x"
+    assert body[0][header.index("speedup per seed")] == ", ".join(f"{value:.2f}x" for value in expected)
 
 
 def test_spread_over_two_seeds_is_min_to_max_and_one_seed_has_none():

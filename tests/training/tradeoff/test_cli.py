@@ -95,8 +95,8 @@ def test_merge_rebuilds_every_output_and_keeps_each_machine_apart(tmp_path, caps
     write_results(gpu, tmp_path / "gpu")
     out = tmp_path / "merged"
     assert main(["--merge", str(tmp_path / "laptop"), str(tmp_path / "gpu"), "--out", str(out)]) == 0
-    for name in ("results.csv", "results.json", "speedups.csv", "breakdown.csv", "pareto.png", "breakdown.png",
-                 "report.html"):
+    for name in ("results.csv", "results.json", "speedups.csv", "speedups.md", "breakdown.csv", "pareto.png",
+                 "breakdown.png", "report.html"):
         assert (out / name).stat().st_size > 0, name
     assert len(json.loads((out / "results.json").read_text())) == 7
     with open(out / "speedups.csv") as file:
@@ -109,6 +109,10 @@ def test_merge_rebuilds_every_output_and_keeps_each_machine_apart(tmp_path, caps
     # GPU: its own baseline (10 s), never the laptop's.
     assert rows[("gpu/NVIDIA H100", "cifar_mild", "x1")]["speedup"] == "≥ 1.25x faster to 70.0% top-1"
     assert rows[("laptop/cpu", "cifar_hot", "x1")]["speedup"] == "does not reach 70.0% top-1"
+    # The README's copy: two machines, so each row keeps its machine.
+    markdown = (out / "speedups.md").read_text()
+    assert markdown.startswith("7 runs of cifar_baseline, cifar_mild, cifar_hot on gpu/NVIDIA H100, laptop/cpu;")
+    assert "| laptop/cpu | cifar_mild | x1 | 70.00 | 200.0 | 75.0 | 2.67x faster to 70.0% top-1 |" in markdown
     page = (out / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 2
     assert "<b>cifar_hot</b> on laptop/cpu: <span class=\"no\">does not beat the baseline" in page

@@ -15,8 +15,8 @@ from training.tradeoff.cli import main
 SWEEP = ["--recipes", "cifar_baseline,cifar_mild", "--budgets", "0.05,0.1", "--seeds", "1", "--no-progress",
          "--set", "data.batch_size=32", "--set", "data.num_workers=1", "--set", "schedule.epochs=4.0",
          "--set", "schedule.warmup_epochs=0.0"]
-OUTPUTS = ("results.csv", "results.json", "speedups.csv", "breakdown.csv", "pareto.png", "breakdown.png",
-           "report.html")
+OUTPUTS = ("results.csv", "results.json", "speedups.csv", "speedups.md", "breakdown.csv", "pareto.png",
+           "breakdown.png", "report.html")
 
 
 @pytest.fixture(scope="module")
