@@ -25,8 +25,9 @@ import torch
 from PIL import Image, UnidentifiedImageError
 
 from fastcore_ops.data.crops import CropPlan, crop_rng
-from fastcore_ops.data.decoded import DecodedBatch, give_up_if_nothing_decodes, replacement_candidates
+from fastcore_ops.data.decoded import DecodedBatch, RunPlan, give_up_if_nothing_decodes, replacement_candidates
 from fastcore_ops.data.probe import image_format, jpeg_truncation, unusable_reason
+from fastcore_ops.data.shards import read_encoded
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +72,7 @@ def _load(path: str, verified: set[str]) -> tuple[bytes, int, int]:
     a word; so each file pays it once per backend, in its first epoch.
     """
     try:
-        with open(path, "rb") as file:
-            data = file.read()
+        data = read_encoded(path)
     except OSError as error:
         raise _Unusable(f"cannot read ({error.strerror or error})") from None
     reason = unusable_reason(data)
@@ -105,6 +105,7 @@ class _FedRun:
 class _FeedBatch:
     """What one call of the feeder hands to DALI, gathered file by file."""
 
+    size: int
     kept: list[str] = field(default_factory=list)
     encoded: list[np.ndarray] = field(default_factory=list)
     labels: list[np.ndarray] = field(default_factory=list)
@@ -118,18 +119,21 @@ class _FeedBatch:
             self.windows.append(window)
 
     def outputs(self, with_windows: bool) -> tuple:
+        """Encoded bytes and labels; in training also each crop's anchor and shape, and the run's output size."""
         if not with_windows:
             return self.encoded, self.labels
         anchors = [np.array(window[:2], np.int32) for window in self.windows]
         shapes = [np.array(window[2:], np.int32) for window in self.windows]
-        return self.encoded, self.labels, anchors, shapes
+        sizes = [np.array([self.size, self.size], np.float32)] * len(self.windows)
+        return self.encoded, self.labels, anchors, shapes, sizes
 
 
 @dataclass
 class _RunFeeder:
     """The pipeline's external source: each call returns the next non-empty run's bytes, crop windows and labels.
 
-    ``samples`` is cut into runs of ``batch_size``, fed from run ``next_run`` on.
+    ``samples`` is cut into runs of ``batch_size``, fed from run ``next_run`` on; run ``i`` is
+    decoded at side ``size_of(i)``.
     ``draw_window(width, height, key)`` gives a crop window (x, y, w, h) from a crop key
     (decoded.py); None decodes whole images. With ``refill``, stand-ins take the places of
     skipped files (decoded.py). Runs whose files were all skipped are not sent to DALI (it cannot
@@ -139,6 +143,7 @@ class _RunFeeder:
     samples: list[tuple[str, int]]
     batch_size: int
     next_run: int
+    size_of: Callable[[int], int]
     draw_window: Callable[[int, int, tuple[int, ...]], tuple[int, int, int, int]] | None
     refill: bool
     undecodable: dict[str, str]
@@ -155,7 +160,7 @@ class _RunFeeder:
             self.next_run += 1
             start = index * self.batch_size
             run = self.samples[start : start + self.batch_size]
-            batch, skipped = _FeedBatch(), []
+            batch, skipped = _FeedBatch(self.size_of(index)), []
             for position, (path, label) in enumerate(run, start):
                 reason = self._add(batch, path, label, (position,))
                 if reason is not None:
@@ -229,8 +234,13 @@ class DaliBackend:
         # holds the sample list's own path strings: a set entry per file, about 50 MB for ImageNet.
         self._verified: set[str] = set()
 
-    def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0) -> Iterator[DecodedBatch]:
+    def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0,
+                plans: list[RunPlan] | None = None) -> Iterator[DecodedBatch]:
         """One DecodedBatch per run of ``batch_size`` consecutive samples, in order, from run ``first_batch``.
+
+        plans: one per run from ``first_batch`` on (decoded.py). A training run is resized to its
+        planned size inside the pipeline, as a per-sample input, so a size that changes from run
+        to run never rebuilds the pipeline; evaluation runs are always ``image_size``.
 
         A file that fails the byte check, has an unreadable header or makes DALI fail is left
         out of its batch and named in that batch's ``skipped``; the other labels stay with their
@@ -241,9 +251,15 @@ class DaliBackend:
         >>> [(tuple(b.images.shape), b.labels.tolist(), b.skipped) for b in backend.batches(samples, epoch=3)]
         [((2, 3, 32, 32), [0, 2], ['missing.jpg: cannot read (No such file or directory)']), ((1, 3, 32, 32), [2], [])]
         """
-        return self._batches(samples, epoch, first_batch)
+        sizes = [plan.size for plan in plans] if plans else []
 
-    def _batches(self, samples: list[tuple[str, int]], epoch: int, next_run: int) -> Iterator[DecodedBatch]:
+        def size_of(run: int) -> int:
+            return sizes[run - first_batch] if sizes else self.image_size
+
+        return self._batches(samples, epoch, first_batch, size_of)
+
+    def _batches(self, samples: list[tuple[str, int]], epoch: int, next_run: int,
+                 size_of: Callable[[int], int]) -> Iterator[DecodedBatch]:
         undecodable: dict[str, str] = {}
         # A DALI pipeline that hit a decoding error is unusable (later outputs can be stale), so
         # a failure costs a fresh pipeline that resumes at the failed run, minus the culprits.
@@ -251,7 +267,8 @@ class DaliBackend:
         # epochs or from a consumer that stopped early.
         while next_run * self.batch_size < len(samples):
             draw_window = functools.partial(self._crop_window, epoch) if self.train else None
-            feeder = _RunFeeder(samples, self.batch_size, next_run, draw_window, self.train, undecodable, self._verified)
+            feeder = _RunFeeder(samples, self.batch_size, next_run, size_of, draw_window, self.train, undecodable,
+                                self._verified)
             try:
                 for images, labels, fed in self._decoded(feeder):
                     next_run = fed.index + 1
@@ -322,17 +339,19 @@ class DaliBackend:
 
         @pipeline_def(**self._pipeline_kwargs(self.batch_size, prefetch=2))
         def decode_crop_resize():
-            # Training also takes each crop window's anchor (x, y) and shape (w, h), in pixels.
-            dtypes = [types.UINT8, types.INT64] + ([types.INT32, types.INT32] if self.train else [])
+            # Training also takes each crop window's anchor (x, y) and shape (w, h), in pixels, and
+            # the run's output size.
+            dtypes = [types.UINT8, types.INT64] + ([types.INT32, types.INT32, types.FLOAT] if self.train else [])
             encoded, labels, *window = fn.external_source(
                 source=feeder, num_outputs=len(dtypes), batch=True, dtype=dtypes
             )
             decoder = self._decoder_args(types)
             size = self.image_size
             if self.train:
+                anchor, shape, sizes = window
                 # Integer anchor and shape are absolute pixels, in the default "WH" axis order.
-                images = fn.decoders.image_slice(encoded, *window, **decoder)
-                images = fn.resize(images, size=[size, size], antialias=True)
+                images = fn.decoders.image_slice(encoded, anchor, shape, **decoder)
+                images = fn.resize(images, size=sizes, antialias=True)
                 crop = {}
             else:
                 images = fn.decoders.image(encoded, **decoder)
@@ -361,7 +380,7 @@ class DaliBackend:
                 pipeline = decode_one()
                 pipeline.build()
             try:
-                pipeline.feed_input("encoded", [np.fromfile(path, np.uint8)])
+                pipeline.feed_input("encoded", [np.frombuffer(read_encoded(path), np.uint8)])
                 pipeline.run()
             except RuntimeError:
                 culprits[path] = "DALI's decoder rejects it"  # DALI's message names no cause

@@ -5,11 +5,14 @@ on-device augmentations never know which one decoded the images:
 
     backend = Backend(batch_size=..., train=..., image_size=..., device=..., seed=..., num_workers=...,
                       crop_scale=(0.08, 1.0), crop_ratio=(3 / 4, 4 / 3), eval_crop_fraction=0.875)
-    for batch in backend.batches(samples, epoch):   # samples: this rank's (path, label) list, in order
-        ...                                          # batch: DecodedBatch
+    for batch in backend.batches(samples, epoch, first_batch=0, plans=None):
+        ...   # samples: this rank's (path, label) list, in order; batch: DecodedBatch
 
 A backend keeps the order of ``samples``, cuts it into runs of ``batch_size`` consecutive
-samples (the last may be shorter) and yields one ``DecodedBatch`` per run.
+samples (the last may be shorter) and yields one ``DecodedBatch`` per run. The loader may pass
+``plans``, one ``RunPlan`` per run from ``first_batch`` on: the run's image size (progressive
+resizing: the backend decodes at that size, never at full size to shrink afterwards) and the
+seed of its augmentations.
 
 A file that cannot be decoded is left out and named in its batch's ``skipped``. In training, the
 backend then decodes stand-ins so the batch keeps its run's length: compiled models, CUDA
@@ -23,9 +26,11 @@ a RuntimeError instead of searching forever. Evaluation never refills: each imag
 
 Training crops are random-resized crops (``crop_scale``, ``crop_ratio``) drawn reproducibly
 from ``(seed, epoch)``; evaluation resizes the shorter side to ``round(image_size / eval_crop_fraction)`` and takes the
-center ``image_size`` square. Flips, RandAugment, ColOut, progressive resizing and the
-normalization are the device stage's, not the backend's: the backend ships uint8 pixels, a
-quarter of the bytes of float32 across the host-to-device link.
+center ``image_size`` square. Flips, RandAugment, ColOut and the normalization are the batch
+stage's (device_stage.py). On a GPU the backend ships uint8 pixels (a quarter of the bytes of
+float32 across the host-to-device link) and the stage runs there. On a CPU a backend given the
+stage runs it itself, in its decoding workers, on each batch they decoded (``augmented``): the
+main process then only trains, and no two thread pools fight over the same cores.
 """
 
 from __future__ import annotations
@@ -37,11 +42,21 @@ from dataclasses import dataclass, field
 import torch
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """What the loader decides for one run of samples: the side to decode it at and its augmentation seed."""
+
+    size: int
+    augment_seed: int
+
+
 @dataclass
 class DecodedBatch:
     """One decoded batch.
 
-    images: uint8 tensor (n, 3, image_size, image_size), contiguous NCHW, RGB, on the loader's device.
+    images: uint8 tensor (n, 3, size, size), contiguous NCHW, RGB, on the loader's device, with
+        ``size`` the run's planned size (else the backend's image_size); when ``augmented``, the
+        batch stage's float32 output instead.
     labels: int64 tensor (n,) on the same device; ``labels[i]`` is the label of the file ``images[i]`` came from.
     skipped: paths from this batch's run of samples that could not be decoded and were left out,
         each with the reason, as ``"path: reason"``. In evaluation ``n`` is then smaller than the
@@ -51,6 +66,16 @@ class DecodedBatch:
     images: torch.Tensor
     labels: torch.Tensor
     skipped: list[str] = field(default_factory=list)
+    augmented: bool = False
+
+    def pin_memory(self) -> DecodedBatch:
+        """The batch in page-locked memory (a DataLoader with ``pin_memory=True`` calls this)."""
+        return DecodedBatch(self.images.pin_memory(), self.labels.pin_memory(), self.skipped, self.augmented)
+
+    def to(self, device: torch.device) -> DecodedBatch:
+        """The batch on ``device``, copied without blocking where the memory allows it."""
+        return DecodedBatch(self.images.to(device, non_blocking=True), self.labels.to(device, non_blocking=True),
+                            self.skipped, self.augmented)
 
 
 # mix_seed pads a short list of parts with zeros, so a stand-in's crop key ends in a non-zero tag

@@ -16,6 +16,7 @@ import torch
 from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number
 from fastcore_ops.data.colout import ColOutOptions
 from fastcore_ops.data.dali_backend import DaliBackend, dali_available
+from fastcore_ops.data.decoded import RunPlan
 from fastcore_ops.data.device_stage import DeviceAugment
 from fastcore_ops.data.order import (batch_count, check_epoch_position, drop_incomplete_batch, epoch_order, mix_seed,
                                      samples_per_rank)
@@ -91,17 +92,25 @@ class Loader:
         order = drop_incomplete_batch(order, self.batch_size, self.drop_last)
         samples = [self._samples[index] for index in order]
         skipped: list[str] = []
-        batches = self._backend.batches(samples, epoch, self.first_batch)
-        for step, batch in enumerate(batches, self.first_batch):
+        runs = batch_count(len(samples), self.batch_size, drop_last=False)
+        plans = [self._plan(epoch, step) for step in range(self.first_batch, runs)]
+        batches = self._backend.batches(samples, epoch, self.first_batch, plans)
+        for plan, batch in zip(plans, batches):
             skipped += batch.skipped
             if len(batch.labels) == 0:
                 continue
-            # Seeded per (seed, epoch, rank, batch): a rerun or a resumed epoch repeats its
-            # augmentations, ranks differ.
-            generator = torch.Generator().manual_seed(mix_seed(self.seed, epoch, self.rank, step))
-            yield self._stage(batch.images, size=self.image_size_at(epoch, step), generator=generator), batch.labels
+            if batch.augmented:
+                yield batch.images, batch.labels
+            else:
+                generator = torch.Generator().manual_seed(plan.augment_seed)
+                yield self._stage(batch.images, size=plan.size, generator=generator), batch.labels
         if skipped:
             warnings.warn(_skipped_message(epoch, skipped), SkippedImagesWarning, stacklevel=2)
+
+    def _plan(self, epoch: int, step: int) -> RunPlan:
+        # Seeded per (seed, epoch, rank, batch): a rerun or a resumed epoch repeats its
+        # augmentations, ranks differ.
+        return RunPlan(self.image_size_at(epoch, step) or self.image_size, mix_seed(self.seed, epoch, self.rank, step))
 
     def image_size_at(self, epoch: int, step: int) -> int | None:
         """The training image size progressive resizing gives batch ``step`` of ``epoch``; None without it.
@@ -197,12 +206,15 @@ def build_loader(
             f"fewer than batch_size={batch_size}; lower batch_size or pass drop_last=False"
         )
     name = _choose_backend(backend, device)
-    backend_class = PilBackend if name == "pil" else DaliBackend
     workers = default_num_workers() if num_workers is None else num_workers
-    decoder = backend_class(
-        batch_size=batch_size, train=train, image_size=image_size, device=device, seed=seed, num_workers=workers,
-        crop_scale=tuple(crop_scale), crop_ratio=tuple(crop_ratio), eval_crop_fraction=eval_crop_fraction,
-    )
+    common = dict(batch_size=batch_size, train=train, image_size=image_size, device=device, seed=seed,
+                  num_workers=workers, crop_scale=tuple(crop_scale), crop_ratio=tuple(crop_ratio),
+                  eval_crop_fraction=eval_crop_fraction)
+    if name == "pil":
+        # On a CPU the decoding workers run the batch stage too (decoded.py says why).
+        decoder = PilBackend(**common, stage=stage if device.type == "cpu" else None)
+    else:
+        decoder = DaliBackend(**common)
     return Loader(
         samples=samples, classes=classes, backend=decoder, backend_name=name, stage=stage,
         batch_size=batch_size, image_size=image_size, seed=seed,

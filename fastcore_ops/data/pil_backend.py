@@ -16,7 +16,7 @@ import math
 import os
 import random
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import PIL
@@ -25,8 +25,10 @@ from PIL import Image, features
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from fastcore_ops.data.crops import CropPlan, crop_rng
-from fastcore_ops.data.decoded import DecodedBatch, give_up_if_nothing_decodes, replacement_candidates
+from fastcore_ops.data.device_stage import DeviceAugment
+from fastcore_ops.data.decoded import DecodedBatch, RunPlan, give_up_if_nothing_decodes, replacement_candidates
 from fastcore_ops.data.probe import image_format, jpeg_truncation, may_be_truncated_jpeg, unusable_reason
+from fastcore_ops.data.shards import ShardMember, read_encoded
 
 # Pillow first shrinks by an integer factor with a box filter, then resamples the rest; at a gap
 # of 3 the result is visually the same as a full antialiased resize and measurably faster.
@@ -101,7 +103,7 @@ def decode_crop(data: bytes, plan: CropPlan, rng: random.Random) -> np.ndarray:
         image.draft("RGB", wanted)
         _reject_truncated_jpeg(image, data)
         sx, sy = image.size[0] / width, image.size[1] / height
-        image = _to_rgb(image)
+        image = to_rgb(image)
         crop = image.resize(
             (plan.size, plan.size),
             Image.Resampling.BILINEAR,
@@ -133,7 +135,8 @@ def _reject_truncated_jpeg(image: Image.Image, data: bytes) -> None:
             raise UnusableImage(reason)
 
 
-def _to_rgb(image: Image.Image) -> Image.Image:
+def to_rgb(image: Image.Image) -> Image.Image:
+    """The image as 8-bit RGB: 16-bit gray scaled (not clipped), alpha dropped; UnusableImage for float images."""
     if image.mode == "RGB":
         return image
     if image.mode in _SIXTEEN_BIT_MODES:
@@ -151,36 +154,52 @@ def _to_rgb(image: Image.Image) -> Image.Image:
 
 @dataclass(frozen=True)
 class _Run:
-    """One batch's work order: its samples and where they start in the epoch's order."""
+    """One batch's work order: its samples, where they start in the epoch's order, its size and augmentation seed."""
 
-    samples: list[tuple[str, int]]
+    samples: list[tuple[str | ShardMember, int]]
     start: int
     epoch: int
+    plan: RunPlan
 
 
 class _RunDecoding(Dataset):
-    """Decodes and collates a whole ``_Run`` per item, so a worker hands over one batch at once."""
+    """Decodes and collates a whole ``_Run`` per item, so a worker hands over one batch at once.
 
-    def __init__(self, plan: CropPlan, seed: int):
-        self.plan, self.seed = plan, seed
+    With a ``stage`` (the batch stage, on a CPU) a whole run is augmented here too; a training
+    run that lost files is handed over as decoded, for the caller to refill, then augment.
+    """
 
-    def __getitem__(self, run: _Run) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
-        size = self.plan.size
+    def __init__(self, plan: CropPlan, seed: int, stage: DeviceAugment | None, refill: bool):
+        self.plan, self.seed, self.stage, self.refill = plan, seed, stage, refill
+
+    def __getitem__(self, run: _Run) -> DecodedBatch:
+        size = run.plan.size
         images = np.empty((len(run.samples), 3, size, size), dtype=np.uint8)
         labels, skipped = [], []
         for position, (path, label) in enumerate(run.samples, run.start):
             try:
-                images[len(labels)] = self.decode(path, run.epoch, (position,))
+                images[len(labels)] = self.decode(path, run.epoch, (position,), size)
             except (UnusableImage, OSError) as error:
                 skipped.append(f"{path}: {error}")
                 continue
             labels.append(label)
-        return torch.from_numpy(images[: len(labels)]), torch.tensor(labels, dtype=torch.int64), skipped
+        batch = DecodedBatch(torch.from_numpy(images[: len(labels)]), torch.tensor(labels, dtype=torch.int64), skipped)
+        if self.refill and skipped:
+            return batch
+        return self.augmented(batch, run.plan)
 
-    def decode(self, path: str, epoch: int, key: tuple[int, ...]) -> np.ndarray:
+    def augmented(self, batch: DecodedBatch, plan: RunPlan) -> DecodedBatch:
+        """``batch`` through the stage, if this backend runs it (and the batch is not empty)."""
+        if self.stage is None or len(batch.labels) == 0:
+            return batch
+        generator = torch.Generator().manual_seed(plan.augment_seed)
+        return DecodedBatch(self.stage(batch.images, size=plan.size, generator=generator), batch.labels,
+                            batch.skipped, augmented=True)
+
+    def decode(self, path: str | ShardMember, epoch: int, key: tuple[int, ...], size: int) -> np.ndarray:
         """One file's (3, size, size) uint8 crop, or UnusableImage / OSError."""
-        with open(path, "rb") as file:
-            return decode_crop(file.read(), self.plan, crop_rng(self.seed, epoch, key)).transpose(2, 0, 1)
+        plan = self.plan if size == self.plan.size else replace(self.plan, size=size)
+        return decode_crop(read_encoded(path), plan, crop_rng(self.seed, epoch, key)).transpose(2, 0, 1)
 
 
 class _Runs(Sampler):
@@ -224,18 +243,21 @@ class PilBackend:
         crop_scale: tuple[float, float] = (0.08, 1.0),
         crop_ratio: tuple[float, float] = (3 / 4, 4 / 3),
         eval_crop_fraction: float = 0.875,
+        stage: DeviceAugment | None = None,
     ):
         warn_if_no_pillow_simd()
         self.batch_size = batch_size
+        self.image_size = image_size
         self.device = torch.device(device if device is not None else "cpu")
         self.num_workers = default_num_workers() if num_workers is None else num_workers
         plan = CropPlan(image_size, train, tuple(crop_scale), tuple(crop_ratio), eval_crop_fraction)
         self._refill = train  # decoded.py: training batches keep their length, evaluation counts each image once
         self._runs = _Runs()
         # One DataLoader for the backend's life: its workers persist across epochs (no start-up
-        # cost per epoch) and receive each epoch's runs through the sampler.
+        # cost per epoch) and receive each epoch's runs through the sampler. PyTorch gives each
+        # worker one intra-op thread, so a stage run there never oversubscribes the cores.
         self._loader = DataLoader(
-            _RunDecoding(plan, seed),
+            _RunDecoding(plan, seed, stage, self._refill),
             sampler=self._runs,
             batch_size=None,  # items are already batches
             num_workers=self.num_workers,
@@ -246,22 +268,22 @@ class PilBackend:
             generator=torch.Generator().manual_seed(seed),
         )
 
-    def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0):
-        """Yield one DecodedBatch per run of ``batch_size`` consecutive samples, in order, from run ``first_batch``."""
-        self._runs.runs = [
-            _Run(samples[start : start + self.batch_size], start, epoch)
-            for start in range(first_batch * self.batch_size, len(samples), self.batch_size)
-        ]
-        for run, (images, labels, skipped) in zip(self._runs.runs, self._loader):
-            if self._refill and len(labels) < len(run.samples):
-                images, labels = self._refilled(images, labels, run, samples, skipped)
-            yield DecodedBatch(
-                images.to(self.device, non_blocking=True),
-                labels.to(self.device, non_blocking=True),
-                skipped,
-            )
+    def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0,
+                plans: list[RunPlan] | None = None):
+        """Yield one DecodedBatch per run of ``batch_size`` consecutive samples, in order, from run ``first_batch``.
 
-    def _refilled(self, images, labels, run: _Run, samples, skipped: list[str]):
+        plans: one per run from ``first_batch`` on (decoded.py); None decodes at ``image_size``.
+        """
+        starts = range(first_batch * self.batch_size, len(samples), self.batch_size)
+        plans = plans or [RunPlan(self.image_size, 0)] * len(starts)
+        self._runs.runs = [_Run(samples[start : start + self.batch_size], start, epoch, plan)
+                           for start, plan in zip(starts, plans, strict=True)]
+        for run, batch in zip(self._runs.runs, self._loader):
+            if self._refill and len(batch.labels) < len(run.samples):
+                batch = self._loader.dataset.augmented(self._refilled(batch, run, samples), run.plan)
+            yield batch.to(self.device)
+
+    def _refilled(self, batch: DecodedBatch, run: _Run, samples) -> DecodedBatch:
         """The run's batch filled up to the run's length with stand-ins (decoded.py says which).
 
         Decoded here in the calling process, where the epoch's whole sample list is: it happens
@@ -269,13 +291,15 @@ class PilBackend:
         """
         decoding = self._loader.dataset
         extra_images, extra_labels = [], []
+        found = len(batch.labels)
         for key, (path, label) in replacement_candidates(samples, run.start, len(run.samples)):
-            if len(labels) + len(extra_labels) == len(run.samples):
+            if found + len(extra_labels) == len(run.samples):
                 break
-            give_up_if_nothing_decodes(key, len(labels) + len(extra_labels), len(samples), skipped)
+            give_up_if_nothing_decodes(key, found + len(extra_labels), len(samples), batch.skipped)
             try:
-                extra_images.append(torch.from_numpy(decoding.decode(path, run.epoch, key)))
+                extra_images.append(torch.from_numpy(decoding.decode(path, run.epoch, key, run.plan.size)))
             except (UnusableImage, OSError):
                 continue  # named where its own run reaches it
             extra_labels.append(label)
-        return torch.cat([images, torch.stack(extra_images)]), torch.cat([labels, torch.tensor(extra_labels)])
+        return DecodedBatch(torch.cat([batch.images, torch.stack(extra_images)]),
+                            torch.cat([batch.labels, torch.tensor(extra_labels)]), batch.skipped)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable, Sequence, Union
 
 from fastcore_ops.checks import check_int
+from fastcore_ops.data.shards import is_shard_folder, read_shard_samples
 
 # Formats every backend decodes (fastcore_ops.data.probe checks their signatures); GIF is out
 # because DALI cannot decode it.
@@ -35,13 +36,17 @@ def find_samples(source: Source) -> tuple[list[Sample], list[str]]:
 
     ``source`` is either the root of an ImageFolder tree (``root/<class>/<image>``: classes
     are the sorted sub-folder names, images are found by extension, case-insensitively, in
-    sorted order) or a list of ``(path, label)`` pairs (classes are then ``"0" .. str(max label)``).
+    sorted order), a folder of shards written by ``python -m fastcore_ops.data.prepare`` (each
+    path is then a ``shards.ShardMember``, in shard order), or a list of ``(path, label)`` pairs
+    (classes are then ``"0" .. str(max label)``).
 
     >>> samples, classes = find_samples("/data/cifar10/train")   # doctest: +SKIP
     >>> samples[0], classes[:2]                                  # doctest: +SKIP
     (('/data/cifar10/train/airplane/0000.jpg', 0), ['airplane', 'automobile'])
     """
     if isinstance(source, (str, os.PathLike)):
+        if is_shard_folder(source):
+            return read_shard_samples(source)
         return _scan_image_folder(Path(source))
     if isinstance(source, (list, tuple)):
         return _check_pairs(source)

@@ -9,6 +9,11 @@ import torch
 from PIL import Image
 
 from fastcore_ops.data import loader as loader_module
+from fastcore_ops.data import pil_backend
+from fastcore_ops.data.colout import ColOutOptions
+from fastcore_ops.data.device_stage import DeviceAugment
+from fastcore_ops.data.order import epoch_order
+from fastcore_ops.data.pil_backend import PilBackend
 from fastcore_ops.data.dali_backend import dali_available
 from fastcore_ops.data.loader import build_loader
 from fastcore_ops.data.randaugment import RandAugmentOptions
@@ -195,6 +200,53 @@ def test_progressive_resize_grows_the_images_over_the_run(coded_tree):
         loader.set_epoch(epoch)
         sizes.append([x.shape[-1] for x, _ in loader])
     assert sizes == [[16, 16], [16, 32]]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_progressive_resize_decodes_each_batch_at_its_scheduled_size(make_tree, photo_jpegs, backend, monkeypatch):
+    photos = make_tree({"a": {f"{i}.jpg": path.read_bytes() for i, path in enumerate(photo_jpegs(6))}})
+    decoded_pixels = []
+    real_to_rgb = pil_backend.to_rgb
+
+    def counting_to_rgb(image):  # the pil backend's decode: the pixels libjpeg produced
+        decoded_pixels.append(image.size[0] * image.size[1])
+        return real_to_rgb(image)
+
+    monkeypatch.setattr(pil_backend, "to_rgb", counting_to_rgb)
+    schedule = ProgressiveResize(initial_scale=0.25, delay_fraction=0.5, finetune_fraction=0.0, size_increment=8)
+    options = dict(image_size=64, batch_size=3, seed=4)
+    scheduled = _loader(photos, backend, progressive_resize=schedule, epochs=4, **options)
+    assert [scheduled.image_size_at(0, step) for step in (0, 1)] == [16, 16]
+    assert [x.shape[-2:] for x, _ in scheduled] == [(16, 16)] * 2
+    small_pixels, decoded_pixels[:] = list(decoded_pixels), []
+    assert [x.shape[-2:] for x, _ in _loader(photos, backend, **options)] == [(64, 64)] * 2
+    if backend == "pil":  # the same crops at a quarter of the side: libjpeg decodes at most half the pixels
+        assert len(small_pixels) == len(decoded_pixels) == 6
+        assert sum(small_pixels) <= sum(decoded_pixels) / 2
+
+
+def test_on_a_cpu_the_decoding_workers_run_the_batch_stage_with_the_same_draws(coded_tree, monkeypatch):
+    tree = coded_tree(classes=3, per_class=4, size=48)
+    options = dict(batch_size=4, image_size=32, train=True, seed=9, randaugment=RandAugmentOptions(depth=2),
+                   colout=ColOutOptions(), progressive_resize=ProgressiveResize(initial_scale=0.5), epochs=2)
+    main_process_stage_calls = []
+    real_call = DeviceAugment.__call__
+    monkeypatch.setattr(DeviceAugment, "__call__",
+                        lambda self, *args, **kwargs: main_process_stage_calls.append(1) or real_call(self, *args, **kwargs))
+    in_workers = build_loader(tree, backend="pil", num_workers=2, **options)
+    in_workers.set_epoch(1)
+    batches = list(in_workers)
+    in_workers.close()
+    assert main_process_stage_calls == []  # every batch was augmented in a worker process
+    # The same batches as decoding alone, with the stage applied here afterwards (as on a GPU).
+    in_here = build_loader(tree, backend="pil", num_workers=0, **options)
+    in_here.set_epoch(1)
+    stage, decoder = in_here._stage, PilBackend(batch_size=4, train=True, image_size=32, seed=9, num_workers=0)
+    samples = [in_here._samples[i] for i in epoch_order(12, seed=9, epoch=1, shuffle=True)]
+    plans = [in_here._plan(1, step) for step in range(3)]
+    for (images, labels), plan, decoded in zip(batches, plans, decoder.batches(samples, 1, 0, plans), strict=True):
+        expected = real_call(stage, decoded.images, size=plan.size, generator=torch.Generator().manual_seed(plan.augment_seed))
+        assert torch.equal(images, expected) and torch.equal(labels, decoded.labels)
 
 
 def test_auto_logs_its_choice_and_why(coded_tree, caplog):

@@ -1,0 +1,277 @@
+"""``python -m fastcore_ops.data.prepare SRC DST``: an image dataset as WebDataset tar shards, shrunk once.
+
+    python -m fastcore_ops.data.prepare /data/imagenet/train /fast/imagenet-256/train \\
+        --max-side 256 --quality 90 --shard-size 1000
+
+Every image is stored with its longer side at most ``--max-side`` (never enlarged), as a JPEG of
+``--quality``; a JPEG already small enough keeps its own bytes (no second loss of quality).
+Training at 176 px from 256 px images decodes a fraction of the pixels of a full ImageNet photo
+in every epoch, and one large read per shard replaces a file open per image.
+
+Samples are shuffled once with ``--seed`` before they are cut into shards, so every shard holds
+every class (readers that shuffle shards, as WebDataset's do, need that). Files that cannot be
+decoded are left out and listed in the index with the reason.
+
+Safe to stop: a shard is written as ``<name>.partial`` and renamed when whole, and the shards
+finished so far are recorded in ``prepare-progress.jsonl``; rerunning the same command checks
+them against their checksums and continues. ``index.json`` (shards.py) is written last, so a
+folder with an index is a finished one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import multiprocessing
+import os
+import sys
+import tarfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from tqdm import tqdm
+
+from fastcore_ops.checks import check_int
+from fastcore_ops.data.pil_backend import UnusableImage, default_num_workers, to_rgb
+from fastcore_ops.data.probe import image_format, jpeg_truncation, unusable_reason
+from fastcore_ops.data.shards import INDEX_FILE, INDEX_FORMAT, INDEX_VERSION, is_shard_folder
+from fastcore_ops.data.sources import Source, find_samples
+
+PROGRESS_FILE = "prepare-progress.jsonl"
+
+
+@dataclass(frozen=True)
+class PrepareSettings:
+    """What decides a prepared dataset's content; a rerun into the same folder must match it."""
+
+    max_side: int = 256
+    quality: int = 90
+    shard_size: int = 1000
+    seed: int = 0
+
+    def __post_init__(self):
+        check_int("max_side", self.max_side, low=8)
+        check_int("quality", self.quality, low=1, high=100)
+        check_int("shard_size", self.shard_size, low=1)
+        check_int("seed", self.seed, low=0)
+
+
+def shrunk_jpeg(data: bytes, max_side: int, quality: int) -> bytes:
+    """The image in ``data`` as JPEG bytes with its longer side at most ``max_side``; UnusableImage if it cannot be.
+
+    A JPEG that already fits is returned unchanged.
+
+    >>> buffer = io.BytesIO(); Image.new("RGB", (640, 480)).save(buffer, "PNG")
+    >>> Image.open(io.BytesIO(shrunk_jpeg(buffer.getvalue(), 256, 90))).size
+    (256, 192)
+    """
+    reason = unusable_reason(data)
+    if reason is None and image_format(data) == "jpeg":
+        reason = jpeg_truncation(data)
+    if reason is not None:
+        raise UnusableImage(reason)
+    try:
+        image = Image.open(io.BytesIO(data))
+        width, height = image.size
+        scale = min(1.0, max_side / max(width, height))
+        if scale == 1.0 and image.format == "JPEG" and image.mode in ("RGB", "L"):
+            return data
+        target = (max(1, round(width * scale)), max(1, round(height * scale)))
+        image.draft("RGB", target)  # libjpeg's DCT scaling: decode no more pixels than the target needs
+        image = to_rgb(image)
+        if image.size != target:
+            image = image.resize(target, Image.Resampling.LANCZOS, reducing_gap=3.0)
+        out = io.BytesIO()
+        image.save(out, "JPEG", quality=quality)
+        return out.getvalue()
+    except UnusableImage:
+        raise
+    except Exception as error:  # noqa: BLE001  (Pillow's plugins raise many types on malformed files)
+        raise UnusableImage(f"{type(error).__name__}: {error}") from error
+
+
+def _encode(job: tuple[str, int, int]) -> tuple[bytes | None, str | None]:
+    """Worker: (JPEG bytes, None), or (None, the reason the file was left out)."""
+    path, max_side, quality = job
+    try:
+        with open(path, "rb") as file:
+            return shrunk_jpeg(file.read(), max_side, quality), None
+    except (UnusableImage, OSError) as error:
+        return None, str(error)
+
+
+def _shard_name(number: int) -> str:
+    return f"shard-{number:06d}.tar"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _add_member(tar: tarfile.TarFile, name: str, data: bytes) -> int:
+    """Append one member with fixed metadata (the same bytes on every run); returns where its data starts."""
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), 0o644, 0
+    start = tar.offset + len(info.tobuf(tar.format, tar.encoding, tar.errors))
+    tar.addfile(info, io.BytesIO(data))
+    return start
+
+
+def _write_shard(path: Path, members: list[tuple[str, bytes, int]]) -> list[list]:
+    """Write (key, jpeg, label) members to ``path`` atomically; returns [key, offset, size, label] per member."""
+    partial = path.with_name(path.name + ".partial")
+    placed = []
+    with open(partial, "wb") as file:
+        with tarfile.open(fileobj=file, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+            for key, jpeg, label in members:
+                placed.append([key, _add_member(tar, f"{key}.jpg", jpeg), len(jpeg), label])
+                _add_member(tar, f"{key}.cls", str(label).encode())
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(partial, path)
+    return placed
+
+
+class _Progress:
+    """The shards finished so far, one JSON line each after a first line of the settings."""
+
+    def __init__(self, folder: Path, header: dict):
+        self.path = folder / PROGRESS_FILE
+        self.shards: list[dict] = []
+        self.skipped: list[dict] = []
+        if self.path.is_file():
+            self._resume(folder, header)
+        else:
+            self._append(header)
+
+    def _resume(self, folder: Path, header: dict) -> None:
+        first, *entries = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        if first != header:
+            changed = sorted(key for key in header if first.get(key) != header[key])
+            raise ValueError(f"{folder} holds an unfinished preparation with other {', '.join(changed)}; rerun with "
+                             f"its settings ({', '.join(f'{k}={first.get(k)!r}' for k in changed)}), or pass an "
+                             f"empty folder")
+        for entry in entries:
+            shard = folder / entry["file"]
+            if shard.is_file() and shard.stat().st_size == entry["bytes"] and _sha256(shard) == entry["sha256"]:
+                self.shards.append(entry)
+                self.skipped += entry["skipped"]
+            else:
+                break  # that shard and the ones after it are written again
+        kept = [header, *self.shards]
+        partial = self.path.with_name(self.path.name + ".partial")
+        partial.write_text("".join(json.dumps(entry) + "\n" for entry in kept))
+        os.replace(partial, self.path)
+
+    def _append(self, entry: dict) -> None:
+        with open(self.path, "a") as file:
+            file.write(json.dumps(entry) + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+
+    def add(self, entry: dict) -> None:
+        self._append(entry)
+        self.shards.append(entry)
+        self.skipped += entry["skipped"]
+
+
+def prepare_shards(source: Source, destination: str | os.PathLike, settings: PrepareSettings = PrepareSettings(), *,
+                   workers: int | None = None, progress: bool = True) -> Path:
+    """Write ``source`` (ImageFolder root or (path, label) list) as shards in ``destination``; returns the index path.
+
+    Resumes an unfinished run into the same folder; a finished folder is left as it is.
+
+    >>> prepare_shards("/data/cifar10/train", "/fast/cifar10/train", PrepareSettings(max_side=64))  # doctest: +SKIP
+    PosixPath('/fast/cifar10/train/index.json')
+    """
+    destination = Path(destination)
+    if is_shard_folder(destination):
+        finished = json.loads((destination / INDEX_FILE).read_text()).get("settings")
+        if finished != asdict(settings):
+            raise ValueError(f"{destination} already holds a dataset prepared with {finished}, not "
+                             f"{asdict(settings)}; pass another folder, or delete this one")
+        return destination / INDEX_FILE
+    samples, classes = find_samples(source)
+    order = np.random.default_rng(settings.seed).permutation(len(samples))
+    samples = [samples[index] for index in order]
+    destination.mkdir(parents=True, exist_ok=True)
+    for leftover in destination.glob("*.partial"):
+        leftover.unlink()
+    listing = hashlib.sha256("\n".join(f"{path}\t{label}" for path, label in samples).encode()).hexdigest()
+    header = {"settings": asdict(settings), "classes": classes, "samples": len(samples), "sources_sha256": listing}
+    done = _Progress(destination, header)
+    workers = default_num_workers() if workers is None else check_int("workers", workers, low=1)
+    shard_count = -(-len(samples) // settings.shard_size)
+    bar = tqdm(total=len(samples), initial=len(done.shards) * settings.shard_size, unit="img", disable=not progress,
+               desc=f"preparing {destination.name}")
+    with multiprocessing.Pool(workers) as pool:
+        for number in range(len(done.shards), shard_count):
+            start = number * settings.shard_size
+            chunk = samples[start : start + settings.shard_size]
+            jobs = [(os.fspath(path), settings.max_side, settings.quality) for path, _ in chunk]
+            members, skipped = [], []
+            for position, ((path, label), (jpeg, reason)) in enumerate(zip(chunk, pool.imap(_encode, jobs, 8)), start):
+                bar.update()
+                if jpeg is None:
+                    skipped.append({"source": os.fspath(path), "reason": reason})
+                else:
+                    members.append((f"{position:09d}", jpeg, label))
+            shard = destination / _shard_name(number)
+            placed = _write_shard(shard, members)
+            done.add({"file": shard.name, "bytes": shard.stat().st_size, "sha256": _sha256(shard),
+                      "members": placed, "skipped": skipped})
+    bar.close()
+    return _write_index(destination, classes, settings, done)
+
+
+def _write_index(destination: Path, classes: list[str], settings: PrepareSettings, done: _Progress) -> Path:
+    counts = [0] * len(classes)
+    for shard in done.shards:
+        for *_, label in shard["members"]:
+            counts[label] += 1
+    index = {"format": INDEX_FORMAT, "version": INDEX_VERSION, "classes": classes, "class_counts": counts,
+             "samples": sum(counts), "settings": asdict(settings), "skipped": done.skipped,
+             "shards": [{key: shard[key] for key in ("file", "bytes", "sha256", "members")} for shard in done.shards]}
+    partial = destination / (INDEX_FILE + ".partial")
+    partial.write_text(json.dumps(index))
+    os.replace(partial, destination / INDEX_FILE)
+    done.path.unlink()
+    return destination / INDEX_FILE
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fastcore_ops.data.prepare",
+                                     description="Write an ImageFolder tree as WebDataset-format tar shards.")
+    parser.add_argument("source", help="ImageFolder root: SRC/<class>/<image>")
+    parser.add_argument("destination", help="folder for the shards and index.json (created; resumed if unfinished)")
+    defaults = PrepareSettings()
+    parser.add_argument("--max-side", type=int, default=defaults.max_side, help="longest image side, in pixels")
+    parser.add_argument("--quality", type=int, default=defaults.quality, help="JPEG quality of re-encoded images")
+    parser.add_argument("--shard-size", type=int, default=defaults.shard_size, help="images per shard")
+    parser.add_argument("--seed", type=int, default=defaults.seed, help="seed of the shuffle before sharding")
+    parser.add_argument("--workers", type=int, default=None, help="encoding processes (default: one per core)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    try:
+        settings = PrepareSettings(args.max_side, args.quality, args.shard_size, args.seed)
+        index_path = prepare_shards(args.source, args.destination, settings, workers=args.workers,
+                                    progress=not args.no_progress)
+    except (ValueError, TypeError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    index = json.loads(index_path.read_text())
+    print(f"{index['samples']} images in {len(index['shards'])} shards, {len(index['skipped'])} unreadable files "
+          f"left out (listed in {index_path})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
