@@ -1,79 +1,50 @@
 """``python -m benchmarks.dataloader``: images per second of our loaders against torchvision's.
 
-One run, one table: the usual torchvision loader (ImageFolder, RandomResizedCrop, flip,
-ToTensor, Normalize, a DataLoader with a worker per core), the same with torchvision's
-RandAugment(num_ops=1), and each of our backends without and with RandAugment depth 1, all
-at the same image size and batch, timed over several epochs after a warm-up epoch, each
-delivering normalized float batches on the device. A second table says where one image's
-time goes (decode, crop and resize, augmentation, host-to-device copy).
+One run, four tables, each row a ratio to the torchvision loader doing the same work in the same
+run (loaders.py has the baseline), all delivering normalized float batches on the device:
+
+- fixed size: the image size throughout, without and with RandAugment (one op, depth 1);
+- progressive: the ResNet-50 Mild schedule (half size to full, resnet50_mild's ProgressiveResize)
+  over the timed epochs; torchvision decodes every full image and crops it to the epoch's size,
+  ours decodes at the scheduled size;
+- shards: ours reading prepared shards (``python -m fastcore_ops.data.prepare``, longer side at
+  most 256) against torchvision on the original folder, and on a prepared copy of the folder
+  (the same shrunk JPEGs as files), which shows how much comes from preparing, how much from
+  the loader;
+- fixed size, one core busy: the first table again while another process spins on one core.
+
+A last table says where one image's time goes (decode, crop and resize, augmentation, copy).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import gc
 import json
 import os
 import time
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 import torch
 import torchvision
 from PIL import Image
 from torchvision import transforms
-from tqdm import tqdm
 
 from fastcore_ops.data import build_loader
 from fastcore_ops.data.device_stage import DeviceAugment
+from fastcore_ops.data.prepare import PrepareSettings, prepare_shards, shrunk_jpeg
 from fastcore_ops.data.probe import jpeg_truncation
 from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
+from fastcore_ops.data.sources import find_samples
+from training.recipes.resnet50_mild import RECIPE as MILD
 
+from .loaders import MEAN, STD, ScheduledResizedCrop, images_per_second, one_core_busy, torchvision_loader
 from .timing import device_name
 
 IMAGENET_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "imagenet-sample"
-MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-
-
-def _torchvision_loader(root: Path, *, image_size: int, batch_size: int, workers: int, device: torch.device,
-                        randaugment: bool) -> Iterable:
-    """The loader most training scripts use, tuned fairly: persistent workers, pinned memory on CUDA."""
-    steps = [transforms.RandomResizedCrop(image_size), transforms.RandomHorizontalFlip()]
-    steps += [transforms.RandAugment(num_ops=1)] if randaugment else []
-    steps += [transforms.ToTensor(), transforms.Normalize(MEAN, STD)]
-    dataset = torchvision.datasets.ImageFolder(str(root), transforms.Compose(steps))
-    return torch.utils.data.DataLoader(
-        dataset, batch_size=batch_size, shuffle=True, drop_last=True, num_workers=workers,
-        persistent_workers=workers > 0, pin_memory=device.type == "cuda",
-    )
-
-
-def _run_epoch(loader: Iterable, epoch: int, device: torch.device) -> int:
-    """Draw one epoch of batches onto the device; the number of images."""
-    if hasattr(loader, "set_epoch"):
-        loader.set_epoch(epoch)
-    count = 0
-    for images, labels in loader:
-        # A no-op for our loaders, which deliver on the device already; the baseline's copy.
-        images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
-        count += images.shape[0]
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return count
-
-
-def _images_per_second(loader: Iterable, epochs: int, device: torch.device, label: str) -> tuple[float, int]:
-    """Images per second over ``epochs`` epochs after one warm-up epoch (worker start-up, caches)."""
-    _run_epoch(loader, 0, device)
-    start, images = time.perf_counter(), 0
-    for epoch in tqdm(range(1, epochs + 1), desc=label, leave=False):
-        images += _run_epoch(loader, epoch, device)
-    seconds = time.perf_counter() - start
-    del loader
-    gc.collect()  # stop persistent workers now, not inside a later loader's forked workers
-    return images / seconds, images
+SECTIONS = ("fixed", "progressive", "shards", "loaded")
+PREPARED = PrepareSettings(max_side=256, quality=90, shard_size=1000)
 
 
 def _per_image_ms(fn: Callable[[], object], count: int, repeats: int = 3) -> float:
@@ -151,8 +122,86 @@ def _feeds_resnet50(data: Path, device: torch.device, workers: int, epochs: int)
     training = 10 * batch / (time.perf_counter() - start)
     loader = build_loader(data, batch_size=64, train=True, image_size=224, device=device, backend="dali",
                           num_workers=workers, channels_last=True)
-    feeding, _ = _images_per_second(loader, epochs, device, "dali at 224 px")
+    feeding, _ = images_per_second(loader, epochs, device, "dali at 224 px")
     return {"resnet50_train_images_per_s": training, "dali_224_images_per_s": feeding, "fed_fraction": feeding / training}
+
+
+class _Rows:
+    """The timed rows, each with its section and its ratio to the section's torchvision baseline."""
+
+    def __init__(self, args: argparse.Namespace, device: torch.device):
+        self.args, self.device = args, device
+        self.rows: list[dict] = []
+        self.baseline: dict[str, float] = {}
+
+    def time(self, section: str, label: str, loader, randaugment: bool, baseline: bool = False,
+             before_epoch=None) -> None:
+        speed, images = images_per_second(loader, self.args.epochs, self.device, f"{section}: {label}", before_epoch)
+        key = f"{section}/{randaugment}"
+        if baseline:
+            self.baseline[key] = speed
+        self.rows.append({"section": section, "loader": label, "randaugment": randaugment, "images_per_s": speed,
+                          "images": images, "vs_baseline": speed / self.baseline[key]})
+
+    def torchvision(self, root: Path, randaugment: bool, crop: torch.nn.Module | None = None):
+        crop = crop or transforms.RandomResizedCrop(self.args.image_size)
+        return torchvision_loader(root, crop=crop, batch_size=self.args.batch, workers=self.args.workers,
+                                  device=self.device, randaugment=randaugment)
+
+    def ours(self, source: Path, backend: str, randaugment: bool, **options):
+        return build_loader(source, train=True, backend=backend, num_workers=self.args.workers, seed=0,
+                            batch_size=self.args.batch, image_size=self.args.image_size, device=self.device,
+                            randaugment=RandAugmentOptions(depth=1) if randaugment else None, **options)
+
+
+def _fixed_size(rows: _Rows, section: str) -> None:
+    for randaugment in (False, True):
+        suffix = " + RandAugment" if randaugment else ""
+        rows.time(section, "torchvision" + suffix, rows.torchvision(rows.args.data, randaugment), randaugment,
+                  baseline=True)
+        for backend in rows.args.backends:
+            rows.time(section, f"fastcore_ops {backend}{suffix}", rows.ours(rows.args.data, backend, randaugment),
+                      randaugment)
+
+
+def _progressive(rows: _Rows) -> None:
+    """The Mild schedule over the warm-up and timed epochs; torchvision changes its size per epoch."""
+    schedule, epochs = MILD.data.progressive_resize, rows.args.epochs + 1
+    crop = ScheduledResizedCrop(rows.args.image_size)
+
+    def set_size(epoch: int) -> None:
+        crop.size.value = schedule.size(rows.args.image_size, (epoch + 0.5) / epochs)
+
+    rows.time("progressive", "torchvision (full decode, crop to the scheduled size)",
+              rows.torchvision(rows.args.data, False, crop), False, baseline=True, before_epoch=set_size)
+    for backend in rows.args.backends:
+        rows.time("progressive", f"fastcore_ops {backend} (decodes at the scheduled size)",
+                  rows.ours(rows.args.data, backend, False, progressive_resize=schedule, epochs=epochs), False)
+
+
+def _prepared(data: Path, folder: Path) -> tuple[Path, Path]:
+    """The dataset as shards and as a folder of the same shrunk JPEGs, made once under ``folder``."""
+    shards = prepare_shards(data, folder / "shards", PREPARED, progress=True).parent
+    copy = folder / "imagefolder"
+    if not (copy / ".complete").is_file():
+        samples, classes = find_samples(data)
+        for path, label in samples:
+            target = copy / classes[label] / (Path(path).stem + ".jpg")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                target.write_bytes(shrunk_jpeg(Path(path).read_bytes(), PREPARED.max_side, PREPARED.quality))
+            except Exception:  # noqa: BLE001  (an unreadable photo is left out, as prepare does)
+                continue
+        (copy / ".complete").touch()
+    return shards, copy
+
+
+def _shards(rows: _Rows, shards: Path, copy: Path) -> None:
+    rows.time("shards", "torchvision (original folder)", rows.torchvision(rows.args.data, False), False, baseline=True)
+    rows.time("shards", "torchvision (prepared folder, max side 256)", rows.torchvision(copy, False), False)
+    for backend in rows.args.backends:
+        rows.time("shards", f"fastcore_ops {backend} (prepared shards, max side 256)",
+                  rows.ours(shards, backend, False), False)
 
 
 def _print_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
@@ -164,20 +213,27 @@ def _print_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
 
 
 def _plot(rows: list[dict], path: Path, title: str) -> None:
+    """One panel per section: images/s per loader, torchvision grey, ours green, each ratio written."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.2))
-    colors = ["tab:gray" if r["loader"].startswith("torchvision") else "tab:green" for r in rows]
-    ax.barh([r["loader"] for r in rows], [r["images_per_s"] for r in rows], color=colors)
-    for i, r in enumerate(rows):
-        ax.text(r["images_per_s"], i, f" {r['images_per_s']:.0f}  ({r['vs_baseline']:.2f}x)", va="center")
-    ax.invert_yaxis()
-    ax.set_xlabel("images / s (higher is better)")
-    ax.set_title(title)
-    ax.margins(x=0.25)
+    sections = list(dict.fromkeys(r["section"] for r in rows))
+    heights = [sum(r["section"] == section for r in rows) for section in sections]
+    fig, axes = plt.subplots(len(sections), 1, figsize=(9, 0.42 * sum(heights) + 1.0 * len(sections)),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for ax, section in zip(axes[:, 0], sections):
+        part = [r for r in rows if r["section"] == section]
+        colors = ["tab:gray" if r["loader"].startswith("torchvision") else "tab:green" for r in part]
+        ax.barh([r["loader"] for r in part], [r["images_per_s"] for r in part], color=colors)
+        for i, r in enumerate(part):
+            ax.text(r["images_per_s"], i, f" {r['images_per_s']:.0f}  ({r['vs_baseline']:.2f}x)", va="center")
+        ax.invert_yaxis()
+        ax.set_title(section, loc="left", fontsize=10)
+        ax.margins(x=0.3)
+    axes[-1, 0].set_xlabel("images / s (higher is better)")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -192,45 +248,42 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs, after one warm-up epoch")
     parser.add_argument("--workers", type=int, default=os.cpu_count(), help="decoding workers (default: one per core)")
     parser.add_argument("--backends", default="pil,dali", help="our backends to time")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"tables to measure, of {', '.join(SECTIONS)}")
     parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"))
+    parser.add_argument("--prepared", type=Path, default=None,
+                        help="where the prepared shards and folder copy are kept (default: OUT/prepared)")
     args = parser.parse_args(argv)
     if not args.data.is_dir():
         parser.error(f"--data {args.data} is not a folder; pass an ImageFolder tree (root/<class>/<image>)")
+    args.backends = args.backends.split(",")
+    sections = args.sections.split(",")
+    unknown = sorted(set(sections) - set(SECTIONS))
+    if unknown:
+        parser.error(f"--sections: unknown {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
 
     device = torch.device(args.device)
-    common = dict(image_size=args.image_size, batch_size=args.batch, device=device)
     print(f"Device: {device_name(device)}; {args.data}; {args.image_size} px, batch {args.batch}, "
           f"{args.workers} workers, {args.epochs} timed epochs after a warm-up")
+    rows = _Rows(args, device)
+    if "fixed" in sections:
+        _fixed_size(rows, "fixed")
+    if "progressive" in sections:
+        _progressive(rows)
+    if "shards" in sections:
+        _shards(rows, *_prepared(args.data, args.prepared or args.out / "prepared"))
+    if "loaded" in sections:
+        with one_core_busy():
+            _fixed_size(rows, "fixed, one core busy")
+    _print_table(rows.rows, [("section", "table", ""), ("loader", "loader", ""), ("images_per_s", "images/s", ".1f"),
+                             ("vs_baseline", "vs torchvision", ".2f"), ("images", "images timed", "d")])
 
-    rows = []
-    for randaugment in (False, True):
-        suffix = " + RandAugment" if randaugment else ""
-        baseline_label = "torchvision" + suffix
-        speed, images = _images_per_second(
-            _torchvision_loader(args.data, workers=args.workers, randaugment=randaugment, **common),
-            args.epochs, device, baseline_label)
-        rows.append({"loader": baseline_label, "randaugment": randaugment, "images_per_s": speed, "images": images})
-        baseline = speed
-        for backend in args.backends.split(","):
-            label = f"fastcore_ops {backend}" + suffix
-            speed, images = _images_per_second(
-                build_loader(args.data, train=True, backend=backend, num_workers=args.workers, seed=0,
-                             randaugment=RandAugmentOptions(depth=1) if randaugment else None, **common),
-                args.epochs, device, label)
-            rows.append({"loader": label, "randaugment": randaugment, "images_per_s": speed, "images": images})
-        for row in rows:
-            if row["randaugment"] == randaugment:
-                row["vs_baseline"] = row["images_per_s"] / baseline
-
-    _print_table(rows, [("loader", "loader", ""), ("images_per_s", "images/s", ".1f"),
-                        ("vs_baseline", "vs torchvision", ".2f"), ("images", "images timed", "d")])
     files = sorted(p for p in args.data.rglob("*") if p.is_file())
     breakdown = _breakdown(files, args.image_size, args.batch, device)
     print("\nWhere one image's time goes (single-threaded, best of 3, ms per image):")
     _print_table(breakdown, [("stage", "stage", ""), ("path", "loader", ""), ("ms_per_image", "ms / image", ".3f")])
 
     feed = None
-    if device.type == "cuda" and "dali" in args.backends.split(","):
+    if device.type == "cuda" and "dali" in args.backends:
         feed = _feeds_resnet50(args.data, device, args.workers, args.epochs)
         print(f"\nResNet-50 at 224 px trains at {feed['resnet50_train_images_per_s']:.0f} images/s here; the dali "
               f"backend delivers {feed['dali_224_images_per_s']:.0f} images/s at 224 px: "
@@ -241,13 +294,14 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     meta = {"device": device_name(device), "data": str(args.data), "image_size": args.image_size,
             "batch": args.batch, "workers": args.workers, "epochs": args.epochs}
-    (args.out / "dataloader.json").write_text(json.dumps({"meta": meta, "rows": rows, "breakdown": breakdown, "resnet50_feed": feed}, indent=2))
+    (args.out / "dataloader.json").write_text(json.dumps(
+        {"meta": meta, "rows": rows.rows, "breakdown": breakdown, "resnet50_feed": feed}, indent=2))
     with open(args.out / "dataloader.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(f, fieldnames=list(rows.rows[0]))
         writer.writeheader()
-        writer.writerows(rows)
-    _plot(rows, args.out / "dataloader.png", f"Training loaders, {args.image_size} px, batch {args.batch}, "
-                                             f"{device_name(device)}")
+        writer.writerows(rows.rows)
+    _plot(rows.rows, args.out / "dataloader.png", f"Training loaders, {args.image_size} px, batch {args.batch}, "
+                                                  f"{device_name(device)}")
     print(f"Wrote {args.out / 'dataloader.csv'}, {args.out / 'dataloader.json'} and {args.out / 'dataloader.png'}")
 
 

@@ -15,12 +15,23 @@ def test_benchmark_times_every_loader_and_writes_table_csv_json_and_plot(make_tr
     printed = capsys.readouterr().out
     assert "Where one image's time goes" in printed
     rows = json.loads((out / "dataloader.json").read_text())["rows"]
-    loaders = [row["loader"] for row in rows]
-    assert loaders == ["torchvision", "fastcore_ops pil", "fastcore_ops dali", "torchvision + RandAugment",
-                       "fastcore_ops pil + RandAugment", "fastcore_ops dali + RandAugment"]
+    fixed = ["torchvision", "fastcore_ops pil", "fastcore_ops dali", "torchvision + RandAugment",
+             "fastcore_ops pil + RandAugment", "fastcore_ops dali + RandAugment"]
+    assert [(row["section"], row["loader"]) for row in rows] == [
+        *(("fixed", name) for name in fixed),
+        ("progressive", "torchvision (full decode, crop to the scheduled size)"),
+        ("progressive", "fastcore_ops pil (decodes at the scheduled size)"),
+        ("progressive", "fastcore_ops dali (decodes at the scheduled size)"),
+        ("shards", "torchvision (original folder)"), ("shards", "torchvision (prepared folder, max side 256)"),
+        ("shards", "fastcore_ops pil (prepared shards, max side 256)"),
+        ("shards", "fastcore_ops dali (prepared shards, max side 256)"),
+        *(("fixed, one core busy", name) for name in fixed)]
     for row in rows:
         assert row["images"] == 12 and row["images_per_s"] > 0  # 3 full batches of 4 per timed epoch
-    assert [row["vs_baseline"] for row in rows if row["loader"].startswith("torchvision")] == [1.0, 1.0]
+    # Each table's first torchvision row (with and without RandAugment) is its baseline.
+    assert [row["vs_baseline"] for row in rows if row["loader"] in ("torchvision", "torchvision + RandAugment")
+            or row["loader"].startswith(("torchvision (full", "torchvision (original"))] == [1.0] * 6
+    assert (out / "prepared" / "shards" / "index.json").is_file()
     with open(out / "dataloader.csv") as f:
         assert len(list(csv.DictReader(f))) == len(rows)
     assert (out / "dataloader.png").stat().st_size > 0
