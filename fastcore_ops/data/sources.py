@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Iterable, Sequence, Union
 
 from fastcore_ops.checks import check_int
-from fastcore_ops.data.shards import is_shard_folder, read_shard_samples
+from fastcore_ops.data.shards import ShardMember, is_shard_folder, read_shard_samples
 
 # Formats every backend decodes (fastcore_ops.data.probe checks their signatures); GIF is out
 # because DALI cannot decode it.
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 
-Sample = tuple[str, int]
+Sample = tuple["str | ShardMember", int]  # a file path, or an image inside a prepared shard
 Source = Union[str, os.PathLike, Sequence[tuple[Union[str, os.PathLike], int]]]
 
 
@@ -168,13 +168,14 @@ def _check_pairs(pairs: Iterable) -> tuple[list[Sample], list[str]]:
         if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
             raise TypeError(f"source[{index}] must be a (path, label) pair, got {pair!r}")
         path, label = pair
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"source[{index}] path must be a str or Path, got {type(path).__name__}")
+        if not isinstance(path, (str, os.PathLike, ShardMember)):
+            raise TypeError(f"source[{index}] path must be a str, a Path or a ShardMember (an image in a prepared "
+                            f"shard), got {type(path).__name__}")
         check_int(f"source[{index}] label", label, low=0)
-        samples.append((os.fspath(path), label))
+        samples.append((path if isinstance(path, ShardMember) else os.fspath(path), label))
     if not samples:
         raise ValueError("source is an empty list; pass at least one (path, label) pair")
-    missing = [path for path, _ in samples if not os.path.isfile(path)]
+    missing = [path for path, _ in samples if not os.path.isfile(path.shard if isinstance(path, ShardMember) else path)]
     if missing:
         shown = ", ".join(map(repr, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise FileNotFoundError(f"{len(missing)} file(s) in the (path, label) list do not exist: {shown}")

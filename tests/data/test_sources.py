@@ -88,7 +88,7 @@ def test_pairs_are_kept_in_order_with_their_labels(make_tree):
 @pytest.mark.parametrize("pairs, error, message", [
     ([], ValueError, "empty list"),
     ([("a.jpg",)], TypeError, r"source\[0\] must be a \(path, label\) pair"),
-    ([(3, 0)], TypeError, "path must be a str or Path"),
+    ([(3, 0)], TypeError, "path must be a str, a Path or a ShardMember"),
     ([("a.jpg", "cat")], TypeError, "label must be an int >= 0, got str 'cat'"),
     ([("a.jpg", True)], TypeError, "label must be an int >= 0, got bool True"),
     ([("a.jpg", -1)], ValueError, "label must be an int >= 0, got -1"),

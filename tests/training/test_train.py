@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from fastcore_ops.data.prepare import PrepareSettings, prepare_shards
 from training import checkpoint
 from training.config import override, to_dict
 from training.recipes import get_recipe
@@ -58,6 +59,19 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
     assert (out / "curves.png").stat().st_size > 10_000
     assert json.loads((out / "config.json").read_text())["schedule"]["epochs"] == 3.0
     assert "top-1" in stdout and "images/s" in stdout and "train time" in stdout
+
+
+def test_training_reads_prepared_shards_as_it_reads_image_folders(micro_cifar, tmp_path):
+    for split in ("train", "test"):
+        prepare_shards(micro_cifar / split, tmp_path / "prepared" / split, PrepareSettings(max_side=32, shard_size=8),
+                       workers=1, progress=False)
+    out = tmp_path / "run"
+    code, _, stderr = _finish(_run("--recipe", "cifar_baseline", "--epochs", "1", "--set", "data.batch_size=4",
+                                   "--set", "data.num_workers=1", "--no-progress", "--data", str(tmp_path / "prepared"),
+                                   "--out", str(out)))
+    assert code == 0, stderr
+    summary = _summary(out)
+    assert summary["steps"] == 20 // 4 and 0 <= summary["metrics"]["top1"] <= 1
 
 
 # cifar_hot draws from every random source a run has (stochastic depth from the global RNG,

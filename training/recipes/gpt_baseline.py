@@ -27,9 +27,10 @@ RECIPE = TrainConfig(
     # Batch 8 learns more per token but trains 1.2x fewer tokens a second here; at equal time
     # (0.4 epochs of batch 8, 266 s) it reached 1.373, behind batch 16's 1.344 in 258 s. The run
     # was then shortened to 0.4 epochs (1,090 steps: 205 s on that machine), and the best LR of
-    # both recipes stayed where it was at 0.5 epochs. On the next session's machine the same run
-    # took 261 s, which put the 36-run tradeoff sweep near 3 hours, beyond its 2.5-hour bound, so
-    # it is 0.3 epochs now (817 steps, about 200 s there), not searched again at this length.
+    # both recipes stayed where it was at 0.5 epochs. On a later machine of the same kind the
+    # same run took 261 s (with low-priority tests running beside it), which would have put the
+    # 36-run tradeoff sweep near 3 hours, beyond its 2.5-hour bound. So it is 0.3 epochs now (817
+    # steps: 177 s there, with nothing else running), not searched again at this length.
     optimizer=OptimizerConfig(
         name="adamw",
         lr=8e-3,
