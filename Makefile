@@ -12,7 +12,7 @@ $(INSTALLED): setup.py
 	$(PYTHON) -m pip install --quiet --upgrade pip
 	# The exact releases this project is tested with; setup.py itself accepts a range.
 	$(PYTHON) -m pip install --quiet torch==2.14.1 torchvision==0.29.1
-	$(PYTHON) -m pip install --quiet -e ".[dev,gpt,text,data]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,gpt,text,data,optim]"
 	# After every project install: pip may have put plain Pillow back (see the script).
 	$(PYTHON) tools/install_pillow_simd.py
 	touch $@

@@ -29,6 +29,7 @@ setup(
         "data": ["nvidia-dali-cuda130"],
         "gpt": ["transformers>=4.48"],  # AttentionInterface, for the alibi surgery on GPT-2
         "text": ["tokenizers>=0.15"],  # the byte-level BPE tokenizer of language-model training
+        "optim": ["timm>=1.0"],  # LAMB and LARS (training.optim)
         # webdataset: the tests read our prepared shards with it, as other tools would.
         "dev": ["pytest>=8", "hypothesis>=6", "pytest-timeout", "webdataset"],
     },

@@ -21,7 +21,8 @@ import torch.distributed as dist
 from training import parallel
 from training.checkpoint import CheckpointPolicy
 from training.config import TrainConfig
-from training.methods import EMA, SAM, SWA, CutMix, LayerFreezing, Method, MixUp, SequenceLengthWarmup
+from training.methods import (EMA, SAM, SWA, AugMix, CutMix, Cutout, LayerFreezing, Method, MixUp, SelectiveBackprop,
+                              SequenceLengthWarmup)
 from training.optim import build_optimizer
 from training.tasks.classification import build_image_classification
 from training.tasks.language import build_language_modeling
@@ -72,6 +73,10 @@ def lr_scaling_note(config: TrainConfig, world_size: int) -> str:
 def build_methods(config: TrainConfig) -> list[Method]:
     methods_config, seed = config.methods, config.seed
     methods: list[Method] = []
+    if methods_config.augmix:
+        methods.append(AugMix(methods_config.augmix, seed=seed))  # first: the ops want the loader's own images
+    if methods_config.cutout:
+        methods.append(Cutout(methods_config.cutout, seed=seed))  # before mixing: each image masked, then mixed
     if methods_config.mixup_alpha:
         methods.append(MixUp(methods_config.mixup_alpha, seed=seed))
     if methods_config.cutmix_alpha:
@@ -86,6 +91,9 @@ def build_methods(config: TrainConfig) -> list[Method]:
         methods.append(SWA(methods_config.swa_start, methods_config.swa_end, methods_config.swa_lr))
     if methods_config.seq_length_warmup:
         methods.append(SequenceLengthWarmup.from_options(config.text.sequence_length, methods_config.seq_length_warmup))
+    if methods_config.selective_backprop:
+        # Last: it ranks the batch every other method has shaped (masked, mixed, shortened).
+        methods.append(SelectiveBackprop(methods_config.selective_backprop))
     return methods
 
 

@@ -9,7 +9,8 @@ hashed to name it.
 ``--set section.field=value`` overrides any field with a Python literal of its type (a str
 field takes the text as it is), lists and dicts included. An option group
 (``data.randaugment``, ``data.colout``, ``data.progressive_resize``,
-``methods.seq_length_warmup``) is None when off: ``--set data.randaugment={}`` turns it on
+``methods.cutout``, ``methods.augmix``, ``methods.tta``, ``methods.seq_length_warmup``,
+``methods.selective_backprop``) is None when off: ``--set data.randaugment={}`` turns it on
 with its defaults (or give a dict of some of its fields), ``--set data.randaugment.depth=2``
 sets one field of a group that is on, and ``--set data.randaugment=None`` turns it off.
 
@@ -39,12 +40,16 @@ from fastcore_ops.checks import check_bool, check_choice, check_int, check_inter
 from fastcore_ops.data import ColOutOptions, ProgressiveResize, RandAugmentOptions
 from fastcore_ops.data.loader import BACKENDS
 from fastcore_ops.surgery import check_surgeries
+from training.methods.augmix import AugMixOptions
+from training.methods.cutout import CutoutOptions
+from training.methods.selective_backprop import SelectiveBackpropOptions
 from training.methods.seq_length_warmup import SeqLengthWarmupOptions
+from training.methods.tta import TTAOptions
 
 TASKS = ("image_classification", "language_model")
 PRECISIONS = ("fp32", "amp", "amp_bf16", "amp_fp16")
 LOSSES = ("ce", "bce")
-OPTIMIZERS = ("sgd", "adamw")
+OPTIMIZERS = ("sgd", "adamw", "lamb", "lars")
 TOKENIZERS = ("bytes", "bpe")
 # The models of the language_model task: training.models.gpt.GPT (options: GPTConfig's fields)
 # and transformers' GPT2LMHeadModel (options: GPT2Config's fields).
@@ -110,24 +115,27 @@ class ModelConfig:
 
 @dataclass
 class OptimizerConfig:
-    """SGD with momentum (SGDW with ``decoupled_weight_decay``), or AdamW.
+    """SGD with momentum (SGDW with ``decoupled_weight_decay``), AdamW, LAMB or LARS.
 
     AdamW (``torch.optim.AdamW``) always decouples its weight decay, so ``decoupled_weight_decay``
     does not apply to it, nor do ``momentum`` and ``nesterov`` (its momentum is ``betas[0]``).
     Its decay shrinks the weights by ``lr x weight_decay`` each step, which wants a
-    ``weight_decay`` around 0.1 where SGD's coupled decay wants 5e-4.
+    ``weight_decay`` around 0.1 where SGD's coupled decay wants 5e-4. LAMB takes ``betas`` and
+    ``eps`` as AdamW does, LARS ``momentum``, ``nesterov`` and ``trust_coefficient`` as SGD does;
+    both add their decay to the update before the trust ratio, as their papers define it.
     """
 
-    name: str = "sgd"  # "sgd" or "adamw"
+    name: str = "sgd"  # "sgd", "adamw", "lamb" or "lars"
     # Peak learning rate (reached at the end of warmup) for a global batch of reference_batch
     # images; the run scales it linearly to its own global batch, data.batch_size x processes.
     # A --set optimizer.lr=X override is scaled too: X is the LR at reference_batch.
     lr: float = 0.1
     reference_batch: int = 256  # the global batch that lr was written for
-    momentum: float = 0.9  # SGD only
-    nesterov: bool = False  # SGD only
-    betas: tuple[float, float] = (0.9, 0.95)  # AdamW only; 0.95 (not torch's 0.999) as GPT pretraining uses
-    eps: float = 1e-8  # AdamW only
+    momentum: float = 0.9  # SGD and LARS
+    nesterov: bool = False  # SGD and LARS
+    trust_coefficient: float = 0.001  # LARS only: the layer's LR is lr x this x |w| / (|g| + decay x |w|)
+    betas: tuple[float, float] = (0.9, 0.95)  # AdamW and LAMB; 0.95 (not torch's 0.999) as GPT pretraining uses
+    eps: float = 1e-8  # AdamW and LAMB
     weight_decay: float = 5e-4
     # SGDW: decay applied to the weights directly, scaled by lr / peak lr, not added to the gradient.
     decoupled_weight_decay: bool = False
@@ -171,6 +179,9 @@ class MethodsConfig:
     label_smoothing: float = 0.0
     mixup_alpha: float = 0.0  # 0 = off
     cutmix_alpha: float = 0.0  # 0 = off; not together with MixUp
+    cutout: CutoutOptions | None = None  # images only; None = off
+    augmix: AugMixOptions | None = None  # images only; None = off
+    tta: TTAOptions | None = None  # images only: evaluation also reports top1_tta; None = off
     sam_rho: float = 0.0  # 0 = off
     sam_interval: int = 1  # SAM's second pass every this many steps
     ema_half_life_steps: int = 0  # 0 = off; evaluation then uses the EMA weights
@@ -181,6 +192,7 @@ class MethodsConfig:
     freeze_start: float = 0.0  # fraction of training where freezing begins
     freeze_level: float = 0.0  # fraction of layers frozen by the end; 0 = off
     seq_length_warmup: SeqLengthWarmupOptions | None = None  # language models only; None = off
+    selective_backprop: SelectiveBackpropOptions | None = None  # None = off
 
 
 @dataclass
@@ -208,7 +220,8 @@ class TrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
     methods: MethodsConfig = field(default_factory=MethodsConfig)
     text: TextConfig = field(default_factory=TextConfig)
-    # "amp": bf16 autocast on the CPU, fp16 with a grad scaler on CUDA; or name one; "fp32" = off.
+    # "amp": fp16 with a grad scaler on CUDA, bf16 autocast on a CPU with bf16 units, fp32 on other
+    # CPUs (which only emulate bf16, slower than fp32); or name one; "fp32" = off.
     precision: str = "amp"
     seed: int = 0
 
@@ -417,7 +430,8 @@ def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
 # the other task rather than ignore them.
 _TASK_ONLY = {
     "image_classification": (("data.randaugment", None), ("data.colout", None), ("data.progressive_resize", None),
-                             ("methods.mixup_alpha", 0.0), ("methods.cutmix_alpha", 0.0), ("methods.loss", "ce")),
+                             ("methods.mixup_alpha", 0.0), ("methods.cutmix_alpha", 0.0), ("methods.cutout", None),
+                             ("methods.augmix", None), ("methods.tta", None), ("methods.loss", "ce")),
     "language_model": (("methods.seq_length_warmup", None),),
 }
 
@@ -515,9 +529,13 @@ def _validate_optimizer(optimizer: OptimizerConfig) -> None:
     for flag in ("nesterov", "decoupled_weight_decay", "no_decay_norm_and_bias", "no_decay_embeddings"):
         check_bool(f"optimizer.{flag}", getattr(optimizer, flag))
     check_number("optimizer.grad_clip_norm (0 = off)", optimizer.grad_clip_norm, low=0)
-    if optimizer.nesterov and optimizer.name == "adamw":
-        raise ValueError("optimizer.nesterov must be False with optimizer.name='adamw' (Nesterov momentum is SGD's; "
-                         "AdamW's momentum is betas[0]), got True")
+    check_number("optimizer.trust_coefficient", optimizer.trust_coefficient, low=0, low_open=True)
+    if optimizer.nesterov and optimizer.name in ("adamw", "lamb"):
+        raise ValueError(f"optimizer.nesterov must be False with optimizer.name={optimizer.name!r} (Nesterov "
+                         f"momentum is SGD's and LARS's; its momentum is betas[0]), got True")
+    if optimizer.decoupled_weight_decay and optimizer.name in ("lamb", "lars"):
+        raise ValueError(f"optimizer.decoupled_weight_decay must be False with optimizer.name={optimizer.name!r}: "
+                         f"it adds the decay to the update before the trust ratio, as its paper does")
     if optimizer.nesterov and optimizer.momentum == 0:
         raise ValueError("optimizer.nesterov must be False when optimizer.momentum is 0 (Nesterov needs "
                          "momentum), got True")
@@ -559,6 +577,17 @@ def _validate_methods(methods: MethodsConfig) -> None:
     if methods.cutmix_alpha and methods.mixup_alpha:
         raise ValueError(f"methods.cutmix_alpha must be 0 when mixup_alpha is set (one batch mixing at a time), "
                          f"got {methods.cutmix_alpha!r}")
+    _check_group("methods.cutout", methods.cutout, CutoutOptions)
+    _check_group("methods.augmix", methods.augmix, AugMixOptions)
+    if methods.augmix is not None and methods.augmix.jsd_weight:
+        # Its batch of 3N (clean + two views) for N labels is what these methods cannot take.
+        clashing = {"mixup_alpha": "MixUp", "cutmix_alpha": "CutMix", "sam_rho": "SAM",
+                    "selective_backprop": "selective backprop"}
+        for name, method in clashing.items():
+            if getattr(methods, name):
+                raise ValueError(f"methods.augmix.jsd_weight > 0 (AugMix's consistency loss) cannot be combined with "
+                                 f"methods.{name} ({method}); set one of them off")
+    _check_group("methods.tta", methods.tta, TTAOptions)
     check_number("methods.sam_rho", methods.sam_rho, low=0)
     check_int("methods.sam_interval", methods.sam_interval, low=1)
     check_int("methods.ema_half_life_steps", methods.ema_half_life_steps, low=0)
@@ -572,6 +601,7 @@ def _validate_methods(methods: MethodsConfig) -> None:
     check_number("methods.freeze_start", methods.freeze_start, low=0, high=1, high_open=True)
     check_number("methods.freeze_level", methods.freeze_level, low=0, high=1)
     _check_group("methods.seq_length_warmup", methods.seq_length_warmup, SeqLengthWarmupOptions)
+    _check_group("methods.selective_backprop", methods.selective_backprop, SelectiveBackpropOptions)
 
 
 def _validate_text(text: TextConfig) -> None:
@@ -600,6 +630,10 @@ def _validate_task(config: TrainConfig) -> None:
             if value != off:
                 raise ValueError(f"{path}={value!r} applies to task {task!r} only, and this run's task is "
                                  f"{config.task!r}; set {path}={off!r}")
+    selective = config.methods.selective_backprop
+    if config.task == "language_model" and selective is not None and selective.scale_factor != 1.0:
+        raise ValueError(f"methods.selective_backprop.scale_factor resizes images; a language model's batches are "
+                         f"token ids: set it to 1.0, got {selective.scale_factor}")
     warmup = config.methods.seq_length_warmup
     if warmup is not None and warmup.start_length > config.text.sequence_length:
         raise ValueError(f"methods.seq_length_warmup.start_length must be <= text.sequence_length="

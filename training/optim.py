@@ -1,4 +1,4 @@
-"""The optimizer and the learning-rate schedule of a run: SGD(W) or AdamW, with warmup and cosine decay.
+"""The optimizer and the learning-rate schedule of a run: SGD(W), AdamW, LAMB or LARS, with warmup and cosine decay.
 
     >>> model = torch.nn.Linear(4, 2)
     >>> optimizer = build_optimizer(model, OptimizerConfig(lr=0.1, decoupled_weight_decay=True))
@@ -73,16 +73,36 @@ def parameter_groups(model: nn.Module, weight_decay: float, *, no_decay_norm_and
             {"params": [p for p in trainable if id(p) in exempt], "weight_decay": 0.0}]
 
 
+def _timm_optimizer(name: str):
+    """timm's LAMB or LARS class: a well-kept implementation of each paper's update rule."""
+    try:
+        from timm import optim as timm_optim
+    except ImportError:
+        raise ImportError(f"optimizer.name={name!r} uses timm's implementation; install it with "
+                          f"pip install 'fastcore_ops[optim]' (or pip install timm)") from None
+    return {"lamb": timm_optim.Lamb, "lars": timm_optim.Lars}[name]
+
+
 def build_optimizer(model: nn.Module, config: OptimizerConfig) -> torch.optim.Optimizer:
-    """``config.name``'s optimizer over :func:`parameter_groups`: SGD (SGDW with decoupled decay) or AdamW.
+    """``config.name``'s optimizer over :func:`parameter_groups`: SGD (SGDW with decoupled decay),
+    AdamW, LAMB or LARS.
 
     AdamW ignores momentum, nesterov and decoupled_weight_decay: its decay is decoupled always.
+    LAMB (You et al., 2020) and LARS (You et al., 2017) are timm's: both scale each parameter's
+    update by its own trust ratio, and, as those papers do for BERT and ResNet, leave the
+    parameters without weight decay (norms and biases, with ``no_decay_norm_and_bias``) unadapted.
+    LAMB's global gradient clipping is the trainer's (``grad_clip_norm``), not timm's.
     """
     check_choice("optimizer.name", config.name, OPTIMIZERS)
     groups = parameter_groups(model, config.weight_decay, no_decay_norm_and_bias=config.no_decay_norm_and_bias,
                               no_decay_embeddings=config.no_decay_embeddings)
     if config.name == "adamw":
         return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas, eps=config.eps)
+    if config.name == "lamb":
+        return _timm_optimizer("lamb")(groups, lr=config.lr, betas=config.betas, eps=config.eps, max_grad_norm=None)
+    if config.name == "lars":
+        return _timm_optimizer("lars")(groups, lr=config.lr, momentum=config.momentum, nesterov=config.nesterov,
+                                       trust_coeff=config.trust_coefficient)
     kind = DecoupledSGDW if config.decoupled_weight_decay else torch.optim.SGD
     return kind(groups, lr=config.lr, momentum=config.momentum, nesterov=config.nesterov)
 

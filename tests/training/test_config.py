@@ -91,7 +91,7 @@ def test_override_sets_the_language_model_fields():
     ("data.progressive_resize={'size_increment': 5}",
      "data.progressive_resize.size_increment must divide data.train_size=176, got 5"),
     ("data.flip.x=1", "data.flip is a field, not a section"),
-    ("optimizer.name=adam", "optimizer.name must be one of 'sgd', 'adamw', got 'adam'"),
+    ("optimizer.name=adam", "optimizer.name must be one of 'sgd', 'adamw', 'lamb', 'lars', got 'adam'"),
     ("optimizer.betas=(0.9, 1.0)", "optimizer.betas[1] must be a number in [0, 1), got 1.0"),
     ("text.eval_length_multiples=(1, 4, 2)", "text.eval_length_multiples must increase"),
     ("text.eval_batch_tokens=512", "text.eval_batch_tokens (at least one sequence of the longest evaluation "

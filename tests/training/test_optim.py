@@ -104,5 +104,85 @@ def test_adamw_decays_the_weights_by_lr_times_decay_whatever_the_gradient():
 
 
 def test_build_optimizer_refuses_an_unknown_name():
-    with pytest.raises(ValueError, match="optimizer.name must be one of 'sgd', 'adamw', got 'adam'"):
+    with pytest.raises(ValueError, match="optimizer.name must be one of 'sgd', 'adamw', 'lamb', 'lars', got 'adam'"):
         build_optimizer(nn.Linear(2, 2), OptimizerConfig(name="adam"))
+
+
+class WeightAndBias(nn.Module):
+    """One decayed weight and one bias without decay, with gradients set by hand."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.tensor([[0.5, -1.0], [2.0, 0.25]]))
+        self.bias = nn.Parameter(torch.tensor([0.3, -0.6]))
+
+    def step_with(self, optimizer, gradients):
+        for weight_grad, bias_grad in gradients:
+            self.weight.grad, self.bias.grad = weight_grad.clone(), bias_grad.clone()
+            optimizer.step()
+
+
+GRADIENTS = [(torch.tensor([[0.1, -0.3], [0.2, 0.05]]), torch.tensor([0.4, -0.1])),
+             (torch.tensor([[-0.2, 0.1], [0.3, -0.15]]), torch.tensor([0.2, 0.3]))]
+
+
+def lamb_by_the_paper(weight, gradients, *, lr, betas, eps, weight_decay):
+    """You et al. 2020, Algorithm 2 (with Adam's bias correction): the Adam direction plus the decay,
+    scaled by the layer's trust ratio |w| / |update|; without decay, the plain Adam direction."""
+    first, second = torch.zeros_like(weight), torch.zeros_like(weight)
+    for step, gradient in enumerate(gradients, start=1):
+        first = betas[0] * first + (1 - betas[0]) * gradient
+        second = betas[1] * second + (1 - betas[1]) * gradient**2
+        direction = (first / (1 - betas[0]**step)) / ((second / (1 - betas[1]**step)).sqrt() + eps)
+        if weight_decay:
+            direction = direction + weight_decay * weight
+            direction = direction * (weight.norm() / direction.norm())
+        weight = weight - lr * direction
+    return weight
+
+
+def lars_by_the_paper(weight, gradients, *, lr, momentum, weight_decay, trust):
+    """You et al. 2017, Algorithm 1: local LR trust x |w| / (|g| + decay x |w|), momentum on the
+    scaled, decayed gradient; without decay, plain SGD with momentum."""
+    velocity = None
+    for gradient in gradients:
+        if weight_decay:
+            local = trust * weight.norm() / (gradient.norm() + weight_decay * weight.norm())
+            gradient = local * (gradient + weight_decay * weight)
+        velocity = gradient if velocity is None else momentum * velocity + gradient
+        weight = weight - lr * velocity
+    return weight
+
+
+def test_lamb_follows_its_papers_update_rule_and_leaves_undecayed_parameters_unadapted():
+    model = WeightAndBias()
+    config = OptimizerConfig(name="lamb", lr=0.01, betas=(0.9, 0.99), eps=1e-6, weight_decay=0.05,
+                             no_decay_norm_and_bias=True)
+    start_weight, start_bias = model.weight.detach().clone(), model.bias.detach().clone()
+    model.step_with(build_optimizer(model, config), GRADIENTS)
+    settings = dict(lr=0.01, betas=(0.9, 0.99), eps=1e-6)
+    torch.testing.assert_close(model.weight.detach(), lamb_by_the_paper(
+        start_weight, [g for g, _ in GRADIENTS], weight_decay=0.05, **settings))
+    torch.testing.assert_close(model.bias.detach(), lamb_by_the_paper(
+        start_bias, [g for _, g in GRADIENTS], weight_decay=0.0, **settings))
+
+
+def test_lars_follows_its_papers_update_rule_and_leaves_undecayed_parameters_unadapted():
+    model = WeightAndBias()
+    config = OptimizerConfig(name="lars", lr=2.0, momentum=0.9, weight_decay=1e-4, trust_coefficient=0.02,
+                             no_decay_norm_and_bias=True)
+    start_weight, start_bias = model.weight.detach().clone(), model.bias.detach().clone()
+    model.step_with(build_optimizer(model, config), GRADIENTS)
+    settings = dict(lr=2.0, momentum=0.9, trust=0.02)
+    torch.testing.assert_close(model.weight.detach(), lars_by_the_paper(
+        start_weight, [g for g, _ in GRADIENTS], weight_decay=1e-4, **settings))
+    torch.testing.assert_close(model.bias.detach(), lars_by_the_paper(
+        start_bias, [g for _, g in GRADIENTS], weight_decay=0.0, **settings))
+
+
+@pytest.mark.parametrize("name", ["lamb", "lars"])
+def test_lamb_and_lars_refuse_decoupled_decay(name):
+    from training.config import validate, TrainConfig
+
+    with pytest.raises(ValueError, match="decoupled_weight_decay must be False"):
+        validate(TrainConfig(optimizer=OptimizerConfig(name=name, decoupled_weight_decay=True)))

@@ -7,8 +7,8 @@ order::
 
     FIT_START
     for each epoch:  EPOCH_START
-        for each batch:  AFTER_DATALOADER, (forward) BEFORE_LOSS, (loss, backward) AFTER_BACKWARD,
-                         (optimizer step) STEP_END
+        for each batch:  AFTER_DATALOADER, (forward) BEFORE_LOSS, (loss) AFTER_LOSS,
+                         (backward) AFTER_BACKWARD, (optimizer step) STEP_END
         EPOCH_END
     FIT_END
 
@@ -29,12 +29,15 @@ from typing import Any
 
 import torch
 
+from fastcore_ops.checks import check_int
+
 
 class Event(enum.Enum):
     FIT_START = "fit_start"
     EPOCH_START = "epoch_start"
     AFTER_DATALOADER = "after_dataloader"
     BEFORE_LOSS = "before_loss"
+    AFTER_LOSS = "after_loss"
     AFTER_BACKWARD = "after_backward"
     STEP_END = "step_end"
     EPOCH_END = "epoch_end"
@@ -54,6 +57,8 @@ class TrainState:
     forward_backward: recomputes the loss on the current batch at the current weights and
         backpropagates it (through the grad scaler under fp16), for methods that need a second
         pass (SAM); returns the loss.
+    score_samples: each sample's loss, (N,), for given inputs and targets at the current weights,
+        without gradients, under the run's precision (selective backprop); a training-mode pass.
     """
 
     model: torch.nn.Module
@@ -70,6 +75,7 @@ class TrainState:
     outputs: torch.Tensor | None = None
     loss: torch.Tensor | None = None
     forward_backward: Callable[[], torch.Tensor] | None = None
+    score_samples: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
     # Iterable of this epoch's (inputs, targets) batches on the device (SWA recomputes BatchNorm with it).
     train_loader: Any = None
     # The module evaluation runs (EMA and SWA put their averaged model here); None: ``model``.
@@ -98,6 +104,7 @@ class Method:
     def on_epoch_start(self, state: TrainState) -> None: ...
     def on_after_dataloader(self, state: TrainState) -> None: ...
     def on_before_loss(self, state: TrainState) -> None: ...
+    def on_after_loss(self, state: TrainState) -> None: ...
     def on_after_backward(self, state: TrainState) -> None: ...
     def on_step_end(self, state: TrainState) -> None: ...
     def on_epoch_end(self, state: TrainState) -> None: ...
@@ -113,3 +120,25 @@ class Method:
     def __repr__(self) -> str:
         options = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({options})"
+
+
+class SeededMethod(Method):
+    """A method that draws from its own seeded CPU generator, checkpointed so a resumed run draws
+    exactly what the uninterrupted run would have (MixUp, CutMix, Cutout, AugMix).
+
+        >>> class Noise(SeededMethod):
+        ...     def on_after_dataloader(self, state):
+        ...         state.inputs = state.inputs + torch.randn(state.inputs.shape, generator=self._generator)
+    """
+
+    def __init__(self, seed: int = 0):
+        self.seed = check_int("seed", seed, low=0)
+        self._generator = torch.Generator().manual_seed(seed)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"generator": self._generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if set(state) != {"generator"}:
+            raise ValueError(f"{type(self).__name__} state must have the key 'generator', got {sorted(state)}")
+        self._generator.set_state(state["generator"])

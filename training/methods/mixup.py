@@ -17,13 +17,13 @@ Method card
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import torch
 
 from fastcore_ops.checks import check_int, check_number
-from training.methods.base import Method, TrainState
+from training.methods.base import SeededMethod, TrainState
 
 
 def check_alpha(alpha: object) -> float:
@@ -103,7 +103,7 @@ def mixup_batch(
     return mixed_images, mixed_targets, lam
 
 
-class BatchMixing(Method):
+class BatchMixing(SeededMethod):
     """Base of MixUp and CutMix: rewrites ``state.inputs`` and ``state.targets`` after the dataloader.
 
     Subclasses set ``mix_batch``, a function ``(images, targets, num_classes, *, alpha, generator)
@@ -114,22 +114,13 @@ class BatchMixing(Method):
     mix_batch: Callable[..., tuple[torch.Tensor, torch.Tensor, float]]
 
     def __init__(self, alpha: float, seed: int = 0):
+        super().__init__(seed)
         self.alpha = check_alpha(alpha)
-        self.seed = check_int("seed", seed, low=0)
-        self._generator = torch.Generator().manual_seed(seed)
 
     def on_after_dataloader(self, state: TrainState) -> None:
         state.inputs, state.targets, _ = type(self).mix_batch(
             state.inputs, state.targets, state.num_classes, alpha=self.alpha, generator=self._generator
         )
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"generator": self._generator.get_state()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if set(state) != {"generator"}:
-            raise ValueError(f"{type(self).__name__} state must have the key 'generator', got {sorted(state)}")
-        self._generator.set_state(state["generator"])
 
 
 class MixUp(BatchMixing):

@@ -31,6 +31,10 @@ class Task(abc.ABC):
         """The training loss of a batch's outputs (a scalar)."""
 
     @abc.abstractmethod
+    def sample_losses(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Each sample's own loss, (N,) for a batch of N rows: what selective backprop ranks."""
+
+    @abc.abstractmethod
     def samples(self, targets: torch.Tensor) -> int:
         """How many training samples (``sample_unit``) a batch with these targets holds."""
 

@@ -25,6 +25,7 @@ from fastcore_ops.data.sources import find_samples
 from fastcore_ops.kernels import init_bce_bias_
 from training.config import TrainConfig
 from training.losses import LossFunction, classification_loss
+from training.methods.tta import TTAOptions, tta_probabilities
 from training.models import build_model
 from training.tasks.base import Task
 
@@ -40,6 +41,8 @@ class ImageClassification(Task):
     eval_loader: batches of (images, int64 labels) on the device; this process's share.
     loss_fn: the training loss (it may take mixed, soft targets; evaluation always uses
         plain cross-entropy on the labels).
+    tta: test-time augmentation views; their averaged accuracy is reported as ``top1_tta``
+        beside ``top1``, which stays the single-view accuracy.
     """
 
     metric = "top1"
@@ -47,28 +50,39 @@ class ImageClassification(Task):
     metric_label = "top-1 (%)"
     sample_unit = "images"
 
-    def __init__(self, *, eval_loader: Iterable, num_classes: int, loss_fn: LossFunction, device: torch.device):
+    def __init__(self, *, eval_loader: Iterable, num_classes: int, loss_fn: LossFunction, device: torch.device,
+                 tta: TTAOptions | None = None):
         self.eval_loader, self.num_classes, self.loss_fn, self.device = eval_loader, num_classes, loss_fn, device
+        self.tta = tta
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return self.loss_fn(outputs, targets)
+
+    def sample_losses(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        # Cross-entropy ranks the samples whatever the training loss: both fall as the true class's logit rises.
+        return F.cross_entropy(outputs.float(), targets, reduction="none")
 
     def samples(self, targets: torch.Tensor) -> int:
         return len(targets)
 
     def evaluation_sums(self, model: torch.nn.Module, autocast: Callable[[], contextlib.AbstractContextManager]):
-        sums = torch.zeros(3, dtype=torch.float64, device=self.device)  # correct, loss sum, images
+        sums = torch.zeros(4, dtype=torch.float64, device=self.device)  # correct, loss sum, images, correct with TTA
         for images, labels in self.eval_loader:
             with autocast():
                 logits = model(images)
+                if self.tta is not None:
+                    sums[3] += (tta_probabilities(model, images, logits, self.tta).argmax(dim=1) == labels).sum()
             sums[0] += (logits.argmax(dim=1) == labels).sum()
             sums[1] += F.cross_entropy(logits.float(), labels, reduction="sum")
             sums[2] += len(labels)
         return sums
 
     def metrics(self, sums: torch.Tensor) -> dict[str, float]:
-        correct, loss_sum, count = sums.tolist()
-        return {"top1": correct / max(count, 1), "eval_loss": loss_sum / max(count, 1)}
+        correct, loss_sum, count, correct_tta = sums.tolist()
+        metrics = {"top1": correct / max(count, 1), "eval_loss": loss_sum / max(count, 1)}
+        if self.tta is not None:
+            metrics["top1_tta"] = correct_tta / max(count, 1)
+        return metrics
 
     def close(self) -> None:
         close = getattr(self.eval_loader, "close", None)
@@ -175,5 +189,6 @@ def build_image_classification(config: TrainConfig, *, data: Path, device: torch
     train, evaluation, num_classes = _loaders(config, data, device, subset, train_samples)
     model = build_classifier(config, num_classes).to(device)
     task = ImageClassification(eval_loader=evaluation, num_classes=num_classes, device=device,
-                               loss_fn=classification_loss(config.methods.loss, config.methods.label_smoothing))
+                               loss_fn=classification_loss(config.methods.loss, config.methods.label_smoothing),
+                               tta=config.methods.tta)
     return model, train, task

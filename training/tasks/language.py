@@ -77,6 +77,10 @@ class CausalLanguageModeling(Task):
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(outputs.flatten(0, 1).float(), targets.flatten())
 
+    def sample_losses(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        per_token = F.cross_entropy(outputs.flatten(0, 1).float(), targets.flatten(), reduction="none")
+        return per_token.view(targets.shape).mean(dim=1)  # each sequence's mean over its tokens
+
     def samples(self, targets: torch.Tensor) -> int:
         return targets.numel()
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -55,6 +56,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def parse_names(text: str, known: list[str], flag: str, kind: str) -> list[str]:
+    """The names in a comma-separated list, each among ``known`` and given once; ``flag`` and
+    ``kind`` ("recipe", "method") word the errors.
+
+    Example:
+        >>> parse_names("a, b", ["a", "b", "c"], "--things", "thing")
+        ['a', 'b']
+    """
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise ValueError(f"{flag} {text!r}: no {kind} named; accepted: comma-separated names from {', '.join(known)}")
+    for name in names:
+        if name not in known:
+            raise ValueError(f"{flag}: unknown {kind} {name!r}; accepted: {', '.join(known)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{flag} {text!r}: a {kind} is named twice; name each once")
+    return names
+
+
 def parse_recipes(text: str) -> list[str]:
     """The recipe names in a comma-separated list, each known and given once.
 
@@ -62,16 +82,7 @@ def parse_recipes(text: str) -> list[str]:
         >>> parse_recipes("cifar_baseline, cifar_mild")
         ['cifar_baseline', 'cifar_mild']
     """
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    known = list_recipes()
-    if not names:
-        raise ValueError(f"--recipes {text!r}: no recipe named; accepted: comma-separated names from {', '.join(known)}")
-    for name in names:
-        if name not in known:
-            raise ValueError(f"--recipes: unknown recipe {name!r}; accepted: {', '.join(known)}")
-    if len(set(names)) != len(names):
-        raise ValueError(f"--recipes {text!r}: a recipe is named twice; name each once")
-    return names
+    return parse_names(text, list_recipes(), "--recipes", "recipe")
 
 
 def parse_budgets(text: str) -> list[float]:
@@ -189,7 +200,21 @@ def _sweep(args: argparse.Namespace) -> int:
     data = None if args.data is None else args.data.resolve()
     options = TrainOptions(data=data, device=device, machine=machine_label(device),
                            subset=args.subset, assignments=tuple(args.assignments))
-    records = []
+    return execute_sweep(plan, args.out, options, baseline, progress=not args.no_progress)
+
+
+def execute_sweep(plan: list[PlannedRun], out: Path, options: TrainOptions, baseline: str, *, progress: bool = True,
+                  report: Callable[[list[RunRecord], Path, str], list[Path]] | None = None) -> int:
+    """Train ``plan``'s unfinished runs under ``out/runs``, then ``report`` them (default: the
+    tradeoff report, :func:`build_report`); returns the exit code.
+
+    Each finished run is checked to share the others' metric and printed with its quality and
+    time. Stopped by a signal, it reports the runs finished so far and returns 128 + the signal.
+    Also the ablation tool's runner (``python -m training.ablate``), with its own ``report``.
+    """
+    runs_folder = out / "runs"
+    report = report or build_report
+    records: list[RunRecord] = []
 
     def finished(run: PlannedRun, folder: Path, trained: bool) -> None:
         record = read_run(folder, recipe=run.recipe, budget=run.budget, seed=run.seed)
@@ -202,7 +227,7 @@ def _sweep(args: argparse.Namespace) -> int:
                    f"train {record.train_seconds:.1f} s{note}")
 
     try:
-        run_sweep(plan, runs_folder.resolve(), options, progress=not args.no_progress, on_finished=finished)
+        run_sweep(plan, runs_folder.resolve(), options, progress=progress, on_finished=finished)
     except RunFailed as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -212,10 +237,12 @@ def _sweep(args: argparse.Namespace) -> int:
     except SweepInterrupted as stop:
         print(stop, file=sys.stderr)
         if records:  # a sweep run in pieces shows what it has so far
-            written = build_report(records, args.out, baseline)
+            written = report(records, out, baseline)
             print(f"partial report of the {len(records)} runs finished so far: {written[-1]}", file=sys.stderr)
         return 128 + stop.signal_number
-    return _report(records, args.out, baseline)
+    written = report(records, out, baseline)
+    print(f"report: {written[-1]} ({len(records)} runs; tables and figures next to it)")
+    return 0
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -232,11 +259,7 @@ def _merge(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    return _report(records, args.out, baseline)
-
-
-def _report(records, out: Path, baseline: str) -> int:
-    written = build_report(records, out, baseline)
+    written = build_report(records, args.out, baseline)
     print(f"report: {written[-1]} ({len(records)} runs; tables and figures next to it)")
     return 0
 

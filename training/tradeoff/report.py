@@ -27,14 +27,16 @@ img { max-width: 100%; } .no { color: #a00; font-weight: bold; } .yes { color: #
 """
 
 
-def _table(table: Table) -> str:
+def html_table(table: Table) -> str:
+    """A table as HTML, every cell escaped."""
     header, rows = table
     head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _image(path: Path, alt: str) -> str:
+def embedded_image(path: Path, alt: str) -> str:
+    """An <img> holding the PNG at ``path`` itself, so the page needs no file beside it."""
     encoded = base64.b64encode(path.read_bytes()).decode("ascii")
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{encoded}">'
 
@@ -74,10 +76,11 @@ def _speedups_markdown(records: Sequence[RunRecord], speedup_tab: Table, baselin
     return f"{caption}\n\n{table}\n"
 
 
-def build_report(records: Sequence[RunRecord], out: Path, baseline: str) -> list[Path]:
+def build_report(records: Sequence[RunRecord], out: Path, baseline: str, sections: Sequence[str] = ()) -> list[Path]:
     """Write results.{csv,json}, speedups.{csv,md}, breakdown.csv, pareto.png, breakdown.png and report.html to ``out``.
 
     baseline: the recipe the others are measured against (on each machine separately).
+    sections: HTML sections of the caller's own, shown first (the ablation's table of effects).
     Returns the paths written. Raises ValueError, before writing anything, when the records do
     not share one metric.
     """
@@ -107,28 +110,29 @@ steps (waiting for data included) and the methods' own work, never evaluation or
 epoch's one-off costs are listed apart in the time breakdown. Times from different machines are never compared.
 Quality is {label}, {direction}.</p>
 {_mixed_warning(records)}
+{"".join(sections)}
 <h2>Verdicts</h2>
 {_verdict_list(verdicts(speedups), baseline)}
 <h2>Tradeoff curves: {label} against training time</h2>
 <p>Each point is one budget (scale-schedule ratio): the mean over seeds, with error bars for the spread
 (± one standard deviation from 3 or more seeds, min to max from 2). Circled points form the Pareto
 frontier: no other point is both faster and at least as good.</p>
-{_image(out / "pareto.png", f"{metric.label} against training time per recipe")}
+{embedded_image(out / "pareto.png", f"{metric.label} against training time per recipe")}
 <h2>Speedup over the baseline at equal {quantity}</h2>
 <p>For each baseline budget: the time each recipe needs to reach the baseline's {quantity}, interpolated linearly in
 time between its neighbouring budgets (never extrapolated: "≥" marks a recipe whose cheapest budget already
 reaches the target, so its true speedup is at least that), the ratio of the baseline's time to it, that ratio
 over the recipe's seeds (mean ± standard deviation, or min-max with 2 seeds), and how much better the recipe's
 {quantity} is than the baseline's at the baseline's time.</p>
-{_table(speedup_tab)}
+{html_table(speedup_tab)}
 <h2>Where the time goes</h2>
 <p>Milliseconds per training step by phase, summed over each recipe's runs. A method can only speed up the
 phase it changes (Amdahl's law): the largest phase is the one worth attacking next.</p>
-{_image(out / "breakdown.png", "time per training step by phase")}
-{_table(breakdown_tab)}
+{embedded_image(out / "breakdown.png", "time per training step by phase")}
+{html_table(breakdown_tab)}
 <h2>Every run</h2>
 <p>Also in {RESULTS_CSV} and {RESULTS_JSON} next to this page.</p>
-{_table(run_rows(records, metric))}
+{html_table(run_rows(records, metric))}
 </body></html>
 """
     (out / "report.html").write_text(page)

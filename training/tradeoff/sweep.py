@@ -40,17 +40,47 @@ TASK_CLASSES = {"image_classification": ImageClassification, "language_model": C
 
 
 @dataclass(frozen=True)
+class Variant:
+    """One curve of a sweep: ``recipe`` changed by ``assignments`` (``--set`` values), named ``name``.
+
+    The tradeoff tool's curves are recipes as they are (:meth:`of`); an ablation's are its base
+    recipe with one method added or removed.
+
+        >>> Variant("cifar_baseline+cutout", "cifar_baseline", ("methods.cutout={}",)).assignments
+        ('methods.cutout={}',)
+    """
+
+    name: str
+    recipe: str
+    assignments: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, recipe: str) -> "Variant":
+        return cls(recipe, recipe)
+
+
+@dataclass(frozen=True)
 class PlannedRun:
-    """One training run of the sweep; ``units`` is its size in baseline-budget units (budget x epochs)."""
+    """One training run of the sweep; ``units`` is its size in baseline-budget units (budget x epochs).
+
+    ``recipe`` names the run's curve (its variant's name) in folders and results; ``variant``
+    says what it trains (None: the recipe ``recipe`` as it is).
+    """
 
     recipe: str
     budget: float
     seed: int
     units: float
+    variant: Variant | None = None
 
     @property
     def folder_name(self) -> str:
         return f"{self.recipe}-x{self.budget:g}-s{self.seed}"
+
+    @property
+    def trains(self) -> Variant:
+        """What the run trains: its recipe and the assignments that change it."""
+        return self.variant or Variant.of(self.recipe)
 
 
 class RunState(Enum):
@@ -59,15 +89,17 @@ class RunState(Enum):
     NEW = "new"
 
 
-def plan_sweep(recipes: Sequence[str], budgets: Sequence[float], seeds: int,
+def plan_sweep(variants: Sequence[str | Variant], budgets: Sequence[float], seeds: int,
                epochs: dict[str, float]) -> list[PlannedRun]:
-    """Every run: seed by seed (0 to seeds-1), then recipe by recipe, then budget by budget (small first).
+    """Every run: seed by seed (0 to seeds-1), then curve by curve, then budget by budget (small first).
 
     Seeds go outermost so that a sweep stopped part-way already holds whole curves for its first seeds.
-    epochs: each recipe's effective epochs at budget 1, the size proxy for the progress bar.
+    variants: recipe names, or :class:`Variant` curves. epochs: each curve's effective epochs at
+    budget 1, by name, the size proxy for the progress bar.
     """
-    return [PlannedRun(recipe, budget, seed, budget * epochs[recipe])
-            for seed in range(seeds) for recipe in recipes for budget in sorted(budgets)]
+    curves = [Variant.of(item) if isinstance(item, str) else item for item in variants]
+    return [PlannedRun(curve.name, budget, seed, budget * epochs[curve.name], None if isinstance(item, str) else curve)
+            for seed in range(seeds) for item, curve in zip(variants, curves) for budget in sorted(budgets)]
 
 
 def run_state(folder: Path) -> RunState:
@@ -117,12 +149,13 @@ def train_command(run: PlannedRun, folder: Path, options: TrainOptions, resume: 
     """
     # A curve needs only each run's final quality: no evaluation between epochs.
     data = [] if options.data is None else ["--data", str(options.data)]
-    command = [sys.executable, "-m", "training.train", "--recipe", run.recipe, "--scale-schedule", f"{run.budget!r}",
+    command = [sys.executable, "-m", "training.train", "--recipe", run.trains.recipe,
+               "--scale-schedule", f"{run.budget!r}",
                "--seed", str(run.seed), *data, "--out", str(folder), "--no-progress",
                "--eval-every", "0", "--device", options.device]
     if options.subset is not None:
         command += ["--subset", str(options.subset)]
-    for assignment in options.assignments:
+    for assignment in (*run.trains.assignments, *options.assignments):
         command += ["--set", assignment]
     if resume:
         command.append("--resume")
@@ -212,14 +245,15 @@ def run_sweep(plan: Sequence[PlannedRun], runs_folder: Path, options: TrainOptio
 
 
 def run_config(run: PlannedRun, assignments: Sequence[str]) -> TrainConfig:
-    """The configuration ``python -m training.train`` builds for ``run`` (same overrides, same order).
+    """The configuration ``python -m training.train`` builds for ``run`` (same overrides, same order:
+    the variant's own, then the sweep's ``assignments``).
 
     Example:
         >>> run_config(PlannedRun("cifar_mild", 0.5, 2, 4.0), ["data.batch_size=32"]).schedule.scale_schedule_ratio
         0.5
     """
     flags = [f"seed={run.seed}", f"schedule.scale_schedule_ratio={run.budget!r}"]
-    return override(get_recipe(run.recipe), [*flags, *assignments])
+    return override(get_recipe(run.trains.recipe), [*flags, *run.trains.assignments, *assignments])
 
 
 def check_finished_runs(plan: Sequence[PlannedRun], runs_folder: Path, assignments: Sequence[str]) -> None:

@@ -10,7 +10,7 @@ import pytest
 from training.config import to_dict
 from training.tradeoff import sweep
 from training.recipes import get_recipe
-from training.tradeoff.sweep import (PlannedRun, RunFailed, SweepInterrupted, TrainOptions, check_finished_runs,
+from training.tradeoff.sweep import (PlannedRun, RunFailed, SweepInterrupted, TrainOptions, Variant, check_finished_runs,
                                      expected_metric, plan_sweep, run_config, run_sweep, train_command)
 
 OPTIONS = TrainOptions(data=Path("/data"), device="cpu", machine="host/cpu", subset=5, assignments=("data.batch_size=8",))
@@ -152,6 +152,19 @@ def test_a_sweep_without_data_lets_each_run_use_its_recipe_s_own_text():
     options = TrainOptions(data=None, device="cpu", machine="host/cpu")
     command = train_command(PlannedRun("gpt_baseline", 1.0, 0, 0.5), Path("runs/x"), options, resume=False)
     assert "--data" not in command and command[command.index("--recipe") + 1] == "gpt_baseline"
+
+
+def test_a_variant_trains_its_recipe_with_its_own_settings_before_the_sweep_s():
+    variant = Variant("cifar_mild+cutout", "cifar_mild", ("methods.cutout={}",))
+    (run,) = plan_sweep([variant], [0.5], seeds=1, epochs={"cifar_mild+cutout": 14.0})
+    assert run.folder_name == "cifar_mild+cutout-x0.5-s0" and run.units == 7.0
+    options = TrainOptions(data=Path("data"), device="cpu", machine="host/cpu", assignments=("data.batch_size=8",))
+    command = train_command(run, Path("runs/x"), options, resume=False)
+    assert command[command.index("--recipe") + 1] == "cifar_mild"
+    assert [command[i + 1] for i, arg in enumerate(command) if arg == "--set"] == ["methods.cutout={}",
+                                                                                  "data.batch_size=8"]
+    config = run_config(run, ["data.batch_size=8"])
+    assert config.methods.cutout is not None and config.data.batch_size == 8
 
 
 def test_each_task_s_metric_is_known_before_training():

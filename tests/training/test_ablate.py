@@ -1,0 +1,91 @@
+"""``python -m training.ablate``: the method switches, the effects against the base, and a tiny real ablation."""
+
+import csv
+
+import pytest
+
+from tests.training.conftest import link_cifar_subset
+from training.ablate.catalog import METHODS
+from training.ablate.cli import main, parse_methods, variants
+from training.ablate.effects import method_effects
+from training.config import override, validate
+from training.recipes import get_recipe
+from training.tradeoff.metric import TOP1
+from training.tradeoff.results import RunRecord
+
+
+@pytest.mark.parametrize("base", ["cifar_baseline", "cifar_hot"])
+@pytest.mark.parametrize("name", list(METHODS))
+def test_each_switch_turns_its_method_on_or_off_and_leaves_a_valid_configuration(base, name):
+    config = get_recipe(base)
+    switch = METHODS[name]
+    change, assignments = switch.toggle(config)
+    if (base, name) == ("cifar_hot", "cutmix"):  # one batch mixing at a time: the ablation refuses this variant
+        with pytest.raises(ValueError, match="cutmix_alpha must be 0 when mixup_alpha is set"):
+            override(config, list(assignments))
+        return
+    changed = override(config, list(assignments))
+    validate(changed)
+    assert switch.present(changed) == (change == "added") != switch.present(config)
+    others = [other for other in METHODS.values() if other is not switch and other.field != switch.field]
+    assert [other.present(changed) for other in others] == [other.present(config) for other in others]
+
+
+def test_variants_add_what_the_base_lacks_and_remove_what_it_has():
+    names = [variant.name for variant in variants("cifar_hot", get_recipe("cifar_hot"), ["cutout", "mixup",
+                                                                                          "stochastic_depth"])]
+    assert names == ["cifar_hot", "cifar_hot+cutout", "cifar_hot-mixup", "cifar_hot-stochastic_depth"]
+
+
+@pytest.mark.parametrize(("text", "message"), [("cutout,spicy", "unknown method 'spicy'"), ("", "no method named"),
+                                               ("ema,ema", "named twice")])
+def test_bad_method_lists_are_named(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_methods(text)
+
+
+def _record(variant, seed, seconds, top1, steps=100, budget=1.0, machine="m/cpu"):
+    return RunRecord(machine=machine, recipe=variant, budget=budget, seed=seed, metric=TOP1.name,
+                     higher_is_better=True, metric_label=TOP1.label, metrics={"top1": top1}, train_seconds=seconds,
+                     first_epoch_seconds=1.0, samples_per_second=1.0, sample_unit="images", steps=steps,
+                     config_hash="0" * 12)
+
+
+def test_effects_pair_the_variant_with_the_base_seed_by_seed():
+    records = [_record("b", 0, 100, 0.60), _record("b", 1, 100, 0.70), _record("b", 2, 100, 0.50),
+               _record("b+x", 0, 90, 0.62, steps=90), _record("b+x", 1, 120, 0.69),  # seed 2 not run
+               _record("b+y", 5, 100, 0.9),  # no seed shared with the base
+               _record("b+x", 0, 10, 0.1, budget=0.5), _record("b", 0, 10, 0.1, machine="other/cpu")]
+    (effect,) = method_effects(records, "b", 1.0)
+    assert effect.label == "+x" and effect.quality_change.values == pytest.approx((0.02, -0.01))
+    assert effect.step_time_change == pytest.approx((90 + 120) / (90 + 100) / (200 / 200) - 1)
+    assert effect.speedup is None
+
+
+def test_an_unknown_base_and_a_method_that_does_not_apply_are_refused_before_training(tmp_path, capsys):
+    assert main(["--base", "cifar_spicy", "--out", str(tmp_path)]) == 2
+    assert "unknown recipe 'cifar_spicy'" in capsys.readouterr().err
+    assert main(["--base", "gpt_baseline", "--methods", "cutout", "--out", str(tmp_path)]) == 2
+    assert "variant gpt_baseline+cutout: methods.cutout=" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_tiny_ablation_trains_each_variant_and_reports_its_effect(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    data = link_cifar_subset(tmp_path / "cifar", train_per_class=20, test_per_class=5)
+    out = tmp_path / "ablation"
+    args = ["--base", "cifar_baseline", "--methods", "cutout,blurpool", "--budgets", "0.05", "--seeds", "1",
+            "--data", str(data), "--out", str(out), "--no-progress", "--set", "data.batch_size=32",
+            "--set", "data.num_workers=1", "--set", "schedule.epochs=4.0", "--set", "schedule.warmup_epochs=0.0"]
+    code = main(args)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err[-3000:]
+    with open(out / "ablation.csv") as file:
+        rows = list(csv.DictReader(file))
+    assert [row["variant"] for row in rows] == ["cifar_baseline+cutout", "cifar_baseline+blurpool"]
+    assert all(row["per seed"] and row["time per step change (%)"] for row in rows)
+    summary = (out / "runs" / "cifar_baseline+blurpool-x0.05-s0" / "config.json").read_text()
+    assert '"blurpool"' in summary and '"tta": {' in summary
+    page = (out / "report.html").read_text()
+    assert "Each method alone" in page and page.count("data:image/png;base64,") == 3
+    assert "Test-time augmentation on cifar_baseline's runs" in (out / "ablation.md").read_text()

@@ -1,0 +1,132 @@
+"""``python -m training.ablate``: what each method is worth on its own, against a base recipe.
+
+    python -m training.ablate --base cifar_baseline --methods all --seeds 2 \\
+        --data ../shared/datasets/cifar10-jpeg --subset 500 --out reports/ablation
+
+Trains the base recipe and, for every method, the base with that method added (or, when the
+base already has it, removed), at each budget and seed, through the tradeoff tool's runner:
+same run folders, resumption (rerun the same command to continue), results files, curves and
+HTML report, with every variant as one curve. It adds ``ablation.csv``/``.md``/``.png``: each
+method's change in quality (seed by seed, in the metric's direction), in time per step, and,
+with two or more budgets, its speedup at the base's quality. Image runs also evaluate with
+test-time augmentation, so ``top1_tta`` gives that method's effect without a run of its own.
+Exit codes as the tradeoff tool's: 0 done, 1 a run failed, 2 bad input, 128+signal when stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import sys
+from pathlib import Path
+
+import torch
+
+from training.ablate.catalog import METHODS
+from training.ablate.effects import effect_rows, method_effects, plot_effects, tta_sentence
+from training.config import TrainConfig
+from training.recipes import get_recipe, list_recipes
+from training.train import check_device
+from training.tradeoff.analysis import speedup_table
+from training.tradeoff.cli import check_sweep_data, execute_sweep, parse_budgets, parse_names
+from training.tradeoff.report import build_report, embedded_image, html_table
+from training.tradeoff.results import RunRecord, common_metric, machine_label
+from training.tradeoff.sweep import PlannedRun, TrainOptions, Variant, check_finished_runs, plan_sweep, run_config
+from training.tradeoff.tables import markdown_table, write_csv
+
+TTA_ON = "methods.tta={}"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m training.ablate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", required=True, help=f"the recipe every variant changes; known: {', '.join(list_recipes())}")
+    parser.add_argument("--methods", default="all",
+                        help=f"comma-separated methods, or 'all'; known: {', '.join(METHODS)}")
+    parser.add_argument("--budgets", default="1", help="comma-separated scale-schedule ratios (default 1); two or "
+                                                       "more give each variant a curve and a speedup")
+    parser.add_argument("--seeds", type=int, default=2, help="seeds per variant and budget: 0 to N-1 (default 2)")
+    parser.add_argument("--data", type=Path, help="image classification: folder with train/ and val/ (or test/)")
+    parser.add_argument("--subset", type=int, help="train on the first N images of each class")
+    parser.add_argument("--out", type=Path, required=True, help="report folder; the runs go to OUT/runs/")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                        help="configuration override for every run, base included; repeatable")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    return parser.parse_args(argv)
+
+
+def parse_methods(text: str) -> list[str]:
+    """The method names in a comma-separated list ("all": every method the catalog knows), each once.
+
+    Example:
+        >>> parse_methods("cutout, mixup")
+        ['cutout', 'mixup']
+    """
+    if text.strip() == "all":
+        return list(METHODS)
+    return parse_names(text, list(METHODS), "--methods", "method")
+
+
+def variants(base: str, config: TrainConfig, methods: list[str]) -> list[Variant]:
+    """The base, then for each method the base with it added ("base+name") or removed ("base-name").
+
+    Example:
+        >>> [v.name for v in variants("cifar_mild", get_recipe("cifar_mild"), ["cutout", "ema"])]
+        ['cifar_mild', 'cifar_mild+cutout', 'cifar_mild-ema']
+    """
+    arms = [Variant.of(base)]
+    for name in methods:
+        change, assignments = METHODS[name].toggle(config)
+        arms.append(Variant(f"{base}{'+' if change == 'added' else '-'}{name}", base, assignments))
+    return arms
+
+
+def ablation_report(records: list[RunRecord], out: Path, base: str) -> list[Path]:
+    """``ablation.{csv,md,png}`` (each method's effect), then the tradeoff report of every variant with them on top."""
+    out.mkdir(parents=True, exist_ok=True)
+    metric = common_metric(records)
+    budget = 1.0 if any(r.budget == 1.0 for r in records) else max(r.budget for r in records)
+    effects = method_effects(records, base, budget, speedup_table(records, base))
+    table = effect_rows(effects, metric)
+    write_csv(out / "ablation.csv", *table)
+    machines = ", ".join(sorted({r.machine for r in records}))
+    caption = (f"Each method alone against {base} at budget x{budget:g} on {machines}: {metric.label}, change per "
+               f"seed (from `ablation.csv`). {tta_sentence(records, base, budget)}").strip()
+    (out / "ablation.md").write_text(f"{caption}\n\n{markdown_table(*table, drop=['machine'])}\n")
+    plot_effects(effects, metric, out / "ablation.png")
+    section = (f"<h2>Each method alone</h2><p>{html.escape(caption)}</p>"
+               f"{embedded_image(out / 'ablation.png', 'quality change against step-time change per method')}"
+               f"{html_table(table)}")
+    written = build_report(records, out, base, sections=[section])
+    return [out / "ablation.csv", out / "ablation.md", out / "ablation.png", *written]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; returns its exit code."""
+    args = parse_args(argv)
+    try:
+        if args.base not in list_recipes():
+            raise ValueError(f"--base: unknown recipe {args.base!r}; accepted: {', '.join(list_recipes())}")
+        if args.seeds < 1:
+            raise ValueError(f"--seeds must be >= 1 (seeds per variant and budget), got {args.seeds}")
+        budgets, methods = parse_budgets(args.budgets), parse_methods(args.methods)
+        base_config = get_recipe(args.base)
+        shared = [TTA_ON, *args.assignments] if base_config.task == "image_classification" else list(args.assignments)
+        arms = variants(args.base, base_config, methods)
+        # Every variant's configuration now, so a method that does not apply fails before any training.
+        configs = {}
+        for arm in arms:
+            try:
+                configs[arm.name] = run_config(PlannedRun(arm.name, 1.0, 0, 1.0, arm), shared)
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"variant {arm.name}: {error}") from None
+        plan = plan_sweep(arms, budgets, args.seeds, {name: c.schedule.epochs for name, c in configs.items()})
+        check_sweep_data(configs, args.data, args.subset)
+        device = str(check_device(args.device))
+        check_finished_runs(plan, args.out / "runs", shared)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    options = TrainOptions(data=None if args.data is None else args.data.resolve(), device=device,
+                           machine=machine_label(device), subset=args.subset, assignments=tuple(shared))
+    return execute_sweep(plan, args.out, options, args.base, progress=not args.no_progress, report=ablation_report)
