@@ -1,24 +1,18 @@
 """The README's measured tables are the committed reports' own files, word for word."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.tool_module import load_tool
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tools" / "readme_tables.py"
 
 
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("readme_tables", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-readme_tables = _load_tool()
+readme_tables = load_tool("readme_tables")
 
 
 def test_every_readme_table_matches_the_report_file_it_names():

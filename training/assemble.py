@@ -4,6 +4,15 @@ The one place that reads every section of the configuration; ``training.train`` 
 and ``training.tradeoff`` call it. The task's own parts (image folders and classifiers, token
 windows and language models) are built by :mod:`training.tasks`; the rest is shared here.
 
+Method card: scale_schedule
+    What: ``--scale-schedule r`` (``schedule.scale_schedule_ratio``) multiplies the run's epochs
+        and warmup by r, and every schedule that is a fraction of the run (the cosine,
+        progressive resizing, layer freezing, SWA) stretches with it.
+    When it helps: measuring a recipe at several budgets: the tradeoff curves are runs at
+        r = 0.25, 0.5, 1, 2.
+    Cost: r times the recipe's.
+    Options: the ratio, > 0 (1 = the recipe as written).
+
     >>> from training.recipes import get_recipe
     >>> trainer = build_trainer(get_recipe("cifar_mild"), data=Path("../shared/datasets/cifar10-jpeg"),
     ...                         out=Path("runs/mild"), device=torch.device("cpu"), subset=500)  # doctest: +SKIP

@@ -1,5 +1,21 @@
 """The optimizer and the learning-rate schedule of a run: SGD(W), AdamW, LAMB or LARS, with warmup and cosine decay.
 
+Method card: lamb_lars
+    What: LAMB (Adam's direction) and LARS (SGD with momentum) scale every parameter's update by
+        a trust ratio of its weight norm to its update norm, so each layer moves by a similar
+        fraction of its size; parameters without weight decay are not adapted.
+    When it helps: very large batches, where one learning rate for every layer stops working.
+    Cost: a norm per parameter tensor per step.
+    Options: ``optimizer.name`` "lamb" or "lars"; LAMB takes ``betas`` and ``eps``, LARS
+        ``momentum``, ``nesterov`` and ``trust_coefficient`` 0.001.
+
+Method card: gradient_clipping
+    What: before each optimizer step the gradients are scaled down, all together, when their
+        global L2 norm exceeds ``grad_clip_norm`` (after unscaling fp16's loss scale).
+    When it helps: language models and other runs with rare loss spikes.
+    Cost: one norm over all gradients per step.
+    Options: ``optimizer.grad_clip_norm`` 0 (off); 1.0 is the usual value for GPTs.
+
     >>> model = torch.nn.Linear(4, 2)
     >>> optimizer = build_optimizer(model, OptimizerConfig(lr=0.1, decoupled_weight_decay=True))
     >>> scheduler = warmup_cosine(optimizer, warmup_steps=10, total_steps=100)

@@ -17,6 +17,15 @@ than it was built for. Two kinds of model are operated:
 
 transformers is not imported here: a model can only hold a GPT-2 if transformers' GPT-2
 module has already been imported, so the plan looks it up in ``sys.modules``.
+
+Method card
+    What: learned position embeddings are removed and attention adds a per-head linear
+        penalty on distance, so the model runs on sequences longer than it was trained on.
+    When it helps: language models trained short and evaluated or used long; with
+        sequence-length warmup it trains faster to the same loss (``gpt_alibi``).
+    Cost: the bias is computed inside the attention kernel; no parameters (the position
+        table's are removed).
+    Options: ``max_sequence_length`` 8192 (what the operated model's config declares).
 """
 
 from __future__ import annotations

@@ -1,4 +1,13 @@
-"""Channels-last surgery: store the model's 4-D weights NHWC so CNN activations flow as NHWC."""
+"""Channels-last surgery: store the model's 4-D weights NHWC so CNN activations flow as NHWC.
+
+Method card
+    What: the model's 4-D weights are stored NHWC, so that with channels-last inputs every
+        convolution's activations flow as NHWC.
+    When it helps: convolutions on tensor-core GPUs under mixed precision, whose fast kernels
+        are NHWC; on CPUs the gain depends on the oneDNN kernels and may be nothing.
+    Cost: none after the one conversion; the values are unchanged.
+    Options: none.
+"""
 
 from __future__ import annotations
 

@@ -78,9 +78,7 @@ METHODS: dict[str, MethodSwitch] = {
     "augmix": _field("methods.augmix", "{}", None),
     "randaugment": _field("data.randaugment", "{}", None),
     "colout": _field("data.colout", "{}", None),
-    "progressive_resize": _field("data.progressive_resize",
-                                 "{'initial_scale': 0.5, 'delay_fraction': 0.4, 'finetune_fraction': 0.2, "
-                                 "'size_increment': 4}", None),
+    "progressive_resize": _field("data.progressive_resize", "{}", None),  # cifar_mild's schedule: the defaults
     "sam": _field("methods.sam_rho", "0.05", 0.0, "methods.sam_interval=10"),
     "ema": _field("methods.ema_half_life_steps", "25", 0),
     "swa": _field("methods.swa", "True", False),

@@ -10,6 +10,15 @@ cuts each batch after the dataloader. With ``keep_tokens`` the batch is re-cut i
 shorter rows so every step still trains on the same number of tokens; without it, each row is
 truncated and the rest of its tokens dropped.
 
+Method card
+    What: a language model trains on short sequences first; the length grows from
+        ``start_length`` to the full length over the first ``duration`` of the run.
+    When it helps: GPT pretraining at high learning rates: fewer early loss spikes and cheaper
+        early steps (``gpt_alibi`` and ``gpt_alibi_long_warmup`` use it).
+    Cost: negative early on (attention over shorter rows); no effect after ``duration``.
+    Options (``SeqLengthWarmupOptions``): ``start_length`` 8, ``duration`` 0.3, ``multiple_of`` 8,
+        ``keep_tokens`` True.
+
     >>> warmup = SequenceLengthWarmup(full_length=256, start_length=8, duration=0.5)
     >>> [warmup.length(p) for p in (0.0, 0.1, 0.25, 0.5, 1.0)]
     [8, 56, 128, 256, 256]

@@ -1,0 +1,176 @@
+"""Write docs/methods/: one card per method, built from the code and the committed measurements.
+
+Each card is the "Method card" section of the docstring of the module that implements the method
+(what it does, when it helps, what it costs, its options and defaults), how to turn it on (the
+``--set`` values ``python -m training.ablate`` tries, from its catalog), and what the committed
+ablation measured for it, row by row from its ``ablation.csv``. Nothing is written by hand twice.
+
+    python tools/method_cards.py           # write every card and the index
+    python tools/method_cards.py --check   # exit 1 naming each card that differs from its sources
+
+The test suite runs the check, so a card cannot drift from the code or the measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere: the catalog is the project's own
+
+from training.ablate.catalog import METHODS  # noqa: E402
+
+CARDS_FOLDER = ROOT / "docs" / "methods"
+# The committed ablation each card quotes; a card whose method it lacks says so.
+ABLATION = ROOT / "reports" / "ablation-cifar-20261124" / "ablation.csv"
+FIELD = re.compile(r"^    (?P<label>[A-Z][^:]*): (?P<text>.*)$")  # "    What: ...", a field of the card
+
+
+@dataclass(frozen=True)
+class CardSource:
+    """Where a method's card comes from: its module (and the card's name there, when the module
+    holds several), and, for methods outside the ablation's catalog, how to turn it on and where
+    it is measured."""
+
+    module: str
+    section: str = ""
+    turn_on: str = ""
+    measured: str = ""
+
+
+GPT_SWEEP = "reports/gpt-tradeoff-20261124/ (as part of gpt_alibi and gpt_alibi_long_warmup)"
+SOURCES: dict[str, CardSource] = {
+    "bce_loss": CardSource("training/losses.py", "bce_loss"),
+    "label_smoothing": CardSource("training/losses.py", "label_smoothing"),
+    "mixup": CardSource("training/methods/mixup.py"),
+    "cutmix": CardSource("training/methods/cutmix.py"),
+    "cutout": CardSource("training/methods/cutout.py"),
+    "augmix": CardSource("training/methods/augmix.py"),
+    "randaugment": CardSource("fastcore_ops/data/randaugment.py"),
+    "colout": CardSource("fastcore_ops/data/colout.py"),
+    "progressive_resize": CardSource("fastcore_ops/data/resize.py"),
+    "sam": CardSource("training/methods/sam.py"),
+    "ema": CardSource("training/methods/ema.py"),
+    "swa": CardSource("training/methods/swa.py"),
+    "layer_freezing": CardSource("training/methods/layer_freezing.py"),
+    "selective_backprop": CardSource("training/methods/selective_backprop.py"),
+    "blurpool": CardSource("fastcore_ops/surgery/blurpool.py"),
+    "squeeze_excite": CardSource("fastcore_ops/surgery/squeeze_excite.py"),
+    "stochastic_depth": CardSource("fastcore_ops/surgery/stochastic_depth.py"),
+    "channels_last": CardSource("fastcore_ops/surgery/channels_last.py"),
+    "tta": CardSource("training/methods/tta.py", turn_on="--set methods.tta={}",
+                      measured="every image run of the ablation (top1_tta beside top1; see ablation.md)"),
+    "seq_length_warmup": CardSource("training/methods/seq_length_warmup.py",
+                                    turn_on="--set methods.seq_length_warmup={}", measured=GPT_SWEEP),
+    "alibi": CardSource("fastcore_ops/surgery/alibi.py", turn_on="--set \"model.surgeries=['alibi']\"",
+                        measured=GPT_SWEEP),
+    "lamb_lars": CardSource("training/optim.py", "lamb_lars", turn_on="--set optimizer.name=lamb (or lars)"),
+    "gradient_clipping": CardSource("training/optim.py", "gradient_clipping",
+                                    turn_on="--set optimizer.grad_clip_norm=1.0"),
+    "scale_schedule": CardSource("training/assemble.py", "scale_schedule", turn_on="--scale-schedule 0.5"),
+}
+
+
+def card_section(source: CardSource) -> tuple[str, list[tuple[str, str]]]:
+    """The module docstring's first line and its card's (label, text) fields, in order."""
+    path = ROOT / source.module
+    docstring = ast.get_docstring(ast.parse(path.read_text()))
+    if not docstring:
+        raise ValueError(f"{source.module} has no module docstring to take a method card from")
+    header = f"Method card: {source.section}" if source.section else "Method card"
+    lines = docstring.splitlines()
+    if header not in lines:
+        raise ValueError(f"{source.module}: no {header!r} line in its docstring; write the card there")
+    fields: list[tuple[str, str]] = []
+    for line in lines[lines.index(header) + 1:]:
+        if not line.startswith("    ") or line.lstrip().startswith(">>>"):
+            break
+        match = FIELD.match(line)
+        if match:
+            fields.append((match["label"], match["text"]))
+        elif fields:
+            fields[-1] = (fields[-1][0], f"{fields[-1][1]} {line.strip()}")
+    return lines[0], fields
+
+
+def measured_rows(name: str) -> list[dict[str, str]]:
+    """The committed ablation's rows of the variants that add or remove ``name``."""
+    if not ABLATION.is_file():
+        return []
+    with open(ABLATION, newline="") as file:
+        rows = list(csv.DictReader(file))
+    return [row for row in rows if re.search(rf"[+-]{re.escape(name)}$", row["variant"])]
+
+
+def _measured_text(name: str, source: CardSource) -> str:
+    report = ABLATION.parent.relative_to(ROOT)
+    if source.measured:
+        return f"Measured in {source.measured}."
+    rows = measured_rows(name)
+    if not rows:
+        return f"Not in the committed ablation (`{report}/`)."
+    header = list(rows[0])
+    lines = [f"From `{report}/ablation.csv` (per seed, paired with the base's run of the same seed):", ""]
+    for row in rows:
+        speedup = f"; {row[header[6]]}" if row[header[6]] else ""
+        lines.append(f"- {row['variant']} at {row['budget']} on {row['machine']}: {header[3]} {row[header[3]]} "
+                     f"(per seed {row['per seed']}); time per step {row[header[5]]}%{speedup}")
+    return "\n".join(lines)
+
+
+def _turn_on(name: str, source: CardSource) -> str:
+    if source.turn_on:
+        return source.turn_on
+    switch = METHODS[name]
+    if switch.surgery is not None:
+        return f"add {switch.surgery!r} to model.surgeries"
+    return " ".join(f'--set "{value}"' for value in switch.on)
+
+
+def render(name: str) -> str:
+    """The Markdown card of method ``name``."""
+    source = SOURCES[name]
+    title, fields = card_section(source)
+    body = "\n\n".join(f"**{label}.** {text}" for label, text in fields)
+    return (f"# {name}\n\n{title}\n\n{body}\n\n**Turn it on** (as the ablation does): `{_turn_on(name, source)}`\n\n"
+            f"**Measured effect.** {_measured_text(name, source)}\n\n"
+            f"*Written by `tools/method_cards.py` from `{source.module}`; edit the card there.*\n")
+
+
+def render_index() -> str:
+    lines = ["# Methods", "", "One card per method, written by `tools/method_cards.py` from the code and the committed "
+             "measurements.", ""]
+    lines += [f"- [{name}]({name}.md): {card_section(source)[0]}" for name, source in SOURCES.items()]
+    return "\n".join(lines) + "\n"
+
+
+def expected_files() -> dict[Path, str]:
+    files = {CARDS_FOLDER / f"{name}.md": render(name) for name in SOURCES}
+    files[CARDS_FOLDER / "README.md"] = render_index()
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each stale card")
+    args = parser.parse_args(argv)
+    files = expected_files()
+    if args.check:
+        stale = [path for path, text in files.items() if not path.is_file() or path.read_text() != text]
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} differs from its sources; run python tools/method_cards.py", file=sys.stderr)
+        return 1 if stale else 0
+    CARDS_FOLDER.mkdir(parents=True, exist_ok=True)
+    for path, text in files.items():
+        path.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
