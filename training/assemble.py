@@ -199,6 +199,8 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
     # Sharding first: FSDP2 swaps the parameters for sharded ones, which the optimizer must hold.
     forward_module = parallel.wrap(model, strategy, device,
                                    find_unused_parameters=may_leave_parameters_unused(config))
+    if config.compile:
+        forward_module = torch.compile(forward_module)
     lr = effective_lr(config, joined_world_size())
     optimizer = build_optimizer(model, dataclasses.replace(config.optimizer, lr=lr))
     steps_per_epoch = len(train)
@@ -208,4 +210,4 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
         warmup_steps=round(config.schedule.warmup_epochs * steps_per_epoch),
         final_lr_fraction=config.schedule.final_lr_fraction, methods=build_methods(config),
         precision=config.precision, device=device, out=out, progress=progress, eval_every=eval_every,
-        grad_clip_norm=config.optimizer.grad_clip_norm, checkpoint_policy=checkpoint_policy)
+        grad_clip_norm=config.optimizer.grad_clip_norm, checkpoint_policy=checkpoint_policy, compiled=config.compile)

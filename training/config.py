@@ -223,6 +223,10 @@ class TrainConfig:
     # "amp": fp16 with a grad scaler on CUDA, bf16 autocast on a CPU with bf16 units, fp32 on other
     # CPUs (which only emulate bf16, slower than fp32); or name one; "fp32" = off.
     precision: str = "amp"
+    # torch.compile (inductor) the training forward and backward passes; the custom ops trace through
+    # their fake implementations. Each new input shape compiles again (progressive resizing: once per
+    # size), and that time is reported apart as compile_seconds, out of the training time.
+    compile: bool = False
     seed: int = 0
 
     def __post_init__(self):
@@ -448,6 +452,7 @@ def validate(config: TrainConfig) -> None:
         raise TypeError(f"name must be a str, got {type(config.name).__name__} {config.name!r}")
     check_choice("task", config.task, TASKS)
     check_choice("precision", config.precision, PRECISIONS)
+    check_bool("compile", config.compile)
     check_int("seed", config.seed, low=0)
     _validate_model(config.model, config.task)
     _validate_optimizer(config.optimizer)
@@ -683,8 +688,15 @@ def load_config(path: Path) -> TrainConfig:
         raise ValueError(f"the configuration {path} is not usable: {error}") from None
 
 
+_LATER_FIELD_DEFAULTS = {"compile": False}
+
+
 def config_hash(config: TrainConfig) -> str:
     """12 hex digits that change with any field (the run's name does not count)."""
     values = to_dict(config)
     values.pop("name")
+    # Fields added after runs were recorded leave those runs' hashes as they were while at their default.
+    for name, default in _LATER_FIELD_DEFAULTS.items():
+        if values.get(name) == default:
+            values.pop(name)
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]

@@ -248,9 +248,10 @@ def main(argv: list[str] | None = None) -> int:
             dist.destroy_process_group()
     if is_main:
         (args.out / SUMMARY_NAME).write_text(json.dumps(dataclasses.asdict(result), indent=2) + "\n")
+        compiling = f" | compile time {result.compile_seconds:.1f} s" if config.compile else ""
         print(f"{config.name}: {describe_metric(result)} | train time {result.train_seconds:.1f} s "
-              f"(evaluation and checkpoints excluded) | {result.samples_per_second:.0f} {result.sample_unit}/s | "
-              f"{result.steps} steps")
+              f"(evaluation, checkpoints and compilation excluded){compiling} | "
+              f"{result.samples_per_second:.0f} {result.sample_unit}/s | {result.steps} steps")
     return 0
 
 

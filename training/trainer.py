@@ -63,6 +63,15 @@ class FitResult:
     samples_per_second: float  # training samples per second of train_seconds, over all processes
     sample_unit: str  # what a sample is: images, tokens
     phase_seconds: dict[str, float] = field(default_factory=dict)  # where train_seconds went
+    # torch.compile's tracing and code generation (forward and backward graphs), left out of train_seconds.
+    compile_seconds: float = 0.0
+
+
+def compile_clock() -> float:
+    """Seconds torch.compile has spent compiling in this process so far (forward and backward graphs)."""
+    # Dynamo's own running totals: the only record of compile time that covers graphs compiled
+    # lazily inside a step (the backward graph compiles during the first backward pass).
+    return torch._dynamo.utils.calculate_time_spent()["total_wall_time"]
 
 
 @functools.cache
@@ -127,6 +136,8 @@ class Trainer:
         the device at each boundary, which costs a little speed.
     eval_every: evaluate after every this many epochs; 0 evaluates only at the end of training.
     checkpoint_policy: when to checkpoint within an epoch and how many checkpoints to keep.
+    compiled: ``forward_module`` is a ``torch.compile`` module: the steps' compile time is counted
+        apart (``compile_seconds``), out of ``train_seconds`` and the phases.
     """
 
     def __init__(self, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, task: Task,
@@ -134,7 +145,8 @@ class Trainer:
                  methods: Sequence[Method] = (), precision: str = "fp32", device: torch.device,
                  out: Path | None = None, forward_module: torch.nn.Module | None = None,
                  progress: bool = True, phase_timing: bool = True, eval_every: int = 1, grad_clip_norm: float = 0.0,
-                 checkpoint_policy: checkpoint.CheckpointPolicy = checkpoint.CheckpointPolicy()):
+                 checkpoint_policy: checkpoint.CheckpointPolicy = checkpoint.CheckpointPolicy(),
+                 compiled: bool = False):
         check_int("total_steps", total_steps, low=1)
         check_int("eval_every", eval_every, low=0)
         check_number("grad_clip_norm", grad_clip_norm, low=0)
@@ -160,6 +172,7 @@ class Trainer:
         self.train_seconds = self.first_epoch_seconds = 0.0
         self.phase_seconds = dict.fromkeys(PHASES, 0.0)
         self.samples_seen = 0
+        self.compiled, self.compile_seconds = compiled, 0.0
         self.log = (MetricsLog(out, metric=task.metric, metric_label=task.metric_label)
                     if out is not None and self.is_main else None)
 
@@ -180,6 +193,9 @@ class Trainer:
         if self.phase_timing and self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         return time.perf_counter()
+
+    def _compile_clock(self) -> float:
+        return compile_clock() if self.compiled else 0.0
 
     def _forward_backward(self) -> torch.Tensor:
         """Loss and backward on the current batch at the current weights (SAM's second pass)."""
@@ -206,17 +222,17 @@ class Trainer:
         state = self.state
         state.inputs, state.targets = inputs, targets
         self._fire(Event.AFTER_DATALOADER)
-        started = self._sync()
+        started, compiled_before = self._sync(), self._compile_clock()
         with self._autocast():
             state.outputs = self.task.forward(self.forward_module, state.inputs)
         self._fire(Event.BEFORE_LOSS)
         state.loss = self.task.loss(state.outputs, state.targets)
         self._fire(Event.AFTER_LOSS)
-        forward_done = self._sync()
+        forward_done, compiled_forward = self._sync(), self._compile_clock()
         state.scaler.scale(state.loss).backward()
-        backward_done = self._sync()
-        self.phase_seconds["forward"] += forward_done - started
-        self.phase_seconds["backward"] += backward_done - forward_done
+        backward_done, compiled_backward = self._sync(), self._compile_clock()
+        self.phase_seconds["forward"] += forward_done - started - (compiled_forward - compiled_before)
+        self.phase_seconds["backward"] += backward_done - forward_done - (compiled_backward - compiled_forward)
         self._fire(Event.AFTER_BACKWARD)
         started = self._sync()
         if self.grad_clip_norm:
@@ -266,6 +282,7 @@ class Trainer:
             "epoch_loss_sum": self.epoch_loss_sum, "epoch_losses": self.epoch_losses,
             "train_seconds": self.train_seconds, "first_epoch_seconds": self.first_epoch_seconds,
             "phase_seconds": dict(self.phase_seconds), "samples_seen": self.samples_seen,
+            "compile_seconds": self.compile_seconds,
             "method_seconds": dict(state.method_seconds), "rng": checkpoint.rng_states(), "final": final,
         }
 
@@ -300,6 +317,7 @@ class Trainer:
         self.train_seconds, self.first_epoch_seconds = payload["train_seconds"], payload["first_epoch_seconds"]
         self.phase_seconds.update(payload["phase_seconds"])
         self.samples_seen = payload["samples_seen"]
+        self.compile_seconds = payload.get("compile_seconds", 0.0)  # absent from checkpoints before it
         state.method_seconds.update(payload["method_seconds"])
         if self.log is not None:
             self.log.truncate_after(state.step)
@@ -337,7 +355,7 @@ class Trainer:
         epoch_started = time.perf_counter()
         batches = iter(self.train_loader)
         while state.step < state.total_steps:
-            started = time.perf_counter()
+            started, compiled_before = time.perf_counter(), self._compile_clock()
             try:
                 inputs, targets = next(batches)
             except StopIteration:
@@ -349,7 +367,9 @@ class Trainer:
             self.epoch_losses += 1
             self.batch_in_epoch += 1
             self.samples_seen += samples
-            elapsed = time.perf_counter() - started
+            compiling = self._compile_clock() - compiled_before  # SAM's second pass may compile too
+            self.compile_seconds += compiling
+            elapsed = time.perf_counter() - started - compiling
             self.train_seconds += elapsed
             if state.epoch == 0:
                 self.first_epoch_seconds += elapsed
@@ -425,5 +445,5 @@ class Trainer:
                          metric_label=task.metric_label, steps=self.state.step, epochs_seen=self.state.epoch + 1,
                          train_seconds=self.train_seconds, first_epoch_seconds=self.first_epoch_seconds,
                          samples_per_second=self._samples_per_second(), sample_unit=task.sample_unit,
-                         phase_seconds=phases)
+                         phase_seconds=phases, compile_seconds=self.compile_seconds)
 

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastcore_ops.kernels import blur_maxpool2d, blurpool2d
+import fastcore_ops.kernels.blurpool as blurpool_module
 from fastcore_ops.kernels.blurpool import blur_maxpool2d_reference, blurpool2d_reference
 from tests.conftest import FLOAT_DTYPES, TOLERANCES
 
@@ -172,3 +173,23 @@ def test_custom_ops_pass_torch_library_opcheck(device):
     x = torch.randn(2, 3, 7, 8, device=device, requires_grad=True)
     torch.library.opcheck(torch.ops.fastcore_ops.blurpool2d, (x, 2))
     torch.library.opcheck(torch.ops.fastcore_ops.blur_maxpool2d, (x, 3, 2, 1))
+
+
+@pytest.mark.parametrize("autocast", [False, True], ids=["bf16", "bf16-autocast"])
+@pytest.mark.parametrize("layout", LAYOUTS, ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("stride", [2, 3])
+def test_the_cpu_path_without_triton_matches_the_reference_in_bf16(stride, layout, autocast, monkeypatch):
+    # Without the interpreter a CPU runs PyTorch's convolutions, reduced precision through a stride-1 blur.
+    monkeypatch.setattr(blurpool_module.backend, "INTERPRETING", False)
+    x = _input((2, 16, 9, 12), torch.float32 if autocast else torch.bfloat16, layout, "cpu")
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        for op, reference, args in [(blurpool2d, blurpool2d_reference, (stride,)),
+                                    (blur_maxpool2d, blur_maxpool2d_reference, (3, stride, 1))]:
+            x.grad = None
+            out = op(x, *args)
+            out.float().sum().backward()
+            expected_grad, x.grad = x.grad, None
+            expected = reference(x, *args)
+            expected.float().sum().backward()
+            torch.testing.assert_close(out, expected, **TOLERANCES[torch.bfloat16])
+            torch.testing.assert_close(x.grad, expected_grad, **TOLERANCES[torch.bfloat16])

@@ -60,6 +60,7 @@ class RunRecord:
     phase_seconds: dict[str, float] = field(default_factory=dict)
     # The configuration's hash with seed and budget left out: one value along a whole curve.
     setup_hash: str = ""
+    compile_seconds: float = 0.0  # torch.compile's time, not in train_seconds
 
     def __post_init__(self):
         direction(self.higher_is_better)
@@ -152,7 +153,8 @@ def read_run(folder: Path, *, recipe: str, budget: float, seed: int) -> RunRecor
                          first_epoch_seconds=summary["first_epoch_seconds"],
                          samples_per_second=summary["samples_per_second"], sample_unit=summary["sample_unit"],
                          steps=summary["steps"], config_hash=config_hash(config),
-                         phase_seconds=dict(summary.get("phase_seconds", {})), setup_hash=config_hash(setup))
+                         phase_seconds=dict(summary.get("phase_seconds", {})), setup_hash=config_hash(setup),
+                         compile_seconds=summary.get("compile_seconds", 0.0))
     except (TypeError, ValueError) as error:
         raise ValueError(f"{summary_path}: {error}") from None
 
