@@ -99,6 +99,7 @@ def test_override_sets_the_language_model_fields():
     ("text.validation_every=1", "text.validation_every must be an int >= 2, got 1"),
     ("text.tokenizer=words", "text.tokenizer must be one of 'bytes', 'bpe', got 'words'"),
     ("task=translation", "task must be one of 'image_classification', 'language_model', got 'translation'"),
+    ("compile=1", "expected bool, got int"),
 ])
 def test_bad_overrides_name_the_field_and_what_it_accepts(assignment, message):
     base = override(TrainConfig(), ["methods.mixup_alpha=0.2"]) if "cutmix" in assignment else TrainConfig()
@@ -162,8 +163,15 @@ def test_saved_config_loads_back_equal_through_json_and_the_hash_follows_the_fie
     renamed = override(config, ["name=other"])
     assert config_hash(renamed) == config_hash(config)
     for change in ("optimizer.lr=0.2", "data.randaugment.depth=1", "model.surgeries=['blurpool']",
-                   "text.sequence_length=128"):
+                   "text.sequence_length=128", "compile=True"):
         assert config_hash(override(config, [change])) != config_hash(config), change
+
+
+def test_a_field_added_later_leaves_the_hash_of_a_config_at_its_default_unchanged():
+    """Runs recorded before ``compile`` existed keep their hash, so a resumed sweep still finds them."""
+    values = to_dict(TrainConfig())
+    del values["compile"]
+    assert config_hash(from_dict(values)) == config_hash(TrainConfig())
 
 
 def test_whole_numbers_in_float_fields_hash_as_floats():

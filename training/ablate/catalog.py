@@ -85,7 +85,9 @@ METHODS: dict[str, MethodSwitch] = {
     "layer_freezing": _field("methods.freeze_level", "0.5", 0.0, "methods.freeze_start=0.5"),
     "selective_backprop": _field("methods.selective_backprop", "{}", None),
     "blurpool": _surgery("blurpool"),
-    "squeeze_excite": _surgery("squeeze_excite"),
+    # ResNet-20's convolutions have 16 to 64 channels: at the default min_channels (128, for ImageNet
+    # ResNets) the surgery would gate none of them.
+    "squeeze_excite": _surgery(("squeeze_excite", {"min_channels": 16})),
     "stochastic_depth": _surgery(("stochastic_depth", {"drop_rate": 0.05})),
     "channels_last": _surgery("channels_last"),
 }

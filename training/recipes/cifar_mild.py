@@ -12,6 +12,16 @@ from the high-LR phase of a 312-step run); without EMA 52.9% in 95 s; 14 epochs 
 25-step half-life: 59.2% in 146 s at the baseline's LR 0.8. At 14 epochs, LR 0.2: 57.3%,
 0.4: 60.0% (in 150-160 s); at LR 0.4 without BlurPool 57.2% (6% faster), without EMA 60.4%.
 
+In bf16 on a CPU with bf16 units (2026-11-24, seed 0, the same data): 59.8% in 62-67 s against the
+baseline's 61.6% in 123 s. The ablation (``reports/ablation-cifar-20261124/``) measured each
+method alone at half the baseline's budget, where none but test-time augmentation added
+accuracy; the two that cut the step time most, progressive resizing (-38%) and channels last
+(-18%), are in. BlurPool alone cost 2.5 points there, yet taking it out of this recipe (and
+adding layer freezing, -7% step time) lost 3.9 points at the full budget (55.9% in 55 s), so
+it stays; its CPU path now costs 6% of a step in bf16. The sweep
+(``reports/cifar-tradeoff-20261124/``, 3 seeds) measures 1.72x to the baseline's full-budget
+top-1 (per seed 1.68x, 1.83x, 1.66x), and 68.2% at twice this length.
+
 The LR 0.4 is for the baseline's global batch of 128 (``optimizer.reference_batch``), one
 process at the default batch, and is scaled linearly to other global batches:
 
