@@ -307,24 +307,23 @@ def apply_ops(images: torch.Tensor, ops: torch.Tensor, levels: torch.Tensor) -> 
     levels = levels.float()[order]
     order_dev = order.to(images.device, non_blocking=True)
     levels_dev = levels.to(images.device, images.dtype, non_blocking=True)
-    # One gather lines each op's samples up in a contiguous run of a private copy, where the color
-    # ops work in place; one scatter puts every sample back in its slot.
+    # One gather lines each op's samples up in a contiguous run of a private copy, where every op
+    # writes its result; one gather by the inverse order puts each sample back in its slot. (Two
+    # index_copy_ scatters instead cost 4x that gather on a CPU: a third of RandAugment's time.)
     grouped = images.index_select(0, order_dev)
     start = counts[0]
     for name, count in zip(COLOR_OPS, counts[1:]):
         if count:
             COLOR_OPS[name](grouped[start:start + count], levels_dev[start:start + count])
         start += count
-    out = torch.empty_like(images)
-    out.index_copy_(0, order_dev[:start], grouped[:start])
     if start < n:
         height, width = images.shape[-2:]
         matrices, offset = [], start
         for name, count in zip(GEOMETRIC_OPS, counts[1 + len(COLOR_OPS):]):
             matrices.append(GEOMETRIC_OPS[name](levels[offset:offset + count].double(), height, width))
             offset += count
-        out.index_copy_(0, order_dev[start:], _warp_with_grey_fill(grouped[start:], torch.cat(matrices)))
-    return out
+        grouped[start:] = _warp_with_grey_fill(grouped[start:], torch.cat(matrices))
+    return grouped.index_select(0, torch.argsort(order).to(images.device, non_blocking=True))
 
 
 def randaugment_batch(images: torch.Tensor, *, depth: int = 1, severity: float = 9,
