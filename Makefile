@@ -1,5 +1,5 @@
 # Two entry points for a fresh machine: `make demo` (the main job) and `make test`.
-# Each creates .venv/ on first use and reinstalls only when setup.py changes.
+# Each creates .venv/ on first use and reinstalls only when setup.py or the C extension changes.
 
 VENV := .venv
 PYTHON := $(VENV)/bin/python
@@ -7,7 +7,7 @@ INSTALLED := $(VENV)/.installed
 
 .PHONY: demo test clean
 
-$(INSTALLED): setup.py
+$(INSTALLED): setup.py fastcore_ops/data/_jpeg_region.c
 	test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
 	# The exact releases this project is tested with; setup.py itself accepts a range.

@@ -1,4 +1,15 @@
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
+
+# The pil backend's region decoder (fastcore_ops/data/_jpeg_region.c), against the system's
+# libjpeg-turbo (Debian: libjpeg62-turbo-dev, which Pillow-SIMD's build needs too). Optional: without
+# a compiler or the headers the install goes on, and the backend decodes whole images instead.
+JPEG_REGION = Extension(
+    "fastcore_ops.data._jpeg_region",
+    ["fastcore_ops/data/_jpeg_region.c"],
+    libraries=["jpeg"],
+    extra_compile_args=["-O2", "-std=c99"],
+    optional=True,
+)
 
 setup(
     name="fastcore_ops",
@@ -6,6 +17,7 @@ setup(
     description="Cheaper neural-network training: Triton kernels, model surgery, GPU data loading and efficient recipes",
     python_requires=">=3.10",
     packages=find_packages(include=["fastcore_ops*", "training*", "benchmarks*"]),
+    ext_modules=[JPEG_REGION],
     install_requires=[
         # A range, not a pin, so that installing the library keeps the user's PyTorch. The floor:
         # the kernels are torch.library.custom_op ops (register_fake, register_autograd: 2.4) in

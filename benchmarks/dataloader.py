@@ -22,6 +22,7 @@ import argparse
 import csv
 import json
 import os
+import random
 import time
 from pathlib import Path
 
@@ -32,7 +33,9 @@ from PIL import Image
 from torchvision import transforms
 
 from fastcore_ops.data import build_loader
+from fastcore_ops.data.crops import CropPlan
 from fastcore_ops.data.device_stage import DeviceAugment
+from fastcore_ops.data.pil_backend import decode_crop
 from fastcore_ops.data.prepare import PrepareSettings, prepare_shards, shrunk_jpeg
 from fastcore_ops.data.probe import jpeg_truncation
 from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
@@ -63,6 +66,7 @@ def _breakdown(files: list[Path], image_size: int, batch_size: int, device: torc
     encoded = [f.read_bytes() for f in files]
     decoded = [Image.open(f).convert("RGB") for f in files]
     crop = transforms.RandomResizedCrop(image_size)
+    plan = CropPlan(image_size, train=True)
     cropped = [crop(image) for image in decoded]
     to_tensor = transforms.Compose([transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
     torchvision_randaugment = transforms.RandAugment(num_ops=1)
@@ -83,7 +87,10 @@ def _breakdown(files: list[Path], image_size: int, batch_size: int, device: torc
     rows = [
         ("decode JPEG (Pillow, full size)", "both", lambda: [Image.open(f).convert("RGB") for f in files]),
         ("random-resized crop + resize (Pillow)", "both", lambda: [crop(image) for image in decoded]),
-        ("JPEG truncation check (dali: first epoch; pil: rarely)", "ours", lambda: [jpeg_truncation(e) for e in encoded]),
+        ("decode around the crop + resize (ours: pil)", "ours",
+         lambda: [decode_crop(e, plan, random.Random(i)) for i, e in enumerate(encoded)]),
+        ("JPEG truncation check (dali: first epoch; pil: in its decode)", "ours",
+         lambda: [jpeg_truncation(e) for e in encoded]),
         ("RandAugment, 1 op (torchvision, per PIL image)", "torchvision", lambda: [torchvision_randaugment(c) for c in cropped]),
         ("ToTensor + Normalize (per image)", "torchvision", lambda: [to_tensor(c) for c in cropped]),
         ("host-to-device copy, uint8 batch", "ours", synced(lambda: uint8_batch.to(device))),

@@ -3,8 +3,9 @@
 Why not torchvision's ImageFolder + RandomResizedCrop: that decodes every photo at full size,
 then crops and resizes it, then makes one float tensor per image. Here the crop box is chosen
 from the header first, so a JPEG that will be shrunk 2x, 4x or 8x anyway is decoded at that
-scale by libjpeg's DCT-domain downscaling (``Image.draft``); crop and resize are one Pillow
-call; and each worker writes a whole batch into one uint8 array.
+scale by libjpeg's DCT-domain downscaling, and only around the crop (jpeg_region.py: the rows
+outside it are entropy-decoded, nothing more); crop and resize are one Pillow call; and each
+worker writes a whole batch into one uint8 array.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from fastcore_ops.data.crops import CropPlan, crop_rng
 from fastcore_ops.data.device_stage import DeviceAugment
 from fastcore_ops.data.decoded import DecodedBatch, RunPlan, give_up_if_nothing_decodes, replacement_candidates
-from fastcore_ops.data.probe import image_format, jpeg_truncation, may_be_truncated_jpeg, unusable_reason
+from fastcore_ops.data.jpeg_region import Box, decode_region, warn_if_missing
+from fastcore_ops.data.probe import (
+    image_format,
+    jpeg_truncation,
+    may_be_truncated_jpeg,
+    truncation_reason,
+    unusable_reason,
+)
 from fastcore_ops.data.shards import ShardMember, read_encoded
 
 # Pillow first shrinks by an integer factor with a box filter, then resamples the rest; at a gap
@@ -78,8 +86,11 @@ class UnusableImage(Exception):
     """An image file that cannot be decoded into RGB pixels; the message says why."""
 
 
-def decode_crop(data: bytes, plan: CropPlan, rng: random.Random) -> np.ndarray:
+def decode_crop(data: bytes, plan: CropPlan, rng: random.Random, *, known_whole: bool = False) -> np.ndarray:
     """Decode encoded image bytes to a (size, size, 3) uint8 RGB crop, or raise UnusableImage.
+
+    known_whole: these bytes were decoded before without being found truncated, so a JPEG's
+    data past the crop need not be read again.
 
     >>> crop = decode_crop(open("cat.jpg", "rb").read(), CropPlan(176, train=True), random.Random(0))  # doctest: +SKIP
     >>> crop.shape, crop.dtype                                                                      # doctest: +SKIP
@@ -94,23 +105,10 @@ def decode_crop(data: bytes, plan: CropPlan, rng: random.Random) -> np.ndarray:
             "(delete .venv/pillow-simd and run `python tools/install_pillow_simd.py`), or use the dali backend"
         )
     try:
-        image = Image.open(io.BytesIO(data))
-        width, height = image.size
-        box = plan.box(width, height, rng)
-        # Ask libjpeg for the smallest 1/2, 1/4, 1/8 scale that still leaves the crop at least
-        # `size` pixels wide and high; draft() is a no-op for other formats.
-        wanted = (math.ceil(width * plan.size / (box[2] - box[0])), math.ceil(height * plan.size / (box[3] - box[1])))
-        image.draft("RGB", wanted)
-        _reject_truncated_jpeg(image, data)
-        sx, sy = image.size[0] / width, image.size[1] / height
-        image = to_rgb(image)
-        crop = image.resize(
-            (plan.size, plan.size),
-            Image.Resampling.BILINEAR,
-            box=(box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy),
-            reducing_gap=REDUCING_GAP,
-        )
-        return np.asarray(crop)
+        image = Image.open(io.BytesIO(data))  # reads the header only
+        image, box = _decoded_for_crop(image, data, plan.box(*image.size, rng), plan.size, known_whole)
+        crop = image.resize((plan.size, plan.size), Image.Resampling.BILINEAR, box=box, reducing_gap=REDUCING_GAP)
+        return np.asarray(crop)[..., :3]  # RGB, or RGBX from the region decoder
     except UnusableImage:
         raise
     # Pillow's format plugins raise many exception types on malformed files (OSError,
@@ -118,6 +116,43 @@ def decode_crop(data: bytes, plan: CropPlan, rng: random.Random) -> np.ndarray:
     # one file raises, that file is unusable and the epoch goes on.
     except Exception as error:  # noqa: BLE001
         raise UnusableImage(f"{type(error).__name__}: {error}") from error
+
+
+def _decoded_for_crop(image: Image.Image, data: bytes, box: Box, size: int,
+                      known_whole: bool = False) -> tuple[Image.Image, Box]:
+    """The pixels of ``image`` that a resize of ``box`` to ``size`` reads, and ``box`` in their coordinates.
+
+    Decoded at the smallest DCT scale (1, 1/2, 1/4, 1/8) that leaves the crop at least ``size``
+    wide and high. JPEGs in YCbCr or grey go to the region decoder (jpeg_region.py), which
+    decodes only around the crop and reports any complaint of libjpeg's: a truncated file is
+    skipped, one with another complaint (stray bytes between markers, say) is decoded by Pillow
+    as it always was. So are CMYK JPEGs and every other format.
+    """
+    width, height = image.size
+    wanted = (math.ceil(width * size / (box[2] - box[0])), math.ceil(height * size / (box[3] - box[1])))
+    scale = _dct_scale(image.size, wanted)
+    scaled_size = (-(-width // scale), -(-height // scale))  # libjpeg rounds up
+    sx, sy = scaled_size[0] / width, scaled_size[1] / height
+    scaled_box = (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
+    if image.format == "JPEG" and image.mode in ("RGB", "L"):
+        try:
+            region = decode_region(data, scale, scaled_size, scaled_box, size, known_whole=known_whole)
+        except ValueError as error:
+            reason = truncation_reason(error)
+            if reason is not None:
+                raise UnusableImage(reason) from error
+            region = None
+        if region is not None:
+            return region
+    image.draft("RGB", wanted)  # libjpeg's DCT scaling at the same scale; a no-op for other formats
+    _reject_truncated_jpeg(image, data)
+    return to_rgb(image), scaled_box
+
+
+def _dct_scale(image_size: tuple[int, int], wanted: tuple[int, int]) -> int:
+    """The denominator Pillow's ``draft`` picks: the largest of 8, 4, 2, 1 that keeps both sides at least ``wanted``."""
+    fits = min(image_size[0] // wanted[0], image_size[1] // wanted[1])
+    return next(scale for scale in (8, 4, 2, 1) if scale <= max(fits, 1))
 
 
 def _reject_truncated_jpeg(image: Image.Image, data: bytes) -> None:
@@ -171,6 +206,9 @@ class _RunDecoding(Dataset):
 
     def __init__(self, plan: CropPlan, seed: int, stage: DeviceAugment | None, refill: bool):
         self.plan, self.seed, self.stage, self.refill = plan, seed, stage, refill
+        # The files this process decoded without finding them truncated (each worker has its own
+        # copy); a truncated file never gets in, so it is checked, and skipped, every epoch.
+        self.known_whole: set[str | ShardMember] = set()
 
     def __getitem__(self, run: _Run) -> DecodedBatch:
         size = run.plan.size
@@ -199,7 +237,9 @@ class _RunDecoding(Dataset):
     def decode(self, path: str | ShardMember, epoch: int, key: tuple[int, ...], size: int) -> np.ndarray:
         """One file's (3, size, size) uint8 crop, or UnusableImage / OSError."""
         plan = self.plan if size == self.plan.size else replace(self.plan, size=size)
-        return decode_crop(read_encoded(path), plan, crop_rng(self.seed, epoch, key)).transpose(2, 0, 1)
+        crop = decode_crop(read_encoded(path), plan, crop_rng(self.seed, epoch, key), known_whole=path in self.known_whole)
+        self.known_whole.add(path)
+        return crop.transpose(2, 0, 1)
 
 
 class _Runs(Sampler):
@@ -246,6 +286,7 @@ class PilBackend:
         stage: DeviceAugment | None = None,
     ):
         warn_if_no_pillow_simd()
+        warn_if_missing()
         self.batch_size = batch_size
         self.image_size = image_size
         self.device = torch.device(device if device is not None else "cpu")

@@ -13,9 +13,11 @@ without failing. ``jpeg_truncation`` decodes with libjpeg-turbo through ``simple
 mode, which turns the warning into an error. It decodes at 1/8 scale in one channel, but the
 compressed data must still be read in full, so it costs about two thirds of the pil backend's
 whole decode and crop (0.97 ms against 1.41 ms per ImageNet photo on the 2-core machine). The
-backends therefore call it only where it is needed: the pil backend on JPEGs whose own decode
-shows the sign (``may_be_truncated_jpeg``, about 1.4 us per image), the dali backend once per
-file, in the first epoch.
+backends therefore call it only where it is needed: the dali backend once per file, in the first
+epoch; the pil backend never on the JPEGs its region decoder reads (that decode is strict and
+reads the data to its end, so it reports the truncation itself, in ``truncation_reason``'s
+words), and on the rest (CMYK JPEGs, files libjpeg warns about otherwise) only where Pillow's
+decode shows the sign (``may_be_truncated_jpeg``, about 1.4 us per image).
 """
 
 from __future__ import annotations
@@ -106,6 +108,16 @@ def jpeg_truncation(data: bytes) -> str | None:
         # Gray output skips colour work; CMYK cannot be converted to gray, so it stays CMYK.
         simplejpeg.decode_jpeg(data, colorspace="CMYK" if colorspace in ("CMYK", "YCCK") else "GRAY", min_factor=8)
     except ValueError as error:
-        if "premature end" in str(error).lower():
-            return f"truncated JPEG (the decoder reports: {error})"
+        return truncation_reason(error)
+    return None
+
+
+def truncation_reason(error: ValueError) -> str | None:
+    """The skip reason for simplejpeg's strict-mode ``error`` when it reports missing data, else None.
+
+    >>> truncation_reason(ValueError("Corrupt JPEG data: premature end of data segment"))
+    'truncated JPEG (the decoder reports: Corrupt JPEG data: premature end of data segment)'
+    """
+    if "premature end" in str(error).lower():
+        return f"truncated JPEG (the decoder reports: {error})"
     return None

@@ -206,13 +206,14 @@ def test_progressive_resize_grows_the_images_over_the_run(coded_tree):
 def test_progressive_resize_decodes_each_batch_at_its_scheduled_size(make_tree, photo_jpegs, backend, monkeypatch):
     photos = make_tree({"a": {f"{i}.jpg": path.read_bytes() for i, path in enumerate(photo_jpegs(6))}})
     decoded_pixels = []
-    real_to_rgb = pil_backend.to_rgb
+    real_decode = pil_backend._decoded_for_crop
 
-    def counting_to_rgb(image):  # the pil backend's decode: the pixels libjpeg produced
+    def counting_decode(*args):  # the pil backend's decode: the pixels libjpeg produced
+        image, box = real_decode(*args)
         decoded_pixels.append(image.size[0] * image.size[1])
-        return real_to_rgb(image)
+        return image, box
 
-    monkeypatch.setattr(pil_backend, "to_rgb", counting_to_rgb)
+    monkeypatch.setattr(pil_backend, "_decoded_for_crop", counting_decode)
     schedule = ProgressiveResize(initial_scale=0.25, delay_fraction=0.5, finetune_fraction=0.0, size_increment=8)
     options = dict(image_size=64, batch_size=3, seed=4)
     scheduled = _loader(photos, backend, progressive_resize=schedule, epochs=4, **options)
