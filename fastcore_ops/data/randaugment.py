@@ -310,7 +310,7 @@ def apply_ops(images: torch.Tensor, ops: torch.Tensor, levels: torch.Tensor) -> 
     # One gather lines each op's samples up in a contiguous run of a private copy, where every op
     # writes its result; one gather by the inverse order puts each sample back in its slot. (Two
     # index_copy_ scatters instead cost 4x that gather on a CPU: a third of RandAugment's time.)
-    grouped = images.index_select(0, order_dev)
+    grouped = _gather_samples(images, order_dev)
     start = counts[0]
     for name, count in zip(COLOR_OPS, counts[1:]):
         if count:
@@ -323,7 +323,13 @@ def apply_ops(images: torch.Tensor, ops: torch.Tensor, levels: torch.Tensor) -> 
             matrices.append(GEOMETRIC_OPS[name](levels[offset:offset + count].double(), height, width))
             offset += count
         grouped[start:] = _warp_with_grey_fill(grouped[start:], torch.cat(matrices))
-    return grouped.index_select(0, torch.argsort(order).to(images.device, non_blocking=True))
+    return _gather_samples(grouped, torch.argsort(order).to(images.device, non_blocking=True))
+
+
+def _gather_samples(images: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``images.index_select(0, index)``, contiguous; on a CPU, index_select of a 4-d batch copies
+    element by element (6x slower than through a 2-d view of whole samples, which copies rows)."""
+    return images.reshape(images.shape[0], -1).index_select(0, index).view(images.shape)
 
 
 def randaugment_batch(images: torch.Tensor, *, depth: int = 1, severity: float = 9,
