@@ -105,10 +105,12 @@ class DeviceAugment:
         return self._stats[key]
 
     def __call__(self, images_uint8: torch.Tensor, *, size: int | None = None,
-                 generator: torch.Generator | None = None) -> torch.Tensor:
+                 generator: torch.Generator | None = None, share_memory: bool = False) -> torch.Tensor:
         """Augment (when training) and normalize a (n, 3, S, S) uint8 batch; resize to ``size`` first if given.
 
         ``generator`` (a CPU generator) drives every random choice; None uses torch's global one.
+        share_memory: write the result into shared memory, where a DataLoader worker hands it to
+        the main process without copying it.
         """
         if not isinstance(images_uint8, torch.Tensor) or images_uint8.dtype != torch.uint8:
             got = images_uint8.dtype if isinstance(images_uint8, torch.Tensor) else type(images_uint8).__name__
@@ -125,17 +127,27 @@ class DeviceAugment:
         if self.train and self.randaugment is not None:
             images = randaugment_batch(images.float().div_(255), depth=self.randaugment.depth,
                                        severity=self.randaugment.severity, generator=generator)
-            return self._normalize(images, pixel_scale=1.0, in_place=not self.channels_last)
-        return self._normalize(images, pixel_scale=255.0, in_place=False)
+            in_place = not (self.channels_last or share_memory)
+            return self._normalize(images, pixel_scale=1.0, in_place=in_place, share_memory=share_memory)
+        return self._normalize(images, pixel_scale=255.0, in_place=False, share_memory=share_memory)
 
-    def _normalize(self, images: torch.Tensor, *, pixel_scale: float, in_place: bool) -> torch.Tensor:
+    def _normalize(self, images: torch.Tensor, *, pixel_scale: float, in_place: bool,
+                   share_memory: bool) -> torch.Tensor:
         """(x / pixel_scale - mean) / std as one multiply-add, written straight into the output's layout.
 
         in_place: ``images`` is a float batch this stage made itself, so it may be overwritten.
         """
         scale, shift = self._normalization_on(images.device, pixel_scale)
-        if not in_place:
-            layout = torch.channels_last if self.channels_last else torch.contiguous_format
-            images = torch.empty(images.shape, dtype=torch.float32, device=images.device,
-                                 memory_format=layout).copy_(images)
-        return images.mul_(scale).add_(shift)
+        if in_place:
+            return images.mul_(scale).add_(shift)
+        return torch.mul(images, scale, out=self._empty_output(images.shape, images.device, share_memory)).add_(shift)
+
+    def _empty_output(self, shape: torch.Size, device: torch.device, share_memory: bool) -> torch.Tensor:
+        layout = torch.channels_last if self.channels_last else torch.contiguous_format
+        if not share_memory:
+            return torch.empty(shape, dtype=torch.float32, device=device, memory_format=layout)
+        # As torch's default_collate does in a worker: a batch made in shared memory crosses to
+        # the main process as a handle; any other is first copied there.
+        storage = torch.UntypedStorage._new_shared(shape.numel() * 4)
+        strides = torch.empty(shape, device="meta", memory_format=layout).stride()
+        return torch.empty(0, dtype=torch.float32).set_(storage, 0, shape, strides)

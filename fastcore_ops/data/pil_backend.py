@@ -231,8 +231,9 @@ class _RunDecoding(Dataset):
         if self.stage is None or len(batch.labels) == 0:
             return batch
         generator = torch.Generator().manual_seed(plan.augment_seed)
-        return DecodedBatch(self.stage(batch.images, size=plan.size, generator=generator), batch.labels,
-                            batch.skipped, augmented=True)
+        in_worker = torch.utils.data.get_worker_info() is not None
+        images = self.stage(batch.images, size=plan.size, generator=generator, share_memory=in_worker)
+        return DecodedBatch(images, batch.labels, batch.skipped, augmented=True)
 
     def decode(self, path: str | ShardMember, epoch: int, key: tuple[int, ...], size: int) -> np.ndarray:
         """One file's (3, size, size) uint8 crop, or UnusableImage / OSError."""

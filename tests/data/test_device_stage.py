@@ -85,6 +85,17 @@ def test_channels_last_changes_only_the_layout(batch):
     torch.testing.assert_close(out, DeviceAugment(**options)(batch, size=28, generator=_seeded(3)))
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("randaugment", [None, RandAugmentOptions()])
+def test_a_batch_made_in_shared_memory_is_the_same_batch(batch, channels_last, randaugment):
+    stage = DeviceAugment(train=True, randaugment=randaugment, channels_last=channels_last)
+    shared = stage(batch, size=24, generator=_seeded(4), share_memory=True)
+    private = stage(batch, size=24, generator=_seeded(4))
+    assert shared.is_shared() and not private.is_shared()
+    assert shared.stride() == private.stride()
+    assert torch.equal(shared, private)
+
+
 def test_input_batch_is_left_untouched(batch):
     before = batch.clone()
     DeviceAugment(train=True, randaugment=RandAugmentOptions(depth=2), colout=ColOutOptions())(batch)
