@@ -30,6 +30,7 @@ from training.assemble import (build_trainer, check_distributed_support, init_di
                                lr_scaling_note, world_size_from_environment)
 from training.checkpoint import CheckpointError, CheckpointPolicy
 from training.config import TrainConfig, config_hash, load_config, override, to_dict
+from training.host_memory import keep_freed_memory
 from training.recipes import get_recipe, list_recipes
 from training.run_folder import (CONFIG_NAME, SUMMARY_NAME, RunSettings, check_resume, check_run_folder,
                                  check_settings)
@@ -87,6 +88,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "saved run's, except a longer --epochs, which extends an unfinished run (from the resumed "
                              "step on, the LR follows the cosine of the new length)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
+    parser.add_argument("--return-freed-memory", action="store_true",
+                        help="on a CPU, let the C library give freed memory back to the system between steps: "
+                             "less resident memory, slower steps (by default it is kept for reuse; see "
+                             "training/host_memory.py)")
     return parser.parse_args(argv)
 
 
@@ -222,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("RANK", "0") == "0":  # every torchrun rank refuses alike: say it once
             print(f"error: {error}", file=sys.stderr)
         return 2
+    if device.type == "cpu" and not args.return_freed_memory:
+        keep_freed_memory()
     device = init_distributed(device)
     is_main = not dist.is_initialized() or dist.get_rank() == 0
     if is_main:

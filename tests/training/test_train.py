@@ -14,6 +14,7 @@ import torch
 
 from fastcore_ops.data.prepare import PrepareSettings, prepare_shards
 from training import checkpoint
+from training import train as train_module
 from training.config import override, to_dict
 from training.recipes import get_recipe
 from training.train import PROJECT_ROOT, child_environment, main, parse_args, resumed_run
@@ -340,3 +341,22 @@ def test_a_full_disk_while_checkpointing_exits_2_saying_so(micro_cifar, tmp_path
     err = capsys.readouterr().err
     assert f"error: no space left on device while writing checkpoint {out / 'checkpoint.pt'}" in err
     assert "Traceback" not in err and not list(out.glob("*.tmp"))
+
+
+class _StopBeforeTraining(Exception):
+    pass
+
+
+def _stop_before_training(device):
+    raise _StopBeforeTraining
+
+
+@pytest.mark.parametrize(("flags", "kept"), [([], [True]), (["--return-freed-memory"], [])])
+def test_training_on_a_cpu_keeps_freed_memory_unless_told_not_to(flags, kept, micro_cifar, tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(train_module, "keep_freed_memory", lambda: calls.append(True) or True)
+    monkeypatch.setattr(train_module, "init_distributed", _stop_before_training)
+    with pytest.raises(_StopBeforeTraining):
+        main(["--recipe", "cifar_baseline", "--set", "data.batch_size=4", "--device", "cpu", "--no-progress", *flags,
+              "--data", str(micro_cifar), "--out", str(tmp_path / "run")])
+    assert calls == kept
