@@ -117,6 +117,8 @@ class DeviceAugment:
             raise TypeError(f"images_uint8 must be a uint8 tensor as the decoders ship it, got {got}")
         if images_uint8.dim() != 4 or images_uint8.shape[1] != 3:
             raise ValueError(f"images_uint8 must be n x 3 x S x S (RGB), got shape {tuple(images_uint8.shape)}")
+        if share_memory and images_uint8.device.type != "cpu":
+            raise ValueError(f"share_memory is for CPU batches (a DataLoader worker's), got one on {images_uint8.device}")
         # Resize, flip and ColOut work on the uint8 pixels: a quarter of float32's bytes, and ColOut
         # leaves fewer pixels for RandAugment. Only RandAugment needs floats in [0, 1].
         images = images_uint8 if size is None else resize_batch(images_uint8, size)

@@ -128,15 +128,14 @@ def _decoded_for_crop(image: Image.Image, data: bytes, box: Box, size: int,
     skipped, one with another complaint (stray bytes between markers, say) is decoded by Pillow
     as it always was. So are CMYK JPEGs and every other format.
     """
-    width, height = image.size
-    wanted = (math.ceil(width * size / (box[2] - box[0])), math.ceil(height * size / (box[3] - box[1])))
-    scale = _dct_scale(image.size, wanted)
-    scaled_size = (-(-width // scale), -(-height // scale))  # libjpeg rounds up
-    sx, sy = scaled_size[0] / width, scaled_size[1] / height
-    scaled_box = (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
+    full_size = image.size
+    wanted = (math.ceil(full_size[0] * size / (box[2] - box[0])), math.ceil(full_size[1] * size / (box[3] - box[1])))
     if image.format == "JPEG" and image.mode in ("RGB", "L"):
+        scale = _dct_scale(full_size, wanted)
+        scaled_size = (-(-full_size[0] // scale), -(-full_size[1] // scale))  # libjpeg rounds up
         try:
-            region = decode_region(data, scale, scaled_size, scaled_box, size, known_whole=known_whole)
+            region = decode_region(data, scale, scaled_size, _scaled(box, full_size, scaled_size), size,
+                                   known_whole=known_whole)
         except ValueError as error:
             reason = truncation_reason(error)
             if reason is not None:
@@ -144,9 +143,15 @@ def _decoded_for_crop(image: Image.Image, data: bytes, box: Box, size: int,
             region = None
         if region is not None:
             return region
-    image.draft("RGB", wanted)  # libjpeg's DCT scaling at the same scale; a no-op for other formats
+    image.draft("RGB", wanted)  # the same DCT scaling for a JPEG; a no-op for other formats
     _reject_truncated_jpeg(image, data)
-    return to_rgb(image), scaled_box
+    return to_rgb(image), _scaled(box, full_size, image.size)
+
+
+def _scaled(box: Box, from_size: tuple[int, int], to_size: tuple[int, int]) -> Box:
+    """``box`` in the pixels of the image resized from ``from_size`` to ``to_size``."""
+    sx, sy = to_size[0] / from_size[0], to_size[1] / from_size[1]
+    return box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy
 
 
 def _dct_scale(image_size: tuple[int, int], wanted: tuple[int, int]) -> int:

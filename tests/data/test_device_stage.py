@@ -94,6 +94,8 @@ def test_a_batch_made_in_shared_memory_is_the_same_batch(batch, channels_last, r
     assert shared.is_shared() and not private.is_shared()
     assert shared.stride() == private.stride()
     assert torch.equal(shared, private)
+    with pytest.raises(ValueError, match="share_memory is for CPU batches"):
+        stage(batch.to("meta"), share_memory=True)
 
 
 def test_input_batch_is_left_untouched(batch):

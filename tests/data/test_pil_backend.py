@@ -207,3 +207,12 @@ def test_webp_without_webp_support_is_skipped_with_the_fix(monkeypatch):
     webp = b"RIFF\x24\x00\x00\x00WEBPVP8 " + bytes(32)
     with pytest.raises(UnusableImage, match="WebP, which this Pillow build cannot decode; install libwebp-dev"):
         decode_crop(webp, CropPlan(16, train=True), random.Random(0))
+
+
+def test_a_large_png_is_cropped_where_its_crop_box_says(photo_jpegs):
+    """No DCT scaling for other formats: the box stays in the full image's pixels."""
+    photo = Image.open(photo_jpegs(1)[0]).convert("RGB")
+    plan = CropPlan(48, train=False)  # a box of over 300 px: a JPEG would decode at 1/4
+    box = plan.box(*photo.size, random.Random(0))
+    expected = np.asarray(photo.resize((48, 48), Image.Resampling.BILINEAR, box=box, reducing_gap=3.0))
+    assert np.array_equal(decode_crop(png_bytes(photo), plan, random.Random(0)), expected)
