@@ -1,5 +1,6 @@
 """The JPEG region decoder: libjpeg's own pixels for the rows and columns a crop reads, and nothing lost."""
 
+import functools
 import random
 
 import numpy as np
@@ -16,6 +17,7 @@ from .conftest import IMAGENET_SAMPLE, cut_inside_scan, jpeg_bytes
 PHOTO = sorted(IMAGENET_SAMPLE.glob("*/*"))[0]
 
 
+@functools.cache
 def _variants() -> dict[str, bytes]:
     photo = Image.open(PHOTO).convert("RGB")
     return {
