@@ -30,7 +30,7 @@ from training.assemble import (build_trainer, check_distributed_support, init_di
                                lr_scaling_note, world_size_from_environment)
 from training.checkpoint import CheckpointError, CheckpointPolicy
 from training.config import TrainConfig, config_hash, load_config, override, to_dict
-from training.host_memory import keep_freed_memory
+from fastcore_ops.host_memory import keep_freed_memory
 from training.recipes import get_recipe, list_recipes
 from training.run_folder import (CONFIG_NAME, SUMMARY_NAME, RunSettings, check_resume, check_run_folder,
                                  check_settings)
@@ -91,7 +91,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--return-freed-memory", action="store_true",
                         help="on a CPU, let the C library give freed memory back to the system between steps: "
                              "less resident memory, slower steps (by default it is kept for reuse; see "
-                             "training/host_memory.py)")
+                             "fastcore_ops/host_memory.py)")
     return parser.parse_args(argv)
 
 

@@ -37,12 +37,17 @@ from fastcore_ops.data.probe import (
     unusable_reason,
 )
 from fastcore_ops.data.shards import ShardMember, read_encoded
+from fastcore_ops.data.shared_slots import SharedBatchSlots
+from fastcore_ops.host_memory import keep_freed_memory
 
 # Pillow first shrinks by an integer factor with a box filter, then resamples the rest; at a gap
 # of 3 the result is visually the same as a full antialiased resize and measurably faster.
 REDUCING_GAP = 3.0
 
 _SIXTEEN_BIT_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I")
+
+# Batches each DataLoader worker may have on their way to the main process (torch's default).
+_PREFETCH = 2
 
 
 class PillowSimdMissingWarning(UserWarning):
@@ -205,17 +210,19 @@ class _Run:
 class _RunDecoding(Dataset):
     """Decodes and collates a whole ``_Run`` per item, so a worker hands over one batch at once.
 
-    With a ``stage`` (the batch stage, on a CPU) a whole run is augmented here too; a training
-    run that lost files is handed over as decoded, for the caller to refill, then augment.
+    With a ``stage`` (the batch stage, on a CPU) a whole run is augmented here too, into one of
+    the worker's ``slots`` when it has them; a training run that lost files is handed over as
+    decoded, for the caller to refill, then augment. Each item is (batch, slot or None).
     """
 
-    def __init__(self, plan: CropPlan, seed: int, stage: DeviceAugment | None, refill: bool):
-        self.plan, self.seed, self.stage, self.refill = plan, seed, stage, refill
+    def __init__(self, plan: CropPlan, seed: int, stage: DeviceAugment | None, refill: bool,
+                 slots: SharedBatchSlots | None):
+        self.plan, self.seed, self.stage, self.refill, self.slots = plan, seed, stage, refill, slots
         # The files this process decoded without finding them truncated (each worker has its own
         # copy); a truncated file never gets in, so it is checked, and skipped, every epoch.
         self.known_whole: set[str | ShardMember] = set()
 
-    def __getitem__(self, run: _Run) -> DecodedBatch:
+    def __getitem__(self, run: _Run) -> tuple[DecodedBatch, int | None]:
         size = run.plan.size
         images = np.empty((len(run.samples), 3, size, size), dtype=np.uint8)
         labels, skipped = [], []
@@ -228,17 +235,20 @@ class _RunDecoding(Dataset):
             labels.append(label)
         batch = DecodedBatch(torch.from_numpy(images[: len(labels)]), torch.tensor(labels, dtype=torch.int64), skipped)
         if self.refill and skipped:
-            return batch
-        return self.augmented(batch, run.plan)
+            return batch, None
+        return self.augmented(batch, run.plan, self.slots)
 
-    def augmented(self, batch: DecodedBatch, plan: RunPlan) -> DecodedBatch:
-        """``batch`` through the stage, if this backend runs it (and the batch is not empty)."""
+    def augmented(self, batch: DecodedBatch, plan: RunPlan,
+                  slots: SharedBatchSlots | None = None) -> tuple[DecodedBatch, int | None]:
+        """(``batch`` through the stage if this backend runs it and the batch is not empty, the slot it is in)."""
         if self.stage is None or len(batch.labels) == 0:
-            return batch
+            return batch, None
         generator = torch.Generator().manual_seed(plan.augment_seed)
-        in_worker = torch.utils.data.get_worker_info() is not None
-        images = self.stage(batch.images, size=plan.size, generator=generator, share_memory=in_worker)
-        return DecodedBatch(images, batch.labels, batch.skipped, augmented=True)
+        out, slot = None, None
+        if slots is not None:
+            out, slot = slots.empty(torch.Size((len(batch.labels), 3, plan.size, plan.size)), self.stage.memory_format)
+        images = self.stage(batch.images, size=plan.size, generator=generator, out=out)
+        return DecodedBatch(images, batch.labels, batch.skipped, augmented=True), slot
 
     def decode(self, path: str | ShardMember, epoch: int, key: tuple[int, ...], size: int) -> np.ndarray:
         """One file's (3, size, size) uint8 crop, or UnusableImage / OSError."""
@@ -246,6 +256,11 @@ class _RunDecoding(Dataset):
         crop = decode_crop(read_encoded(path), plan, crop_rng(self.seed, epoch, key), known_whole=path in self.known_whole)
         self.known_whole.add(path)
         return crop.transpose(2, 0, 1)
+
+
+def _keep_freed_memory(worker_id: int) -> None:
+    """A worker's start: its batches' buffers reuse the last batch's pages (host_memory.py says why)."""
+    keep_freed_memory()
 
 
 class _Runs(Sampler):
@@ -300,19 +315,25 @@ class PilBackend:
         plan = CropPlan(image_size, train, tuple(crop_scale), tuple(crop_ratio), eval_crop_fraction)
         self._refill = train  # decoded.py: training batches keep their length, evaluation counts each image once
         self._runs = _Runs()
+        self._slots = None
+        if stage is not None and self.num_workers > 0:
+            # A worker's slots: the batches it may have in flight, and one the consumer holds.
+            self._slots = SharedBatchSlots(self.num_workers, slots_per_worker=_PREFETCH + 1)
         # One DataLoader for the backend's life: its workers persist across epochs (no start-up
         # cost per epoch) and receive each epoch's runs through the sampler. PyTorch gives each
         # worker one intra-op thread, so a stage run there never oversubscribes the cores.
         self._loader = DataLoader(
-            _RunDecoding(plan, seed, stage, self._refill),
+            _RunDecoding(plan, seed, stage, self._refill, self._slots),
             sampler=self._runs,
             batch_size=None,  # items are already batches
             num_workers=self.num_workers,
+            prefetch_factor=_PREFETCH if self.num_workers > 0 else None,
             persistent_workers=self.num_workers > 0,
             pin_memory=self.device.type == "cuda",
             # Its own generator: starting workers draws a base seed, which must not advance the
             # global torch RNG that stochastic depth draws from (a resumed run would diverge).
             generator=torch.Generator().manual_seed(seed),
+            worker_init_fn=_keep_freed_memory,
         )
 
     def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0,
@@ -325,10 +346,16 @@ class PilBackend:
         plans = plans or [RunPlan(self.image_size, 0)] * len(starts)
         self._runs.runs = [_Run(samples[start : start + self.batch_size], start, epoch, plan)
                            for start, plan in zip(starts, plans, strict=True)]
-        for run, batch in zip(self._runs.runs, self._loader):
+        if self._slots is not None:
+            self._slots.reclaim(keep_latest=False)
+        for run, (batch, slot) in zip(self._runs.runs, self._loader):
+            if slot is not None:
+                self._slots.hand_over(batch.images, slot)
             if self._refill and len(batch.labels) < len(run.samples):
-                batch = self._loader.dataset.augmented(self._refilled(batch, run, samples), run.plan)
+                batch, _ = self._loader.dataset.augmented(self._refilled(batch, run, samples), run.plan)
             yield batch.to(self.device)
+            if self._slots is not None:
+                self._slots.reclaim(keep_latest=True)
 
     def _refilled(self, batch: DecodedBatch, run: _Run, samples) -> DecodedBatch:
         """The run's batch filled up to the run's length with stand-ins (decoded.py says which).

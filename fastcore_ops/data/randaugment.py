@@ -269,9 +269,8 @@ class RandAugmentOptions:
 def _check_images(images: object) -> None:
     if not isinstance(images, torch.Tensor):
         raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
-    if not images.is_floating_point():
-        raise TypeError(f"images must be floating point in [0, 1], got dtype {images.dtype}; "
-                        "convert uint8 with images.float() / 255")
+    if not (images.is_floating_point() or images.dtype == torch.uint8):
+        raise TypeError(f"images must be floating point in [0, 1] or uint8 in [0, 255], got dtype {images.dtype}")
     if images.dim() != 4 or images.shape[1] != 3:
         raise ValueError(f"images must be N x 3 x H x W (RGB), got shape {tuple(images.shape)}")
 
@@ -281,7 +280,8 @@ def apply_ops(images: torch.Tensor, ops: torch.Tensor, levels: torch.Tensor) -> 
 
     ``ops`` (int64) and ``levels`` are CPU tensors of shape (n,); the sign of a level gives the
     direction of rotations, shears, translations and enhancements and is ignored by the other ops.
-    This is one round of :func:`randaugment_batch` with the draws made by the caller.
+    This is one round of :func:`randaugment_batch` with the draws made by the caller; uint8
+    ``images`` are read as ``x / 255`` and the result is float32.
 
     >>> ops = torch.tensor([OPS.index("rotate"), OPS.index("identity")])
     >>> apply_ops(torch.rand(2, 3, 8, 8), ops, torch.tensor([0.5, 0.0])).shape
@@ -306,11 +306,13 @@ def apply_ops(images: torch.Tensor, ops: torch.Tensor, levels: torch.Tensor) -> 
     counts = torch.bincount(ops, minlength=len(OPS)).tolist()
     levels = levels.float()[order]
     order_dev = order.to(images.device, non_blocking=True)
-    levels_dev = levels.to(images.device, images.dtype, non_blocking=True)
     # One gather lines each op's samples up in a contiguous run of a private copy, where every op
     # writes its result; one gather by the inverse order puts each sample back in its slot. (Two
     # index_copy_ scatters instead cost 4x that gather on a CPU: a third of RandAugment's time.)
     grouped = _gather_samples(images, order_dev)
+    if grouped.dtype == torch.uint8:  # converted after the gather, which then moves a quarter of the bytes
+        grouped = grouped.float().div_(255)
+    levels_dev = levels.to(images.device, grouped.dtype, non_blocking=True)
     start = counts[0]
     for name, count in zip(COLOR_OPS, counts[1:]):
         if count:
@@ -334,13 +336,14 @@ def _gather_samples(images: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 def randaugment_batch(images: torch.Tensor, *, depth: int = 1, severity: float = 9,
                       generator: torch.Generator | None = None) -> torch.Tensor:
-    """RandAugment each image of a float batch in [0, 1]: ``depth`` random ops at per-image magnitudes.
+    """RandAugment each image of a float batch in [0, 1] (or a uint8 one, read as x / 255): ``depth`` random ops.
 
     Each sample draws its op among OPS, its magnitude from U(0.1, severity) (every magnitude equals
     ``severity`` when that is below 0.1) and a sign, which sets the direction of the geometric ops
     and whether color, contrast, brightness and sharpness go up or down. ``generator``
     must be a CPU generator; None uses torch's global one. Returns a new tensor of the same
-    shape, dtype and device (the input itself when ``depth`` is 0 or the batch is empty).
+    shape, dtype (float32 for uint8) and device, or the input itself when ``depth`` is 0 or the
+    batch is empty.
 
     >>> g = torch.Generator().manual_seed(0)
     >>> randaugment_batch(torch.rand(8, 3, 32, 32), depth=1, severity=9, generator=g).shape

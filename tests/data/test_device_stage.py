@@ -87,15 +87,18 @@ def test_channels_last_changes_only_the_layout(batch):
 
 @pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("randaugment", [None, RandAugmentOptions()])
-def test_a_batch_made_in_shared_memory_is_the_same_batch(batch, channels_last, randaugment):
+def test_a_batch_written_into_a_given_output_is_the_same_batch(batch, channels_last, randaugment):
     stage = DeviceAugment(train=True, randaugment=randaugment, channels_last=channels_last)
-    shared = stage(batch, size=24, generator=_seeded(4), share_memory=True)
+    out = torch.empty((len(batch), 3, 24, 24), memory_format=stage.memory_format).share_memory_()
+    shared = stage(batch, size=24, generator=_seeded(4), out=out)
     private = stage(batch, size=24, generator=_seeded(4))
-    assert shared.is_shared() and not private.is_shared()
+    assert shared is out and shared.is_shared() and not private.is_shared()
     assert shared.stride() == private.stride()
     assert torch.equal(shared, private)
-    with pytest.raises(ValueError, match="share_memory is for CPU batches"):
-        stage(batch.to("meta"), share_memory=True)
+    with pytest.raises(ValueError, match=r"out must have the result's shape \(8, 3, 24, 24\)"):
+        stage(batch, size=24, out=out[:2])
+    with pytest.raises(TypeError, match="out must be a float32 tensor"):
+        stage(batch, size=24, out=out.half())
 
 
 def test_input_batch_is_left_untouched(batch):

@@ -102,7 +102,7 @@ def test_the_backend_skips_a_truncated_file_every_epoch_and_reads_a_whole_one_to
 
     monkeypatch.setattr(jpeg_region._jpeg_region, "decode_region", recording)
     monkeypatch.setattr(pil_backend, "read_encoded", lambda path: {"whole.jpg": whole, "cut.jpg": cut}[path])
-    decoding = pil_backend._RunDecoding(CropPlan(32, train=True), seed=0, stage=None, refill=True)
+    decoding = pil_backend._RunDecoding(CropPlan(32, train=True), seed=0, stage=None, refill=True, slots=None)
     for epoch in range(3):
         decoding.decode("whole.jpg", epoch, (0,), 32)
         with pytest.raises(UnusableImage, match="truncated JPEG"):

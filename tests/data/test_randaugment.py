@@ -215,8 +215,15 @@ def test_depth_zero_returns_the_input_and_dtypes_are_kept(photos):
     assert half.dtype == torch.float16 and half.shape == photos.shape
 
 
+def test_uint8_images_are_read_as_x_over_255(photos):
+    as_uint8 = (photos * 255).round().to(torch.uint8)
+    out = randaugment_batch(as_uint8, depth=2, generator=torch.Generator().manual_seed(5))
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, randaugment_batch(as_uint8 / 255, depth=2, generator=torch.Generator().manual_seed(5)))
+
+
 @pytest.mark.parametrize("images, error, match", [
-    (torch.zeros(2, 3, 8, 8, dtype=torch.uint8), TypeError, "floating point"),
+    (torch.zeros(2, 3, 8, 8, dtype=torch.int32), TypeError, "floating point in \\[0, 1\\] or uint8"),
     (torch.zeros(3, 8, 8), ValueError, "N x 3 x H x W"),
     (torch.zeros(2, 1, 8, 8), ValueError, "N x 3 x H x W"),
 ])

@@ -8,8 +8,11 @@ heap and never trim it, glibc keeps those pages, and the process's resident memo
 its peak instead of shrinking between steps. Measured on the 2-core VM (ResNet-20, batch 128,
 bf16): see ``reports/cifar-host-memory-20261124/``.
 
-Process-wide, so the training command (``python -m training.train``) turns it on for itself when
-it trains on a CPU; a library call never does it behind a user's back.
+The same holds for the pil backend's decoding workers, which make and free a batch's buffers
+every batch: they are the library's own processes, so it turns this on in each of them. In a
+user's process it is process-wide, so there only the training command (``python -m
+training.train``) turns it on, for itself, when it trains on a CPU; a library call never does it
+behind a user's back.
 """
 
 from __future__ import annotations
