@@ -3,7 +3,7 @@
 Why not let each batch make its own shared block, as torch's collate does: a fresh block costs
 the worker a new shared-memory file and a page fault for each 4 KiB page as it writes the
 pixels, about 16 ms per float32 batch of 64 x 176 x 176 here (a quarter of a millisecond per
-image, a sixth of what decoding it costs). A slot written before is already mapped, in the
+image, about a fifth of what decoding it costs). A slot written before is already mapped, in the
 worker and, through torch's cache of shared storages, in the main process. Copying each batch
 out in the main process instead costs about as much as the page faults it saves.
 
