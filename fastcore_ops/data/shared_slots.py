@@ -5,7 +5,7 @@ the worker a new shared-memory file and a page fault for each 4 KiB page as it w
 pixels, about 16 ms per float32 batch of 64 x 176 x 176 here (a quarter of a millisecond per
 image, about a fifth of what decoding it costs). A slot written before is already mapped, in the
 worker and, through torch's cache of shared storages, in the main process. Copying each batch
-out in the main process instead costs about as much as the page faults it saves.
+out there would cost the main process a pass over every batch, so it is not copied.
 
 So the main process hands the slot's own memory to the consumer and takes a slot back only once
 nothing outside this module refers to its memory any more (``reclaim``). A batch the consumer
