@@ -7,10 +7,12 @@ one op per image, stochastic depth 0.05 (half ImageNet's 0.1: ResNet-20's blocks
 and narrow) and ColOut 0.05; progressive resizing starts at 0.6 of 32 px after a 0.2 delay,
 as in Hot. Trains 30 epochs, twice the baseline, with Mild's optimizer.
 
-Measured (``reports/cifar-tradeoff-20261124/``, bf16, 3 seeds): the best top-1 of the family at
-its own budget (64.2% at x1), but slower than the baseline to the baseline's full-budget top-1
-(0.76x): its regularizers each cost accuracy at these lengths in the ablation (RandAugment -3.6,
-MixUp -3.0, SAM -2.0, stochastic depth -1.1 points at half the baseline's budget).
+Measured (``reports/cifar-tradeoff-flips-20261124/``, bf16, 3 seeds, flips only as the
+baseline): at half its budget (the baseline's 15 epochs) 63.3%, below the baseline's 66.2%, and
+0.75x the baseline's speed to the baseline's half-budget top-1. Its regularizers each cost
+accuracy at these lengths in the ablation on the earlier baseline with its 35-100% crop
+(RandAugment -3.6, MixUp -3.0, SAM -2.0, stochastic depth -1.1 points at half the baseline's
+budget).
 
 The LR 0.4 is for the baseline's global batch of 128 (``optimizer.reference_batch``), one
 process at the default batch, and is scaled linearly to other global batches:
