@@ -7,12 +7,13 @@ one op per image, stochastic depth 0.05 (half ImageNet's 0.1: ResNet-20's blocks
 and narrow) and ColOut 0.05; progressive resizing starts at 0.6 of 32 px after a 0.2 delay,
 as in Hot. Trains 30 epochs, twice the baseline, with Mild's optimizer.
 
-Measured (``reports/cifar-tradeoff-flips-20261124/``, bf16, 3 seeds, flips only as the
+Measured (``reports/cifar-tradeoff-noema-20261125/``, bf16, 3 seeds, flips only as the
 baseline): at half its budget (the baseline's 15 epochs) 63.3%, below the baseline's 66.2%, and
-0.75x the baseline's speed to the baseline's half-budget top-1. Its regularizers each cost
-accuracy at these lengths in the ablation on the earlier baseline with its 35-100% crop
-(RandAugment -3.6, MixUp -3.0, SAM -2.0, stochastic depth -1.1 points at half the baseline's
-budget).
+0.73x the baseline's speed to the baseline's half-budget top-1. In the ablation on that
+baseline (``reports/ablation-cifar-flips-20261124/``, each method alone at half the baseline's
+budget) its augmentations cost accuracy at these lengths (ColOut -4.9, RandAugment -2.3
+points) and its other additions are within the seeds' spread (MixUp +0.6, SAM +0.05,
+stochastic depth +0.1).
 
 The LR 0.4 is for the baseline's global batch of 128 (``optimizer.reference_batch``), one
 process at the default batch, and is scaled linearly to other global batches:
