@@ -71,8 +71,8 @@ def variants(base: str, config: TrainConfig, methods: list[str]) -> list[Variant
     """The base, then for each method the base with it added ("base+name") or removed ("base-name").
 
     Example:
-        >>> [v.name for v in variants("cifar_mild", get_recipe("cifar_mild"), ["cutout", "ema"])]
-        ['cifar_mild', 'cifar_mild+cutout', 'cifar_mild-ema']
+        >>> [v.name for v in variants("cifar_medium", get_recipe("cifar_medium"), ["cutout", "ema"])]
+        ['cifar_medium', 'cifar_medium+cutout', 'cifar_medium-ema']
     """
     arms = [Variant.of(base)]
     for name in methods:
