@@ -226,8 +226,11 @@ def _loader_arguments(config: TrainConfig, root: Path, monkeypatch) -> dict[str,
 def test_recipes_train_with_the_values_they_had_before_the_options_moved(name, tmp_path, monkeypatch):
     before, config = BEFORE[name], get_recipe(name)
     assert _as_json(config.model.surgeries) == before["surgeries"]
-    crop_scale = DELIBERATE_CHANGES.get(name, {}).get("data.crop_scale", before["build_loader"]["train"]["crop_scale"])
-    expected_loaders = before["build_loader"] | {"train": before["build_loader"]["train"] | {"crop_scale": crop_scale}}
+    # A deliberately changed data field reaches the training loader as the argument of its name.
+    train_loader = before["build_loader"]["train"]
+    changed_arguments = {field.removeprefix("data."): value for field, value in DELIBERATE_CHANGES.get(name, {}).items()
+                         if field.startswith("data.") and field.removeprefix("data.") in train_loader}
+    expected_loaders = before["build_loader"] | {"train": train_loader | changed_arguments}
     assert _loader_arguments(config, tmp_path, monkeypatch) == expected_loaders
     assert may_leave_parameters_unused(config) == before["may_leave_parameters_unused"]
     old, new = _fields(before["config"]) | DELIBERATE_CHANGES.get(name, {}), _fields(_as_json(to_dict(config)))

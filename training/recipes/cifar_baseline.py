@@ -4,8 +4,9 @@ The standard CIFAR ResNet-20 recipe (He et al., 2016, section 4.2: SGD with mome
 batch 128) with today's usual changes for short runs (Nesterov momentum, linear warmup then a
 step-wise cosine decay), shortened from the paper's 164 epochs to 15 so that a run on 500
 images per class (``--subset 500``) fits a few minutes of a 2-core CPU. Its LR, batch size,
-weight decay and crop were searched at that budget (below): the short run wants 8x the paper's LR 0.1. No speed-up methods: this is the
-"NVIDIA Hparams Baseline" of the CIFAR family (see ``resnet50_baseline``).
+weight decay and crop were searched at that budget (below): the short run wants 8x the paper's
+LR 0.1. No speed-up methods: this is the "NVIDIA Hparams Baseline" of the CIFAR family (see
+``resnet50_baseline``).
 
 Data: 32 px throughout, horizontal flips and no crop: at this budget on 500 images per class
 every random-resized crop tried cost accuracy, the more the smaller its crops (below).
@@ -24,7 +25,8 @@ RECIPE = TrainConfig(
     name="cifar_baseline",
     model=ModelConfig(name="cifar_resnet20"),
     # LR, batch size and weight decay searched at this budget on this machine (2026-11-23, seed 0,
-    # --subset 500, 15 epochs, top-1 on the 10,000 test images, fp32, the 35-100% crop of then), one at a time:
+    # --subset 500, 15 epochs, top-1 on the 10,000 test images, fp32, the 35-100% crop of then), one
+    # at a time:
     #   LR at batch 128:             0.1: 51.4%  0.2: 57.5%  0.4: 60.6%  0.8: 61.2%
     #   batch (LR scaled linearly):  64 @ 0.4: 60.9%  128 @ 0.8: 61.2%  256 @ 1.6: 56.6%
     #   weight decay at 0.8 / 128:   2e-4: 60.6%  5e-4: 61.2%  1e-3: 59.4%
@@ -53,6 +55,7 @@ RECIPE = TrainConfig(
     methods=MethodsConfig(loss="ce"),
     # Mixed precision, as the paper's baselines use: bf16 autocast on CPUs with bf16 units (here a
     # ResNet-20 step took 183 ms against 333 ms in fp32, and top-1 at the full budget was 61.6%
-    # against the fp32 search's 61.2%, both with the 35-100% crop), fp32 on CPUs without them, which only emulate bf16.
+    # against the fp32 search's 61.2%, both with the 35-100% crop), fp32 on CPUs without them, which
+    # only emulate bf16.
     precision="amp",
 )

@@ -3,7 +3,8 @@
 Follows ``resnet50_medium`` (MosaicML's Medium column of Table 1 in "Mosaic ResNet Deep
 Dive"): everything in ``cifar_mild`` with label smoothing 0.1, plus EMA (which Mild dropped,
 but the study's Medium has), MixUp (alpha 0.2) and SAM on every 10th step. SAM's rho is 0.05,
-the value Foret et al. (2021) use for CIFAR, not the ImageNet recipes' 0.5. Trains the baseline's 15 epochs with Mild's optimizer.
+the value Foret et al. (2021) use for CIFAR, not the ImageNet recipes' 0.5. Trains the
+baseline's 15 epochs with Mild's optimizer.
 
 Measured (``reports/cifar-tradeoff-noema-20261125/``, bf16, 3 seeds, flips only as the
 baseline): 1.71x faster than the baseline to its full-budget top-1 (Mild: 2.24x), 68.4% at this

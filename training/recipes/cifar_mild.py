@@ -7,7 +7,8 @@ runs. Unlike the study's Mild it has no EMA, which costs accuracy at these lengt
 below). Trains 14 epochs against the baseline's 15, the early ones at low resolution; the
 optimizer is the tuned baseline's at half its LR (searched for BCE, below).
 
-Measured here (2026-11-23, seed 0, --subset 500, 2 CPU cores, fp32, the 35-100% crop; baseline 61.2% in 340 s):
+Measured here (2026-11-23, seed 0, --subset 500, 2 CPU cores, fp32, the 35-100% crop; baseline
+61.2% in 340 s):
 8 epochs with an EMA half-life of 130 steps: 35.1% in 93 s (the average still held weights
 from the high-LR phase of a 312-step run); without EMA 52.9% in 95 s; 14 epochs with a
 25-step half-life: 59.2% in 146 s at the baseline's LR 0.8. At 14 epochs, LR 0.2: 57.3%,
