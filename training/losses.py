@@ -13,7 +13,8 @@ Method card: bce_loss
         size) instead of softmax cross-entropy, with the classifier's bias started at
         -log(classes) so the first steps predict the class prior; the fused Triton kernel.
     When it helps: the recipe study's ResNet-50 recipes all train with it, often with a lower
-        learning rate than the softmax loss (``cifar_mild`` halves the baseline's).
+        learning rate than the softmax loss (the CIFAR recipes: half to three quarters of the
+        baseline's).
     Cost: none (one fused kernel on a GPU).
     Options: ``methods.loss`` "ce" or "bce"; label smoothing applies to both.
 

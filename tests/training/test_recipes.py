@@ -132,7 +132,8 @@ def test_cifar_recipes_add_methods_in_the_mosaic_order():
     assert (mild.methods.loss, mild.methods.label_smoothing, mild.methods.mixup_alpha) == ("bce", 0.08, 0.0)
     assert mild.model.surgeries == medium.model.surgeries == ["blurpool", "channels_last"]
     assert mild.methods.ema_half_life_steps == 0 < medium.methods.ema_half_life_steps == hot.methods.ema_half_life_steps
-    assert mild.optimizer == medium.optimizer == hot.optimizer == dataclasses.replace(baseline.optimizer, lr=0.4)
+    assert medium.optimizer == hot.optimizer == dataclasses.replace(baseline.optimizer, lr=0.4)
+    assert mild.optimizer == dataclasses.replace(baseline.optimizer, lr=0.6, weight_decay=1e-3)
     assert mild.data.progressive_resize == ProgressiveResize(initial_scale=0.5, size_increment=4)
     assert (medium.methods.mixup_alpha, medium.methods.sam_rho, medium.methods.sam_interval) == (0.2, 0.05, 10)
     assert hot.model.surgeries == ["blurpool", ("stochastic_depth", {"drop_rate": 0.05}), "channels_last"]
@@ -142,7 +143,7 @@ def test_cifar_recipes_add_methods_in_the_mosaic_order():
 
 # The LR each recipe trains at on one process of its default batch: the CIFAR recipes' own LR
 # (their reference is that batch), the ResNet-50 recipes' 2.048 scaled from 8 x 256 to 1 x 256.
-ONE_PROCESS_LR = {"cifar_baseline": 0.8, "cifar_mild": 0.4, "cifar_medium": 0.4, "cifar_hot": 0.4,
+ONE_PROCESS_LR = {"cifar_baseline": 0.8, "cifar_mild": 0.6, "cifar_medium": 0.4, "cifar_hot": 0.4,
                   **dict.fromkeys(RESNET50, 0.256)}
 
 
@@ -186,6 +187,7 @@ REPLACED = {"model.blurpool", "model.squeeze_excite", "model.stochastic_depth", 
 DELIBERATE_CHANGES = {name: {"precision": "amp", "data.crop_scale": [1.0, 1.0]}
                       for name in ("cifar_baseline", "cifar_mild", "cifar_medium", "cifar_hot")}
 DELIBERATE_CHANGES["cifar_mild"]["methods.ema_half_life_steps"] = 0
+DELIBERATE_CHANGES["cifar_mild"] |= {"optimizer.lr": 0.6, "optimizer.weight_decay": 1e-3}
 
 
 def _as_json(value):

@@ -5,11 +5,11 @@ everything in ``cifar_medium`` with more regularization for a longer run: label 
 0.13, MixUp alpha 0.25, SAM (rho 0.05, CIFAR's value) on every 5th step, RandAugment with
 one op per image, stochastic depth 0.05 (half ImageNet's 0.1: ResNet-20's blocks are few
 and narrow) and ColOut 0.05; progressive resizing starts at 0.6 of 32 px after a 0.2 delay,
-as in Hot. Trains 30 epochs, twice the baseline, with Mild's optimizer.
+as in Hot. Trains 30 epochs, twice the baseline, with Medium's optimizer.
 
-Measured (``reports/cifar-tradeoff-noema-20261125/``, bf16, 3 seeds, flips only as the
+Measured (``reports/cifar-tradeoff-wd-20261125/``, bf16, 3 seeds, flips only as the
 baseline): at half its budget (the baseline's 15 epochs) 63.3%, below the baseline's 66.2%, and
-0.73x the baseline's speed to the baseline's half-budget top-1. In the ablation on that
+0.83x the baseline's speed to the baseline's half-budget top-1. In the ablation on that
 baseline (``reports/ablation-cifar-flips-20261124/``, each method alone at half the baseline's
 budget) its augmentations cost accuracy at these lengths (ColOut -4.9, RandAugment -2.3
 points) and its other additions are within the seeds' spread (MixUp +0.6, SAM +0.05,
@@ -33,7 +33,7 @@ RECIPE = TrainConfig(
     name="cifar_hot",
     # Medium's BlurPool and channels last, with stochastic depth in between (the order surgeries apply in).
     model=replace(MEDIUM.model, surgeries=["blurpool", ("stochastic_depth", {"drop_rate": 0.05}), "channels_last"]),
-    optimizer=replace(MEDIUM.optimizer),  # Mild's: the baseline's at half the LR, for BCE
+    optimizer=replace(MEDIUM.optimizer),  # the baseline's at half its LR, for BCE
     schedule=replace(MEDIUM.schedule, epochs=2 * MEDIUM.schedule.epochs),  # twice the baseline's length
     data=replace(
         MEDIUM.data,  # batch size, 32 px crops, flips
