@@ -30,8 +30,8 @@ from training.recipes.cifar_mild import RECIPE as MILD
 RECIPE = TrainConfig(
     name="cifar_medium",
     model=replace(MILD.model),  # BlurPool, channels last
-    # The baseline's at the LR Mild had for BCE before it raised its LR and decay (neither was searched
-    # with MixUp, SAM and EMA, which regularize too).
+    # The baseline's at half its LR, for BCE: Mild's optimizer before Mild's own search, which ran
+    # without MixUp, SAM and EMA (they regularize too) and so does not carry over.
     optimizer=replace(BASELINE.optimizer, lr=0.4),
     schedule=replace(BASELINE.schedule),  # the baseline's length
     data=replace(MILD.data),  # progressive resizing from 16 px
