@@ -27,11 +27,27 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere: the catalog is t
 from training.ablate.catalog import METHODS  # noqa: E402
 
 CARDS_FOLDER = ROOT / "docs" / "methods"
-# The committed ablation each card quotes; a card whose method it lacks says so.
-ABLATION = ROOT / "reports" / "ablation-cifar-flips-20261124" / "ablation.csv"
-# What its base was, in words a reader of the card needs to weigh the figures.
-ABLATION_BASE = ("cifar_baseline with flips only, in bf16 on a CPU with bf16 units; an earlier ablation on "
-                 "the baseline's former 35-100% crop, fp32, is in `reports/ablation-cifar-20261124/`")
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """A committed ablation's table, and what its base was, in words a reader of a card needs to weigh its figures."""
+
+    csv: Path
+    base: str
+
+
+# The committed ablations the cards quote, the first that measured a method first; a card whose method none
+# measured says so.
+ABLATIONS = (
+    Ablation(ROOT / "reports" / "ablation-cifar-flips-20261124" / "ablation.csv",
+             "cifar_baseline with flips only, in bf16 on a CPU with bf16 units; an earlier ablation on the "
+             "baseline's former 35-100% crop, fp32, is in `reports/ablation-cifar-20261124/`"),
+    Ablation(ROOT / "reports" / "ablation-cifar-whitening-20261125" / "ablation.csv",
+             "cifar_baseline with flips only, in bf16 on a CPU with bf16 units, as in "
+             "`reports/ablation-cifar-flips-20261124/`"),
+)
+
 FIELD = re.compile(r"^    (?P<label>[A-Z][^:]*): (?P<text>.*)$")  # "    What: ...", a field of the card
 
 
@@ -63,6 +79,7 @@ SOURCES: dict[str, CardSource] = {
     "swa": CardSource("training/methods/swa.py"),
     "layer_freezing": CardSource("training/methods/layer_freezing.py"),
     "selective_backprop": CardSource("training/methods/selective_backprop.py"),
+    "patch_whitening": CardSource("training/methods/patch_whitening.py"),
     "blurpool": CardSource("fastcore_ops/surgery/blurpool.py"),
     "squeeze_excite": CardSource("fastcore_ops/surgery/squeeze_excite.py"),
     "stochastic_depth": CardSource("fastcore_ops/surgery/stochastic_depth.py"),
@@ -102,25 +119,28 @@ def card_section(source: CardSource) -> tuple[str, list[tuple[str, str]]]:
     return lines[0], fields
 
 
-def measured_rows(name: str) -> list[dict[str, str]]:
-    """The committed ablation's rows of the variants that add or remove ``name``."""
-    if not ABLATION.is_file():
-        return []
-    with open(ABLATION, newline="") as file:
-        rows = list(csv.DictReader(file))
-    return [row for row in rows if re.search(rf"[+-]{re.escape(name)}$", row["variant"])]
+def measured_rows(name: str) -> tuple[Ablation | None, list[dict[str, str]]]:
+    """The first committed ablation that measured ``name``, and its rows of the variants that add or remove it."""
+    for ablation in ABLATIONS:
+        if not ablation.csv.is_file():
+            continue
+        with open(ablation.csv, newline="") as file:
+            rows = [row for row in csv.DictReader(file) if re.search(rf"[+-]{re.escape(name)}$", row["variant"])]
+        if rows:
+            return ablation, rows
+    return None, []
 
 
 def _measured_text(name: str, source: CardSource) -> str:
-    report = ABLATION.parent.relative_to(ROOT)
     if source.measured:
         return f"Measured in {source.measured}."
-    rows = measured_rows(name)
-    if not rows:
-        return f"Not in the committed ablation (`{report}/`)."
+    ablation, rows = measured_rows(name)
+    if ablation is None:
+        folders = ", ".join(f"`{a.csv.parent.relative_to(ROOT)}/`" for a in ABLATIONS)
+        return f"Not in the committed ablations ({folders})."
     header = list(rows[0])
-    lines = [f"From `{report}/ablation.csv` (per seed, paired with the base's run of the same seed; its base is "
-             f"{ABLATION_BASE}):", ""]
+    lines = [f"From `{ablation.csv.relative_to(ROOT)}` (per seed, paired with the base's run of the same seed; "
+             f"its base is {ablation.base}):", ""]
     for row in rows:
         speedup = f"; {row[header[6]]}" if row[header[6]] else ""
         lines.append(f"- {row['variant']} at {row['budget']} on {row['machine']}: {header[3]} {row[header[3]]} "

@@ -10,9 +10,10 @@ hashed to name it.
 field takes the text as it is), lists and dicts included. An option group
 (``data.randaugment``, ``data.colout``, ``data.progressive_resize``,
 ``methods.cutout``, ``methods.augmix``, ``methods.tta``, ``methods.seq_length_warmup``,
-``methods.selective_backprop``) is None when off: ``--set data.randaugment={}`` turns it on
-with its defaults (or give a dict of some of its fields), ``--set data.randaugment.depth=2``
-sets one field of a group that is on, and ``--set data.randaugment=None`` turns it off.
+``methods.selective_backprop``, ``methods.patch_whitening``) is None when off:
+``--set data.randaugment={}`` turns it on with its defaults (or give a dict of some of its
+fields), ``--set data.randaugment.depth=2`` sets one field of a group that is on, and
+``--set data.randaugment=None`` turns it off.
 
     >>> config = override(TrainConfig(), ["optimizer.lr=0.4", "data.randaugment={}", "data.randaugment.depth=2",
     ...                                   "model.surgeries=['blurpool', ['stochastic_depth', {'drop_rate': 0.1}]]"])
@@ -42,6 +43,7 @@ from fastcore_ops.data.loader import BACKENDS
 from fastcore_ops.surgery import check_surgeries
 from training.methods.augmix import AugMixOptions
 from training.methods.cutout import CutoutOptions
+from training.methods.patch_whitening import PatchWhiteningOptions
 from training.methods.selective_backprop import SelectiveBackpropOptions
 from training.methods.seq_length_warmup import SeqLengthWarmupOptions
 from training.methods.tta import TTAOptions
@@ -193,6 +195,7 @@ class MethodsConfig:
     freeze_level: float = 0.0  # fraction of layers frozen by the end; 0 = off
     seq_length_warmup: SeqLengthWarmupOptions | None = None  # language models only; None = off
     selective_backprop: SelectiveBackpropOptions | None = None  # None = off
+    patch_whitening: PatchWhiteningOptions | None = None  # images only: the stem starts whitening; None = off
 
 
 @dataclass
@@ -435,7 +438,8 @@ def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
 _TASK_ONLY = {
     "image_classification": (("data.randaugment", None), ("data.colout", None), ("data.progressive_resize", None),
                              ("methods.mixup_alpha", 0.0), ("methods.cutmix_alpha", 0.0), ("methods.cutout", None),
-                             ("methods.augmix", None), ("methods.tta", None), ("methods.loss", "ce")),
+                             ("methods.augmix", None), ("methods.tta", None), ("methods.loss", "ce"),
+                             ("methods.patch_whitening", None)),
     "language_model": (("methods.seq_length_warmup", None),),
 }
 
@@ -593,6 +597,7 @@ def _validate_methods(methods: MethodsConfig) -> None:
                 raise ValueError(f"methods.augmix.jsd_weight > 0 (AugMix's consistency loss) cannot be combined with "
                                  f"methods.{name} ({method}); set one of them off")
     _check_group("methods.tta", methods.tta, TTAOptions)
+    _check_group("methods.patch_whitening", methods.patch_whitening, PatchWhiteningOptions)
     check_number("methods.sam_rho", methods.sam_rho, low=0)
     check_int("methods.sam_interval", methods.sam_interval, low=1)
     check_int("methods.ema_half_life_steps", methods.ema_half_life_steps, low=0)

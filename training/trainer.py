@@ -169,8 +169,10 @@ class Trainer:
         # The epoch's summed training loss so far: saved mid-epoch, so a resumed epoch reports the same mean.
         self.epoch_loss_sum, self.epoch_losses = torch.zeros((), device=device), 0
         self.last_checkpoint_time = time.monotonic()
-        self.train_seconds = self.first_epoch_seconds = 0.0
-        self.phase_seconds = dict.fromkeys(PHASES, 0.0)
+        # Training work done while the task was built (patch whitening's pass over images) counts as the
+        # methods' time; a resumed run's checkpoint replaces these with its own totals.
+        self.train_seconds = self.first_epoch_seconds = task.setup_seconds
+        self.phase_seconds = dict.fromkeys(PHASES, 0.0) | {"methods": task.setup_seconds}
         self.samples_seen = 0
         self.compiled, self.compile_seconds = compiled, 0.0
         self.log = (MetricsLog(out, metric=task.metric, metric_label=task.metric_label)

@@ -185,7 +185,9 @@ REPLACED = {"model.blurpool", "model.squeeze_excite", "model.stochastic_depth", 
 # train on flips only, without a crop (the crop search in cifar_baseline's file).
 # cifar_mild also trains without EMA, at LR 0.6 with weight decay 1e-3 (the ablation on the flips-only
 # baseline and a search at 10 epochs, in its file).
-DELIBERATE_CHANGES = {name: {"precision": "amp", "data.crop_scale": [1.0, 1.0]}
+# Mild whitens its stem, and Medium and Hot take Mild's methods.
+_WHITENED = {"methods.patch_whitening": {"images": 2048, "trainable": False}}
+DELIBERATE_CHANGES = {name: {"precision": "amp", "data.crop_scale": [1.0, 1.0]} | ({} if name == "cifar_baseline" else _WHITENED)
                       for name in ("cifar_baseline", "cifar_mild", "cifar_medium", "cifar_hot")}
 DELIBERATE_CHANGES["cifar_mild"] |= {"methods.ema_half_life_steps": 0,
                                       "optimizer.lr": 0.6, "optimizer.weight_decay": 1e-3}
@@ -220,7 +222,7 @@ def _loader_arguments(config: TrainConfig, root: Path, monkeypatch) -> dict[str,
     monkeypatch.setattr(training.tasks.classification, "build_loader", record)
     for split in ("train", "val"):
         (root / split).mkdir()
-    training.tasks.classification._loaders(config, root, torch.device("cpu"), None, ([("x.jpg", 0)], ["a", "b"]))
+    training.tasks.classification._loaders(config, root, torch.device("cpu"), ([("x.jpg", 0)], ["a", "b"]))
     train, evaluation = calls
     return {"train": train, "eval": evaluation}
 

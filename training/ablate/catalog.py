@@ -84,6 +84,7 @@ METHODS: dict[str, MethodSwitch] = {
     "swa": _field("methods.swa", "True", False),
     "layer_freezing": _field("methods.freeze_level", "0.5", 0.0, "methods.freeze_start=0.5"),
     "selective_backprop": _field("methods.selective_backprop", "{}", None),
+    "patch_whitening": _field("methods.patch_whitening", "{}", None),
     "blurpool": _surgery("blurpool"),
     # ResNet-20's convolutions have 16 to 64 channels: at the default min_channels (128, for ImageNet
     # ResNets) the surgery would gate none of them.

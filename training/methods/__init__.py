@@ -10,6 +10,7 @@ from training.methods.cutout import Cutout, CutoutOptions, cutout_batch
 from training.methods.ema import EMA
 from training.methods.layer_freezing import LayerFreezing, freeze_layers
 from training.methods.mixup import MixUp, mixup_batch
+from training.methods.patch_whitening import PatchWhiteningOptions, whiten_stem_
 from training.methods.sam import SAM
 from training.methods.selective_backprop import SelectiveBackprop, SelectiveBackpropOptions
 from training.methods.seq_length_warmup import SequenceLengthWarmup, shorten_batch
@@ -27,6 +28,7 @@ __all__ = [
     "LayerFreezing",
     "Method",
     "MixUp",
+    "PatchWhiteningOptions",
     "SAM",
     "SWA",
     "SelectiveBackprop",
@@ -41,4 +43,5 @@ __all__ = [
     "mixup_batch",
     "shorten_batch",
     "tta_probabilities",
+    "whiten_stem_",
 ]

@@ -21,6 +21,9 @@ class Task(abc.ABC):
     metric_label: str
     sample_unit: str
     num_classes: int = 0  # classes of the targets, for methods that mix labels; 0: not a classification
+    # Seconds of training work done while the task was built (patch whitening reads images before the first
+    # step): the trainer counts them in train_seconds, as the methods' time.
+    setup_seconds: float = 0.0
 
     def forward(self, model: torch.nn.Module, inputs: torch.Tensor) -> torch.Tensor:
         """The outputs the loss takes (logits) for a training batch."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from fastcore_ops.data.sources import find_samples
 from fastcore_ops.kernels import init_bce_bias_
 from training.config import TrainConfig
 from training.losses import LossFunction, classification_loss
+from training.methods.patch_whitening import whiten_stem_
 from training.methods.tta import TTAOptions, tta_probabilities
 from training.models import build_model
 from training.tasks.base import Task
@@ -157,10 +159,11 @@ def build_classifier(config: TrainConfig, num_classes: int) -> nn.Module:
     return model
 
 
-def _loaders(config: TrainConfig, data: Path, device: torch.device, subset: int | None, train_samples):
-    """(training loader, evaluation loader, number of classes) of the train/ and val/ (or test/) of ``data``."""
+def _loaders(config: TrainConfig, data: Path, device: torch.device, train_samples):
+    """(training loader, evaluation loader, number of classes) of ``train_samples`` (:func:`training_samples`
+    of the train/ folder of ``data``) and the val/ (or test/) folder of ``data``."""
     train_root, eval_root = split_folders(data)
-    train_source, classes = train_samples or training_samples(train_root, subset)
+    train_source, classes = train_samples
     d = config.data
     common = dict(batch_size=d.batch_size, device=device, backend=d.backend, seed=config.seed,
                   num_workers=None if d.num_workers < 0 else d.num_workers,
@@ -177,7 +180,6 @@ def _loaders(config: TrainConfig, data: Path, device: torch.device, subset: int 
     return train, evaluation, len(classes)
 
 
-
 def build_image_classification(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None = None,
                                train_samples=None) -> tuple[nn.Module, object, ImageClassification]:
     """(model with its surgeries, training loader, task) for an image-classification ``config`` on ``data``.
@@ -186,9 +188,34 @@ def build_image_classification(config: TrainConfig, *, data: Path, device: torch
     :func:`training_samples` gives for the train/ folder of ``data`` and ``subset``, when the caller
     scanned it already (an ImageNet tree takes seconds to walk: ``training.train`` walks it once).
     """
-    train, evaluation, num_classes = _loaders(config, data, device, subset, train_samples)
+    train_samples = train_samples or training_samples(split_folders(data)[0], subset)
+    train, evaluation, num_classes = _loaders(config, data, device, train_samples)
     model = build_classifier(config, num_classes).to(device)
     task = ImageClassification(eval_loader=evaluation, num_classes=num_classes, device=device,
                                loss_fn=classification_loss(config.methods.loss, config.methods.label_smoothing),
                                tta=config.methods.tta)
+    if config.methods.patch_whitening is not None:
+        task.setup_seconds = whiten_stem_from_training_images(config, model, train_samples[0], device)
     return model, train, task
+
+
+def whiten_stem_from_training_images(config: TrainConfig, model: nn.Module, samples: list[tuple[str, int]],
+                                     device: torch.device) -> float:
+    """Patch whitening's filters for ``model``'s stem from evenly spaced ``samples``; the seconds it took.
+
+    The images are center-cropped at the training size and normalized as training's are; every
+    process reads the same ones, so every rank starts with the same stem.
+    """
+    started = time.perf_counter()
+    options, d = config.methods.patch_whitening, config.data
+    spaced = samples[:: max(1, len(samples) // options.images)][: options.images]  # every class, not the first few
+    loader = build_loader(spaced, train=False, image_size=d.train_size, eval_crop_fraction=d.eval_size / d.eval_resize,
+                          batch_size=d.batch_size, device=device, backend=d.backend, seed=config.seed,
+                          num_workers=None if d.num_workers < 0 else d.num_workers, rank=0, world_size=1)
+    try:
+        stem = whiten_stem_(model, (images for images, _ in loader), options)
+    finally:
+        loader.close()
+    log.info("patch whitening: %s from %d training images%s", stem, len(spaced),
+             "" if options.trainable else ", frozen")
+    return time.perf_counter() - started
