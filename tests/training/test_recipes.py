@@ -187,7 +187,8 @@ REPLACED = {"model.blurpool", "model.squeeze_excite", "model.stochastic_depth", 
 # baseline and a search at 10 epochs, in its file).
 # Mild whitens its stem, and Medium and Hot take Mild's methods.
 _WHITENED = {"methods.patch_whitening": {"images": 2048, "trainable": False}}
-DELIBERATE_CHANGES = {name: {"precision": "amp", "data.crop_scale": [1.0, 1.0]} | ({} if name == "cifar_baseline" else _WHITENED)
+DELIBERATE_CHANGES = {name: {"precision": "amp", "data.crop_scale": [1.0, 1.0]}
+                      | ({} if name == "cifar_baseline" else _WHITENED)
                       for name in ("cifar_baseline", "cifar_mild", "cifar_medium", "cifar_hot")}
 DELIBERATE_CHANGES["cifar_mild"] |= {"methods.ema_half_life_steps": 0,
                                       "optimizer.lr": 0.6, "optimizer.weight_decay": 1e-3}

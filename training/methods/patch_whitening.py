@@ -38,8 +38,8 @@ from torch import nn
 from fastcore_ops.checks import check_bool, check_int
 
 # Added to each eigenvalue before its square root: keeps the filters of the faintest components
-# kept from growing without bound (patches of pixels normalized to unit variance have eigenvalues
-# from about 0.01 to 20).
+# from growing without bound (patches of pixels normalized to unit variance have eigenvalues from
+# about 0.01 to 20).
 EIGENVALUE_FLOOR = 1e-2
 
 
@@ -95,9 +95,8 @@ def patch_covariance(batches: Iterable[torch.Tensor], kernel_size: tuple[int, in
     """
     total, count, sums, products = 0, 0, None, None
     for batch in batches:
-        batch = batch[: limit - total].float()
+        batch = batch[: limit - total].double()
         patches = nn.functional.unfold(batch, kernel_size, stride=kernel_size).transpose(1, 2).flatten(0, 1)
-        patches = patches.double()
         sums = patches.sum(0) if sums is None else sums + patches.sum(0)
         products = patches.T @ patches if products is None else products + patches.T @ patches
         total, count = total + len(batch), count + len(patches)

@@ -159,15 +159,20 @@ def build_classifier(config: TrainConfig, num_classes: int) -> nn.Module:
     return model
 
 
+def _loader_settings(config: TrainConfig, device: torch.device) -> dict:
+    """The build_loader arguments every loader of a run shares."""
+    d = config.data
+    return dict(batch_size=d.batch_size, device=device, backend=d.backend, seed=config.seed,
+                num_workers=None if d.num_workers < 0 else d.num_workers,
+                channels_last=config.model.has_surgery("channels_last"))
+
+
 def _loaders(config: TrainConfig, data: Path, device: torch.device, train_samples):
     """(training loader, evaluation loader, number of classes) of ``train_samples`` (:func:`training_samples`
     of the train/ folder of ``data``) and the val/ (or test/) folder of ``data``."""
     train_root, eval_root = split_folders(data)
     train_source, classes = train_samples
-    d = config.data
-    common = dict(batch_size=d.batch_size, device=device, backend=d.backend, seed=config.seed,
-                  num_workers=None if d.num_workers < 0 else d.num_workers,
-                  channels_last=config.model.has_surgery("channels_last"))
+    d, common = config.data, _loader_settings(config, device)
     train = build_loader(
         train_source, train=True, image_size=d.train_size, flip=d.flip, crop_scale=d.crop_scale,
         randaugment=d.randaugment, colout=d.colout, progressive_resize=d.progressive_resize,
@@ -210,8 +215,7 @@ def whiten_stem_from_training_images(config: TrainConfig, model: nn.Module, samp
     options, d = config.methods.patch_whitening, config.data
     spaced = samples[:: max(1, len(samples) // options.images)][: options.images]  # every class, not the first few
     loader = build_loader(spaced, train=False, image_size=d.train_size, eval_crop_fraction=d.eval_size / d.eval_resize,
-                          batch_size=d.batch_size, device=device, backend=d.backend, seed=config.seed,
-                          num_workers=None if d.num_workers < 0 else d.num_workers, rank=0, world_size=1)
+                          rank=0, world_size=1, **_loader_settings(config, device))
     try:
         stem = whiten_stem_(model, (images for images, _ in loader), options)
     finally:
