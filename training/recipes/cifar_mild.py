@@ -42,7 +42,12 @@ and keeps it frozen. At 10 epochs (seeds 0, 1) it gave 67.2% and 67.9% against 6
 points (``reports/ablation-cifar-whitening-20261125/``). The sweep with it
 (``reports/cifar-tradeoff-whitening-20261125/``, 3 seeds) measures 2.95x to the baseline's
 66.2% (per seed 3.16x, 3.08x, 2.65x) and 70.1% at this length; LR 0.8 or label smoothing 0.2
-with it moved top-1 by less than the seeds' spread (that report's ``explorations/``).
+with it moved top-1 by less than the seeds' spread (that report's ``explorations/``). That
+sweep ran with ``OMP_WAIT_POLICY=PASSIVE``, which taxes this recipe's small-image steps more
+than the baseline's; the same recipes swept with OpenMP's default, as users run them
+(``reports/cifar-tradeoff-openmp-20261125/``), measure 3.10x (3.10x, 3.25x, 3.07x). Alternating
+flips, progressive resizing from 12 or 20 px and dropping BlurPool (-2 to -3 points) did not
+help (that report's ``explorations/``).
 
 The LR 0.6 is for the baseline's global batch of 128 (``optimizer.reference_batch``), one
 process at the default batch, and is scaled linearly to other global batches:
