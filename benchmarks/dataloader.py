@@ -18,11 +18,11 @@ A last table says where one image's time goes (decode, crop and resize, augmenta
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -32,6 +32,7 @@ import torchvision
 from PIL import Image
 from torchvision import transforms
 
+from fastcore_ops import cli
 from fastcore_ops.data import build_loader
 from fastcore_ops.data.crops import CropPlan
 from fastcore_ops.data.device_stage import DeviceAugment
@@ -40,6 +41,7 @@ from fastcore_ops.data.prepare import PrepareSettings, prepare_shards, shrunk_jp
 from fastcore_ops.data.probe import jpeg_truncation
 from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
 from fastcore_ops.data.sources import find_samples
+from fastcore_ops.owned_folder import check_claimable, claim_folder
 from training.recipes.resnet50_mild import RECIPE as MILD
 
 from .loaders import MEAN, STD, ScheduledResizedCrop, images_per_second, one_core_busy, torchvision_loader
@@ -188,6 +190,7 @@ def _progressive(rows: _Rows) -> None:
 
 def _prepared(data: Path, folder: Path) -> tuple[Path, Path]:
     """The dataset as shards and as a folder of the same shrunk JPEGs, made once under ``folder``."""
+    claim_folder(folder, "benchmarks")
     shards = prepare_shards(data, folder / "shards", PREPARED, progress=True).parent
     copy = folder / "imagefolder"
     if not (copy / ".complete").is_file():
@@ -246,14 +249,15 @@ def _plot(rows: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.dataloader", description=__doc__.splitlines()[0])
+def parse_args(argv: list[str] | None = None):
+    """The command line, checked; ValueError naming what is wrong."""
+    parser = cli.ArgumentParser(prog="python -m benchmarks.dataloader", description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=IMAGENET_SAMPLE, help="an ImageFolder tree (default: the 500 ImageNet photos)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--image-size", type=int, default=176)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--epochs", type=int, default=3, help="timed epochs, after one warm-up epoch")
-    parser.add_argument("--workers", type=int, default=os.cpu_count(), help="decoding workers (default: one per core)")
+    parser.add_argument("--image-size", type=cli.positive_int, default=176)
+    parser.add_argument("--batch", type=cli.positive_int, default=64)
+    parser.add_argument("--epochs", type=cli.positive_int, default=3, help="timed epochs, after one warm-up epoch")
+    parser.add_argument("--workers", type=cli.positive_int, default=os.cpu_count(), help="decoding workers (default: one per core)")
     parser.add_argument("--backends", default="pil,dali", help="our backends to time")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"tables to measure, of {', '.join(SECTIONS)}")
     parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"))
@@ -261,14 +265,29 @@ def main(argv: list[str] | None = None) -> None:
                         help="where the prepared shards and folder copy are kept (default: OUT/prepared)")
     args = parser.parse_args(argv)
     if not args.data.is_dir():
-        parser.error(f"--data {args.data} is not a folder; pass an ImageFolder tree (root/<class>/<image>)")
+        raise ValueError(f"--data {args.data} is not a folder; pass an ImageFolder tree (root/<class>/<image>)")
     args.backends = args.backends.split(",")
-    sections = args.sections.split(",")
-    unknown = sorted(set(sections) - set(SECTIONS))
+    unknown = sorted(set(args.backends) - {"pil", "dali"})
     if unknown:
-        parser.error(f"--sections: unknown {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+        raise ValueError(f"--backends: unknown {', '.join(unknown)}; choose from pil, dali")
+    args.sections = args.sections.split(",")
+    unknown = sorted(set(args.sections) - set(SECTIONS))
+    if unknown:
+        raise ValueError(f"--sections: unknown {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    args.device = cli.check_device(args.device)
+    args.prepared = args.prepared or args.out / "prepared"
+    for folder in (args.out, args.prepared):
+        check_claimable(folder, "benchmarks")
+    return args
 
-    device = torch.device(args.device)
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse_args(argv)
+    except cli.REFUSALS as error:
+        return cli.refuse(error)
+    sections, device = args.sections, args.device
+    claim_folder(args.out, "benchmarks")  # the shards section prepares its data under it as it goes
     print(f"Device: {device_name(device)}; {args.data}; {args.image_size} px, batch {args.batch}, "
           f"{args.workers} workers, {args.epochs} timed epochs after a warm-up")
     rows = _Rows(args, device)
@@ -277,7 +296,7 @@ def main(argv: list[str] | None = None) -> None:
     if "progressive" in sections:
         _progressive(rows)
     if "shards" in sections:
-        _shards(rows, *_prepared(args.data, args.prepared or args.out / "prepared"))
+        _shards(rows, *_prepared(args.data, args.prepared))
     if "loaded" in sections:
         with one_core_busy():
             _fixed_size(rows, "fixed, one core busy")
@@ -298,7 +317,6 @@ def main(argv: list[str] | None = None) -> None:
     else:
         print("\nNo GPU here: whether DALI's GPU decoding keeps ResNet-50 fed at 224 px is measured only on a GPU.")
 
-    args.out.mkdir(parents=True, exist_ok=True)
     meta = {"device": device_name(device), "data": str(args.data), "image_size": args.image_size,
             "batch": args.batch, "workers": args.workers, "epochs": args.epochs}
     (args.out / "dataloader.json").write_text(json.dumps(
@@ -310,7 +328,8 @@ def main(argv: list[str] | None = None) -> None:
     _plot(rows.rows, args.out / "dataloader.png", f"Training loaders, {args.image_size} px, batch {args.batch}, "
                                                   f"{device_name(device)}")
     print(f"Wrote {args.out / 'dataloader.csv'}, {args.out / 'dataloader.json'} and {args.out / 'dataloader.png'}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

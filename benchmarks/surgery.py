@@ -8,10 +8,10 @@ on the CPU otherwise.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import statistics
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -24,7 +24,8 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
-from fastcore_ops import apply_surgery, list_surgeries
+from fastcore_ops import apply_surgery, cli, list_surgeries
+from fastcore_ops.owned_folder import check_claimable, claim_folder
 
 from .timing import device_name
 
@@ -114,27 +115,36 @@ def measure(workload: Workload, surgery: str | None, device, steps: int) -> dict
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.surgery", description=__doc__.splitlines()[0])
+WORKLOADS = ("resnet50", "gpt2-small")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cli.ArgumentParser(prog="python -m benchmarks.surgery", description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--models", default="resnet50,gpt2-small")
-    parser.add_argument("--batch", type=int, default=None, help="default 64 images / 8 sequences on a GPU, 8 / 2 on the CPU")
-    parser.add_argument("--image-size", type=int, default=None, help="default 224 on a GPU, 128 on the CPU")
-    parser.add_argument("--sequence", type=int, default=None, help="GPT tokens per sequence; default 1024 GPU, 256 CPU")
-    parser.add_argument("--steps", type=int, default=None, help="timed steps after a warm-up; default 20 GPU, 5 CPU")
+    parser.add_argument("--batch", type=cli.positive_int, default=None,
+                        help="default 64 images / 8 sequences on a GPU, 8 / 2 on the CPU")
+    parser.add_argument("--image-size", type=cli.positive_int, default=None, help="default 224 on a GPU, 128 on the CPU")
+    parser.add_argument("--sequence", type=cli.positive_int, default=None,
+                        help="GPT tokens per sequence; default 1024 GPU, 256 CPU")
+    parser.add_argument("--steps", type=cli.positive_int, default=None,
+                        help="timed steps after a warm-up; default 20 GPU, 5 CPU")
     parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"))
-    args = parser.parse_args(argv)
-
-    device = torch.device(args.device)
+    try:
+        args = parser.parse_args(argv)
+        device = cli.check_device(args.device)
+        chosen = args.models.split(",")
+        unknown = [m for m in chosen if m not in WORKLOADS]
+        if unknown:
+            raise ValueError(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+        check_claimable(args.out, "benchmarks")
+    except cli.REFUSALS as error:
+        return cli.refuse(error)
     gpu = device.type == "cuda"
     workloads = {
         "resnet50": lambda: _resnet50(args.batch or (64 if gpu else 8), args.image_size or (224 if gpu else 128)),
         "gpt2-small": lambda: _gpt2(args.batch or (8 if gpu else 2), args.sequence or (1024 if gpu else 256)),
     }
-    chosen = args.models.split(",")
-    unknown = [m for m in chosen if m not in workloads]
-    if unknown:
-        parser.error(f"unknown model {', '.join(unknown)}; choose from {', '.join(workloads)}")
     available = {s["name"] for s in list_surgeries()}
     runs = [(workloads[name](), surgery) for name in chosen for surgery in [None] + workloads[name]().surgeries
             if surgery is None or surgery in available]
@@ -149,14 +159,15 @@ def main(argv: list[str] | None = None) -> None:
     for r in rows:
         print(f"{r['model']:<11} {r['surgery']:<17} {r['parameters_M']:>10.2f} {r['step_GFLOPs']:>12.1f} "
               f"{r['throughput']:>8.1f} {r['unit']:<8}{r['relative_throughput']:>7.2f}x")
-    args.out.mkdir(parents=True, exist_ok=True)
+    claim_folder(args.out, "benchmarks")
     (args.out / "surgery.json").write_text(json.dumps({"device": device_name(device), "rows": rows}, indent=2))
     with open(args.out / "surgery.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     print(f"Wrote {args.out / 'surgery.csv'} and {args.out / 'surgery.json'}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,8 +1,10 @@
 """The kernel benchmark runs end to end on a small size and writes its outputs."""
 
 import csv
+import importlib
 import json
 
+import pytest
 import torch
 
 from benchmarks.kernels import blurpool
@@ -49,3 +51,36 @@ def test_alibi_sdpa_bias_path_matches_the_reference():
     q, k, v = (torch.randn(2, 12, 40, 64) for _ in range(3))
     reference = alibi.alibi_attention_reference(q, k, v, is_causal=True)
     torch.testing.assert_close(alibi._sdpa_with_bias(q, k, v), reference, atol=1e-5, rtol=1e-5)
+
+
+def _stranger(folder):
+    folder.mkdir()
+    (folder / "kernels.csv").write_text("a table of my own")
+    return folder
+
+
+@pytest.mark.parametrize("command, arguments, message", [
+    ("kernels", ["--batch", "0"], "argument --batch: invalid positive_int value: '0'"),
+    ("kernels", ["--kernels", "blurpol2d"], "--kernels: unknown blurpol2d; choose from blurpool2d"),
+    ("kernels", ["--device", "tpu9"], "--device 'tpu9' is not a device name"),
+    ("kernels", ["--dtype", "float8"], "argument --dtype: invalid choice: 'float8'"),
+    ("kernels", ["--out", "{stranger}"], "holds files that python -m benchmarks did not write"),
+    ("surgery", ["--models", "resnet9000"], "--models: unknown resnet9000; choose from resnet50, gpt2-small"),
+    ("surgery", ["--steps", "-1"], "argument --steps: invalid positive_int value: '-1'"),
+    ("surgery", ["--out", "{stranger}"], "holds files that python -m benchmarks did not write"),
+    ("dataloader", ["--data", "{missing}"], "is not a folder; pass an ImageFolder tree"),
+    ("dataloader", ["--sections", "fixed,slow"], "--sections: unknown slow"),
+    ("dataloader", ["--backends", "pil,ffcv"], "--backends: unknown ffcv; choose from pil, dali"),
+    ("dataloader", ["--prepared", "{stranger}"], "holds files that python -m benchmarks did not write"),
+    ("dataloader", ["--unknown-flag"], "unrecognized arguments: --unknown-flag"),
+])
+def test_a_refused_benchmark_says_why_in_one_line_and_writes_nothing(command, arguments, message, tmp_path, capsys):
+    stranger, out = _stranger(tmp_path / "stranger"), tmp_path / "out"
+    arguments = [a.format(stranger=stranger, missing=tmp_path / "missing") for a in arguments]
+    if "--out" not in arguments:
+        arguments += ["--out", str(out)]
+    main_of = importlib.import_module(f"benchmarks.{command}" + (".__main__" if command == "kernels" else "")).main
+    assert main_of(arguments) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not out.exists() and sorted(p.name for p in stranger.iterdir()) == ["kernels.csv"]

@@ -43,6 +43,7 @@ from fastcore_ops.checks import check_int, check_number
 CHECKPOINT_NAME = "checkpoint.pt"
 FORMAT_VERSION = 1
 _HEADER = re.compile(rb"fastcore_ops checkpoint v(\d+) sha256=([0-9a-f]{64})")
+_MAGIC = b"fastcore_ops checkpoint v"
 
 
 class CheckpointError(Exception):
@@ -129,12 +130,34 @@ def older(path: Path, age: int) -> Path:
     return path if age == 0 else path.with_name(f"{path.stem}.{age}{path.suffix}")
 
 
+def is_checkpoint_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file that starts as every checkpoint this module writes does.
+
+    >>> is_checkpoint_file(Path("/nonexistent/checkpoint.pt"))
+    False
+    """
+    if path.is_symlink() or not path.is_file():
+        return False
+    with open(path, "rb") as file:
+        return file.read(len(_MAGIC)) == _MAGIC
+
+
+def _check_replaceable(paths: list[Path]) -> None:
+    """CheckpointError naming the first of ``paths`` that exists and is not a checkpoint (never overwritten)."""
+    for path in paths:
+        if path.exists() and not is_checkpoint_file(path):
+            raise CheckpointError(f"{path} is not a fastcore_ops checkpoint, and keeping older checkpoints would "
+                                  f"overwrite it; move it out of the run's folder, then resume")
+
+
 def save_keeping(payload: dict, path: Path, keep: int) -> None:
     """Save ``payload`` atomically as ``path`` and keep the ``keep - 1`` checkpoints before it.
 
     The new file is complete on disk before any older one moves, so a kill at any moment leaves
-    at least one whole checkpoint (:func:`load_newest` finds it).
+    at least one whole checkpoint (:func:`load_newest` finds it). Only checkpoints are moved or
+    replaced: another file in one of their places stops the save with a CheckpointError.
     """
+    _check_replaceable([older(path, age) for age in range(keep)])
     temporary = _write_temporary(payload, path)
     for age in range(keep - 1, 0, -1):
         if older(path, age - 1).is_file():

@@ -1,9 +1,11 @@
 """A run's folder: what defines the run (``config.json``, ``run.json``), and the rules for reusing a folder.
 
-A new run needs a folder holding no earlier run; ``--resume`` needs a checkpoint and continues
-exactly the run saved there: every setting that changes its result (the configuration and the
-training subset, the evaluation interval) must match, except a longer ``schedule.epochs``,
-which extends an unfinished run.
+A new run needs a folder holding none of the files a run writes (other files are left alone);
+``--resume`` needs a checkpoint and continues exactly the run saved there: every setting that
+changes its result (the configuration, the training subset, the evaluation interval, the
+number of processes and the data itself) must match, except a longer ``schedule.epochs``,
+which extends an unfinished run. A new run that fails before its first checkpoint removes
+what it wrote (:class:`NewRunFiles`), so the corrected command finds the folder as it was.
 
     >>> saved = TrainConfig()
     >>> resume_differences(saved, dataclasses.replace(saved, seed=3))
@@ -14,17 +16,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 from fastcore_ops.checks import check_int
 from training import checkpoint
 from training.config import TrainConfig, to_dict
+from training.data_identity import describe_changes
 
 CONFIG_NAME = "config.json"
 SETTINGS_NAME = "run.json"
 SUMMARY_NAME = "summary.json"
-# Files a run writes before its first checkpoint: a folder holding any of them holds a run.
-RUN_FILES = (CONFIG_NAME, SETTINGS_NAME, "metrics.jsonl", SUMMARY_NAME)
+# Every file a run writes besides its checkpoints (the tokenizer's two for language models): a
+# folder holding any of them holds a run, and a new run writes only names it did not find.
+RUN_FILES = (CONFIG_NAME, SETTINGS_NAME, "metrics.jsonl", SUMMARY_NAME, "curves.png", "tokens.json",
+             "tokenizer.json")
+_CHECKPOINT_FILE = re.compile(rf"{re.escape(checkpoint.CHECKPOINT_NAME[:-3])}(\.\d+)?\.pt(\.tmp)?")
 EXTENDABLE = "schedule.epochs"
 
 
@@ -33,16 +40,25 @@ class RunSettings:
     """The command-line settings besides the configuration that define a run's result.
 
     subset: images per class trained on (None: all). eval_every: epochs between evaluations.
-    The data folder is not one of them: a data set may move between machines.
+    world_size: the processes that train it (the global batch, the LR and the step count follow).
+    data: the data's fingerprint (:mod:`training.data_identity`), not its folder: a data set may
+    move between machines. world_size and data are None in runs saved before they were recorded.
     """
 
     subset: int | None = None
     eval_every: int = 1
+    world_size: int | None = None
+    data: dict | None = None
 
     def __post_init__(self):
         if self.subset is not None:
             check_int("subset", self.subset, low=1)
         check_int("eval_every", self.eval_every, low=0)
+        if self.world_size is not None:
+            check_int("world_size", self.world_size, low=1)
+        if self.data is not None and not (isinstance(self.data, dict) and all(
+                isinstance(part, dict) and isinstance(part.get("sha256"), str) for part in self.data.values())):
+            raise ValueError(f"data must map each part of the data to its fingerprint, got {self.data!r}")
 
     def save(self, out: Path) -> None:
         (out / SETTINGS_NAME).write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n")
@@ -107,19 +123,44 @@ def check_resume(saved: TrainConfig, requested: TrainConfig, out: Path, *, finis
 
 
 def check_settings(saved: RunSettings | None, requested: RunSettings, out: Path) -> None:
-    """Refuse run settings that differ from the saved ones (``--subset``, ``--eval-every``)."""
+    """Refuse command-line settings that differ from the saved ones (``--subset``, ``--eval-every``)."""
     if saved is None:
         return
-    for field in dataclasses.fields(RunSettings):
-        before, after = getattr(saved, field.name), getattr(requested, field.name)
+    for name in ("subset", "eval_every"):
+        before, after = getattr(saved, name), getattr(requested, name)
         if before != after:
-            flag = "--" + field.name.replace("_", "-")
+            flag = "--" + name.replace("_", "-")
             raise ValueError(f"--resume: {flag} differs from the run in {out}: it was {before!r}, this command "
                              f"gives {after!r}; resume without {flag}, or start a new run with another --out")
 
 
+def check_same_inputs(saved: RunSettings | None, requested: RunSettings, out: Path) -> None:
+    """Refuse a resume with another number of processes or other data, where the saved run recorded them."""
+    if saved is None:
+        return
+    if saved.world_size is not None and saved.world_size != requested.world_size:
+        raise ValueError(f"--resume: the run in {out} was trained by {saved.world_size} process(es), this command "
+                         f"starts {requested.world_size}; its global batch, LR and step count follow the number of "
+                         f"processes, so resume it with {saved.world_size} (torchrun --nproc_per_node="
+                         f"{saved.world_size}, or no torchrun for 1), or start a new run with another --out")
+    if saved.data is not None and saved.data != requested.data:
+        raise ValueError(f"--resume: the data of the run in {out} changed since it started "
+                         f"({describe_changes(saved.data, requested.data)}); resume on the data it trained on, or "
+                         f"start a new run with another --out")
+
+
+def _run_files_in(out: Path) -> list[str]:
+    """The names in ``out`` that a run writes: its files and checkpoints."""
+    if not out.is_dir():
+        return []
+    return sorted(path.name for path in out.iterdir() if path.name in RUN_FILES or _CHECKPOINT_FILE.fullmatch(path.name))
+
+
 def check_run_folder(out: Path, resume: bool) -> None:
-    """Refuse to overwrite a run (with or without a checkpoint), and to resume one that is not there."""
+    """Refuse to overwrite a run (with or without a checkpoint), or any file with a name a run writes,
+    and to resume a run that is not there."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; pass a folder for the run (it is created if missing)")
     has_checkpoint = bool(checkpoint.existing(out / checkpoint.CHECKPOINT_NAME))
     if resume and not has_checkpoint:
         raise ValueError(f"--resume: no {checkpoint.CHECKPOINT_NAME} in {out}; start the run without --resume")
@@ -127,7 +168,38 @@ def check_run_folder(out: Path, resume: bool) -> None:
         return
     if has_checkpoint:
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
-    leftovers = [name for name in RUN_FILES if (out / name).exists()]
+    leftovers = _run_files_in(out)
     if leftovers:
-        raise ValueError(f"{out} already holds a run ({', '.join(leftovers)}) with no checkpoint to resume; "
-                         f"choose another --out, or delete that folder to start over")
+        raise ValueError(f"{out} already holds files a run writes ({', '.join(leftovers)}) and no checkpoint to "
+                         f"resume; choose another --out, or move those files away")
+
+
+class NewRunFiles:
+    """What a new run wrote into its folder, removed again if the run fails before its first checkpoint.
+
+    :func:`check_run_folder` made sure the folder held no file with a name a run writes, so every
+    such file found after a failed start is this run's own; other files are never touched, and
+    folders are removed only if this run created them and they are empty again.
+
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp()) / "new" / "run"
+        >>> started = NewRunFiles(out)
+        >>> out.mkdir(parents=True); _ = (out / CONFIG_NAME).write_text("{}")
+        >>> started.undo_unless_checkpointed(), out.parent.exists()
+        (True, False)
+    """
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.created = [folder for folder in (out, *out.parents) if not folder.exists()]
+
+    def undo_unless_checkpointed(self) -> bool:
+        """Remove this run's files and created folders, unless it saved a checkpoint; whether it did remove them."""
+        if checkpoint.existing(self.out / checkpoint.CHECKPOINT_NAME):
+            return False
+        for name in _run_files_in(self.out):
+            (self.out / name).unlink(missing_ok=True)
+        for folder in self.created:  # innermost first
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        return True

@@ -9,8 +9,9 @@
 
 Writes ``config.json`` (the effective configuration), ``run.json`` (``--subset``, ``--eval-every``),
 ``metrics.jsonl``, ``curves.png``, ``checkpoint.pt`` (and the previous ones, ``checkpoint.1.pt``, ...)
-and ``summary.json`` to ``--out``. Invalid settings exit with status 2 and ``error: ...`` before
-anything is written.
+and ``summary.json`` to ``--out``. Invalid settings, data or models exit with status 2 and one
+``error: ...`` line, leaving ``--out`` as it was: everything is checked before anything is
+written, and a new run that fails before its first checkpoint removes what it wrote.
 """
 
 from __future__ import annotations
@@ -30,13 +31,17 @@ from training.assemble import (build_trainer, check_distributed_support, init_di
                                lr_scaling_note, world_size_from_environment)
 from training.checkpoint import CheckpointError, CheckpointPolicy
 from training.config import TrainConfig, config_hash, load_config, override, to_dict
+from fastcore_ops import cli
+from fastcore_ops.cli import check_device
 from fastcore_ops.host_memory import keep_freed_memory
 from training.recipes import get_recipe, list_recipes
-from training.run_folder import (CONFIG_NAME, SUMMARY_NAME, RunSettings, check_resume, check_run_folder,
-                                 check_settings)
+from training.data_identity import image_fingerprint, text_fingerprint
+from training.run_folder import (CONFIG_NAME, SUMMARY_NAME, NewRunFiles, RunSettings, check_resume,
+                                 check_run_folder, check_same_inputs, check_settings)
 from training.parallel import STRATEGIES
 from training.tasks.classification import check_shard_size, split_folders, training_samples
 from training.tasks.language import check_text_size, keep_run_tokenizer, prepare_text_data
+from training.text.prepare import SPLITS
 from training.trainer import FitResult, TrainingInterrupted
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +62,7 @@ def child_environment(**extra: str) -> dict[str, str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipe", help=f"one of: {', '.join(list_recipes())} (not needed with --resume)")
     parser.add_argument("--data", type=Path,
                         help="images: a folder with train/ and val/ (or test/) ImageFolders; text: a folder of text "
@@ -118,7 +123,10 @@ def new_run(args: argparse.Namespace) -> tuple[TrainConfig, RunSettings]:
 
 
 def resumed_run(args: argparse.Namespace) -> tuple[TrainConfig, RunSettings]:
-    """The saved run in ``--out``, refusing any change but a longer ``--epochs`` (see training.run_folder)."""
+    """The saved run in ``--out``, refusing any change but a longer ``--epochs`` (see training.run_folder).
+
+    The data and the number of processes are compared by :func:`checked_start`, once the data is checked.
+    """
     saved = load_config(args.out / CONFIG_NAME)
     requested = override(get_recipe(args.recipe) if args.recipe else saved, _assignments(args))
     check_resume(saved, requested, args.out, finished=(args.out / SUMMARY_NAME).is_file())
@@ -181,20 +189,18 @@ def check_data(config: TrainConfig, data: Path | None, settings: RunSettings, *,
     return data, check_image_data(config, data, settings)
 
 
+def data_fingerprint(config: TrainConfig, data: Path, train_samples) -> dict:
+    """The fingerprint of what the run trains and evaluates on (:mod:`training.data_identity`)."""
+    if config.task == "language_model":
+        return text_fingerprint(data, [f"{split}.bin" for split in SPLITS])
+    train_root, eval_root = split_folders(data)
+    return image_fingerprint(train_root, train_samples[0], eval_root)
+
+
 def write_run(out: Path, config: TrainConfig, settings: RunSettings) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG_NAME).write_text(json.dumps(to_dict(config), indent=2) + "\n")
     settings.save(out)
-
-
-def check_device(name: str) -> torch.device:
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ValueError(f"--device {name!r} is not a device name; use cpu, cuda or cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {name}: CUDA is not available here; use --device cpu")
-    return device
 
 
 def describe_metric(result: FitResult) -> str:
@@ -211,43 +217,64 @@ def describe_metric(result: FitResult) -> str:
     return f"{result.metric_label} {value:.4f}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        check_arguments(args)
-        check_run_folder(args.out, args.resume)
-        config, settings = resumed_run(args) if args.resume else new_run(args)
-        check_distributed_support(config, args.strategy)
-        device = check_device(args.device)
-        data, train_samples = check_data(config, args.data, settings, progress=not args.no_progress)
+@dataclasses.dataclass
+class CheckedRun:
+    """A run whose settings, device and data passed every check, ready to start."""
+
+    config: TrainConfig
+    settings: RunSettings
+    device: torch.device
+    data: Path
+    train_samples: object
+
+
+def checked_start(args: argparse.Namespace) -> CheckedRun:
+    """Everything the run needs, checked, before anything is written; ValueError, TypeError or OSError otherwise."""
+    check_arguments(args)
+    check_run_folder(args.out, args.resume)
+    config, settings = resumed_run(args) if args.resume else new_run(args)
+    check_distributed_support(config, args.strategy)
+    device = check_device(args.device)
+    data, train_samples = check_data(config, args.data, settings, progress=not args.no_progress)
+    settings = dataclasses.replace(settings, world_size=world_size_from_environment(),
+                                   data=data_fingerprint(config, data, train_samples))
+    if args.resume:
+        check_same_inputs(RunSettings.load(args.out), settings, args.out)
         if config.task == "language_model":
-            keep_run_tokenizer(args.out, data, resume=args.resume, write=os.environ.get("RANK", "0") == "0")
-    except (ValueError, TypeError, FileNotFoundError) as error:
-        if os.environ.get("RANK", "0") == "0":  # every torchrun rank refuses alike: say it once
-            print(f"error: {error}", file=sys.stderr)
-        return 2
-    if device.type == "cpu" and not args.return_freed_memory:
-        keep_freed_memory()
-    device = init_distributed(device)
+            keep_run_tokenizer(args.out, data, resume=True, write=os.environ.get("RANK", "0") == "0")
+    return CheckedRun(config, settings, device, data, train_samples)
+
+
+# What a user's mistake raises (a setting, a file, the data, a checkpoint): one "error:" line and exit 2.
+REFUSALS = (*cli.REFUSALS, CheckpointError)
+
+
+def refuse(error: BaseException) -> int:
+    """Refuse the run (exit 2), saying why once: every torchrun rank refuses alike."""
+    return cli.refuse(error) if os.environ.get("RANK", "0") == "0" else 2
+
+
+def run_checked(args: argparse.Namespace, run: CheckedRun) -> int:
+    """Train the checked run; its exit code (128 + the signal when a stop signal checkpointed it)."""
+    config, settings = run.config, run.settings
+    device = init_distributed(run.device)
     is_main = not dist.is_initialized() or dist.get_rank() == 0
-    if is_main:
-        write_run(args.out, config, settings)
-        print(f"{config.name} ({config_hash(config)}) on {device}, writing to {args.out}")
-        print(lr_scaling_note(config, joined_world_size()))
-    trainer = build_trainer(config, data=data, out=args.out, device=device, subset=settings.subset,
+    trainer = build_trainer(config, data=run.data, out=args.out, device=device, subset=settings.subset,
                             progress=not args.no_progress, eval_every=settings.eval_every,
                             checkpoint_policy=CheckpointPolicy(every_steps=args.checkpoint_every,
                                                                keep=args.keep_checkpoints),
-                            train_samples=train_samples, strategy=args.strategy)
+                            train_samples=run.train_samples, strategy=args.strategy)
     try:
+        if config.task == "language_model" and not args.resume:
+            keep_run_tokenizer(args.out, run.data, resume=False, write=is_main)
+        if is_main:
+            write_run(args.out, config, settings)
+            print(f"{config.name} ({config_hash(config)}) on {device}, writing to {args.out}")
+            print(lr_scaling_note(config, joined_world_size()))
         result = trainer.fit(resume=args.resume)
     except TrainingInterrupted as stop:
         print(stop, file=sys.stderr)
         return 128 + stop.signal_number
-    except CheckpointError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
     finally:
         trainer.train_loader.close()
         trainer.task.close()
@@ -260,6 +287,28 @@ def main(argv: list[str] | None = None) -> int:
               f"(evaluation, checkpoints and compilation excluded){compiling} | "
               f"{result.samples_per_second:.0f} {result.sample_unit}/s | {result.steps} steps")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        args = parse_args(argv)
+        run = checked_start(args)
+    except REFUSALS as error:
+        return refuse(error)
+    if run.device.type == "cpu" and not args.return_freed_memory:
+        keep_freed_memory()
+    # A new run that fails before its first checkpoint leaves --out as it was (nothing to resume);
+    # one that checkpointed keeps its files, to resume.
+    started = None if args.resume else NewRunFiles(args.out)
+    try:
+        return run_checked(args, run)
+    except BaseException as error:
+        if started is not None:
+            started.undo_unless_checkpointed()
+        if isinstance(error, REFUSALS):  # found once the run started: a model that cannot run its data, ...
+            return refuse(error)
+        raise
 
 
 if __name__ == "__main__":

@@ -8,14 +8,17 @@ traffic next to the reference's, so the expected gain is visible on paper.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import logging
+import sys
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
+
+from fastcore_ops import cli
+from fastcore_ops.owned_folder import check_claimable, claim_folder
 
 from ..timing import device_name, peak_bandwidth_gbs, peak_memory_mb, time_ms
 from . import Case, alibi, bce, blurpool, ghost_batchnorm
@@ -26,6 +29,10 @@ log = logging.getLogger("benchmarks.kernels")
 def all_cases(batch: int, dtype: torch.dtype, device: torch.device, only: set[str] | None) -> list[Case]:
     found = (blurpool.cases(batch, dtype, device) + bce.cases(dtype, device)
              + ghost_batchnorm.cases(batch, dtype, device) + alibi.cases(dtype, device))
+    unknown = sorted((only or set()) - {case.kernel for case in found})
+    if unknown:
+        raise ValueError(f"--kernels: unknown {', '.join(unknown)}; choose from "
+                         f"{', '.join(dict.fromkeys(case.kernel for case in found))}")
     return [case for case in found if only is None or case.kernel in only]
 
 
@@ -130,22 +137,25 @@ def _plot(rows: list[dict], on_gpu: bool, path: Path) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.kernels", description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = cli.ArgumentParser(prog="python -m benchmarks.kernels", description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--batch", type=int, default=None,
+    parser.add_argument("--batch", type=cli.positive_int, default=None,
                         help="batch size of the CNN kernels (default 256 on a GPU, 16 on the CPU)")
     parser.add_argument("--dtype", choices=["float16", "bfloat16", "float32"], default=None,
                         help="default float16 on a GPU, float32 on the CPU")
     parser.add_argument("--kernels", default=None, help="comma-separated subset, e.g. blurpool2d,bce_with_logits")
     parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"), help="folder for CSV, JSON and PNG")
-    args = parser.parse_args(argv)
-
-    device = torch.device(args.device)
-    on_gpu = device.type == "cuda"
-    batch = args.batch or (256 if on_gpu else 16)
-    dtype = getattr(torch, args.dtype or ("float16" if on_gpu else "float32"))
-    only = set(args.kernels.split(",")) if args.kernels else None
+    try:
+        args = parser.parse_args(argv)
+        device = cli.check_device(args.device)
+        on_gpu = device.type == "cuda"
+        batch = args.batch or (256 if on_gpu else 16)
+        dtype = getattr(torch, args.dtype or ("float16" if on_gpu else "float32"))
+        cases = all_cases(batch, dtype, device, set(args.kernels.split(",")) if args.kernels else None)
+        check_claimable(args.out, "benchmarks")
+    except cli.REFUSALS as error:
+        return cli.refuse(error)
 
     print(f"Device: {device_name(device)}; batch {batch}; {dtype}")
     if not on_gpu:
@@ -153,8 +163,7 @@ def main(argv: list[str] | None = None) -> None:
               "interpreter). Timed below: the PyTorch reference ops on the CPU; the speedup to expect on a GPU\n"
               f"is read from the modelled DRAM traffic (reference / ours). Batch {batch} instead of 256 keeps it short.")
     peak = peak_bandwidth_gbs(device)
-    rows = [measure(case, device, time_ours=on_gpu)
-            for case in tqdm(all_cases(batch, dtype, device, only), desc="kernels", leave=False)]
+    rows = [measure(case, device, time_ours=on_gpu) for case in tqdm(cases, desc="kernels", leave=False)]
 
     if on_gpu:
         columns = ["kernel", "size", "ref_fwd_ms", "ours_fwd_ms", "fwd_speedup", "ref_fwd_bwd_ms", "ours_fwd_bwd_ms",
@@ -178,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     if peak:
         print(f"Device peak DRAM bandwidth: {peak:.0f} GB/s")
 
-    args.out.mkdir(parents=True, exist_ok=True)
+    claim_folder(args.out, "benchmarks")
     meta = {"device": device_name(device), "batch": batch, "dtype": str(dtype), "gpu": on_gpu}
     (args.out / "kernels.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
     with open(args.out / "kernels.csv", "w", newline="") as f:
@@ -187,7 +196,8 @@ def main(argv: list[str] | None = None) -> None:
         writer.writerows(rows)
     _plot(rows, on_gpu, args.out / "kernels.png")
     print(f"Wrote {args.out / 'kernels.csv'}, {args.out / 'kernels.json'} and {args.out / 'kernels.png'}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

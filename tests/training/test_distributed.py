@@ -169,6 +169,19 @@ def test_a_refused_run_says_so_once_and_every_rank_exits_2(assignment, message, 
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("run", ["cifar_baseline", "gpt_alibi_fsdp"], ids=["ddp", "fsdp"])
+def test_a_run_of_two_processes_is_not_resumed_by_one(run, torchrun_runs, odd_cifar, micro_text, capsys):
+    finished, runs = torchrun_runs
+    out = runs / run
+    assert (out / "checkpoint.pt").is_file(), finished.stderr[-3000:]
+    saved = {path.name: path.read_bytes() for path in out.iterdir()}
+    data = micro_text if get_recipe(RUNS[run][0]).task == "language_model" else odd_cifar
+    assert main(["--resume", *RUNS[run][2], "--no-progress", "--data", str(data), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "was trained by 2 process(es), this command starts 1" in err
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == saved
+
+
 if __name__ == "__main__":
     # Run by torchrun_runs under torchrun: DATA OUT RUN..., each run into OUT/RUN. The runs
     # share one process group: main() leaves it after each run, and joining a new one at once

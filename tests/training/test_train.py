@@ -313,7 +313,7 @@ def test_an_old_run_without_a_checkpoint_is_not_overwritten(tiny_cifar, tmp_path
     (out / "config.json").write_text("{}")
     (out / "metrics.jsonl").write_text('{"epoch": 1}\n')
     assert main(["--recipe", "cifar_baseline", "--data", str(tiny_cifar), "--out", str(out)]) == 2
-    assert "already holds a run (config.json, metrics.jsonl) with no checkpoint" in capsys.readouterr().err
+    assert "already holds files a run writes (config.json, metrics.jsonl) and no checkpoint" in capsys.readouterr().err
     assert (out / "config.json").read_text() == "{}" and (out / "metrics.jsonl").read_text() == '{"epoch": 1}\n'
 
 

@@ -1,0 +1,173 @@
+"""``python -m training.train``'s contract with its run folder: a refused or failed start leaves ``--out``
+as it was, a stranger's files are never touched, and ``--resume`` continues only the same run
+(the same data, the same number of processes)."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fastcore_ops.data.prepare import PrepareSettings, prepare_shards
+from tests.training.test_language_model import TINY as TINY_TEXT
+from training import checkpoint
+from training.trainer import Trainer
+from training.train import main
+
+TINY_IMAGES = ["--recipe", "cifar_baseline", "--epochs", "1", "--set", "data.batch_size=4",
+               "--set", "data.num_workers=0", "--eval-every", "0", "--no-progress"]
+
+
+def snapshot(folder: Path) -> dict | None:
+    """Every file under ``folder`` with its bytes (None when the folder does not exist)."""
+    if not folder.exists():
+        return None
+    return {str(path.relative_to(folder)): path.read_bytes() if path.is_file() else None
+            for path in sorted(folder.rglob("*"))}
+
+
+def refused(argv: list[str], capsys) -> str:
+    """The one error line of a command that must exit 2 without a traceback."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.fixture
+def owned_cifar(micro_cifar, tmp_path):
+    """A copy of micro_cifar's images that a test may change (micro_cifar links the shared files)."""
+    root = tmp_path / "cifar"
+    shutil.copytree(micro_cifar, root, symlinks=False)
+    return root
+
+
+@pytest.fixture(scope="module")
+def prepared_cifar(micro_cifar, tmp_path_factory):
+    root = tmp_path_factory.mktemp("prepared")
+    for split in ("train", "test"):
+        prepare_shards(micro_cifar / split, root / split, PrepareSettings(max_side=32, shard_size=8), workers=1,
+                       progress=False)
+    return root
+
+
+def _missing_eval_shard(prepared_cifar, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(prepared_cifar, data)
+    (data / "test" / "shard-000000.tar").unlink()
+    return ["--data", str(data)]
+
+
+def _stranger_file_named_like_a_run_file(micro_cifar, out):
+    out.mkdir(parents=True)
+    (out / "curves.png").write_bytes(b"my own plot")
+    return ["--data", str(micro_cifar)]
+
+
+@pytest.mark.parametrize("case", ["no-data", "out-is-a-file", "stranger-curves-png", "bad-value", "unknown-model",
+                                  "missing-eval-shard"])
+def test_a_refused_start_leaves_out_as_it_was(case, micro_cifar, prepared_cifar, tmp_path, capsys):
+    out = tmp_path / "parent" / "run"
+    extra = {
+        "no-data": lambda: [],
+        "out-is-a-file": lambda: out.parent.mkdir() or out.write_text("not a folder") and ["--data", str(micro_cifar)],
+        "stranger-curves-png": lambda: _stranger_file_named_like_a_run_file(micro_cifar, out),
+        "bad-value": lambda: ["--data", str(micro_cifar), "--set", "optimizer.lr=-1"],
+        "unknown-model": lambda: ["--data", str(micro_cifar), "--model", "resnet9000"],
+        "missing-eval-shard": lambda: _missing_eval_shard(prepared_cifar, tmp_path),
+    }[case]()
+    before = snapshot(tmp_path / "parent")
+    refused([*TINY_IMAGES, *extra, "--out", str(out)], capsys)
+    assert snapshot(tmp_path / "parent") == before
+
+
+@pytest.mark.parametrize("error, exit_code", [(ValueError("the model cannot run these images"), 2),
+                                               (RuntimeError("a bug"), None)], ids=["user-error", "crash"])
+def test_a_start_that_fails_before_its_first_checkpoint_removes_what_it_wrote(error, exit_code, micro_cifar, tmp_path,
+                                                                              monkeypatch, capsys):
+    def fail_after_writing(self, resume=False):
+        (self.out / "metrics.jsonl").write_text("{}\n")
+        raise error
+
+    monkeypatch.setattr(Trainer, "fit", fail_after_writing)
+    out = tmp_path / "runs" / "run"
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "notes.txt").write_text("mine")
+    if exit_code is None:
+        with pytest.raises(RuntimeError, match="a bug"):
+            main([*TINY_IMAGES, "--data", str(micro_cifar), "--out", str(out)])
+    else:
+        assert refused([*TINY_IMAGES, "--data", str(micro_cifar), "--out", str(out)], capsys) == \
+            "error: the model cannot run these images\n"
+    assert snapshot(tmp_path / "runs") == {"notes.txt": b"mine"}
+
+
+def test_a_new_run_leaves_a_strangers_files_in_out_alone(micro_cifar, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    strangers = {"notes.txt": b"mine", "checkpoint.txt": b"not ours", "config.yaml": b"a: 1"}
+    for name, data in strangers.items():
+        (out / name).write_bytes(data)
+    assert main([*TINY_IMAGES, "--data", str(micro_cifar), "--out", str(out)]) == 0
+    assert all((out / name).read_bytes() == data for name, data in strangers.items())
+    assert (out / "summary.json").is_file()
+
+
+def test_keeping_older_checkpoints_never_overwrites_a_file_that_is_not_one(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    checkpoint.save_keeping({"step": 1}, path, keep=3)
+    checkpoint.save_keeping({"step": 2}, path, keep=3)
+    stranger = checkpoint.older(path, 2)
+    stranger.write_bytes(b"a file of the user's that happens to carry this name")
+    with pytest.raises(checkpoint.CheckpointError, match="checkpoint.2.pt is not a fastcore_ops checkpoint"):
+        checkpoint.save_keeping({"step": 3}, path, keep=3)
+    assert stranger.read_bytes().startswith(b"a file of the user's")
+    assert [checkpoint.load(p)["step"] for p in (path, checkpoint.older(path, 1))] == [2, 1]
+
+
+@pytest.fixture
+def image_run(owned_cifar, tmp_path):
+    out = tmp_path / "image-run"
+    assert main([*TINY_IMAGES, "--epochs", "2", "--data", str(owned_cifar), "--out", str(out)]) == 0
+    return owned_cifar, out
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda root: next((root / "train").glob("*/*")).unlink(), "train: 20 -> 19 files"),
+    (lambda root: next((root / "test").glob("*/*")).write_bytes(b"\xff\xd8 replaced"), "eval: "),
+], ids=["an-image-removed", "an-image-replaced"])
+def test_resume_refuses_changed_images_naming_the_change(change, message, image_run, capsys):
+    data, out = image_run
+    change(data)
+    before = snapshot(out)
+    err = refused(["--resume", "--no-progress", "--data", str(data), "--out", str(out)], capsys)
+    assert f"the data of the run in {out} changed since it started ({message}" in err
+    assert snapshot(out) == before
+
+
+def test_resume_refuses_a_replaced_corpus(micro_text, tmp_path, capsys):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(micro_text, corpus)
+    out = tmp_path / "gpt-run"
+    assert main(["--recipe", "gpt_baseline", *TINY_TEXT, "--epochs", "0.1", "--data", str(corpus),
+                 "--out", str(out)]) == 0
+    first = sorted(corpus.iterdir())[0]
+    first.write_bytes(first.read_bytes()[::-1])  # the same size, other text
+    err = refused(["--resume", "--no-progress", "--data", str(corpus), "--out", str(out)], capsys)
+    assert f"the data of the run in {out} changed since it started (train.bin: same size, other contents" in err
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_resume_refuses_more_processes_than_the_run_had(strategy, image_run, micro_text, tmp_path, monkeypatch, capsys):
+    if strategy == "fsdp":  # FSDP shards language models only
+        data, out = micro_text, tmp_path / "gpt-run"
+        assert main(["--recipe", "gpt_alibi", *TINY_TEXT, "--epochs", "0.1", "--data", str(data),
+                     "--out", str(out)]) == 0
+    else:
+        data, out = image_run
+    before = snapshot(out)
+    # As torchrun starts each rank; refused before joining a process group.
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    err = refused(["--resume", "--no-progress", "--strategy", strategy, "--data", str(data), "--out", str(out)], capsys)
+    assert "was trained by 1 process(es), this command starts 2" in err
+    assert snapshot(out) == before
