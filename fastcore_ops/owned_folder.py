@@ -20,7 +20,7 @@ leaves the folder as it was:
     >>> check_claimable(folder, "tradeoff")
     Traceback (most recent call last):
     ...
-    ValueError: .../out holds files that python -m ... tradeoff did not write (it has no .fastcore_ops-tradeoff); pass an empty or new folder
+    ValueError: .../out holds files that python -m training.tradeoff did not write (it has no .fastcore_ops-tradeoff); pass an empty or new folder
 """
 
 from __future__ import annotations
