@@ -30,6 +30,7 @@ from pathlib import Path
 
 MARKER_PREFIX = ".fastcore_ops-"
 _COMMANDS = {"prepare": "fastcore_ops.data.prepare", "tradeoff": "training.tradeoff", "ablate": "training.ablate",
+             "alibi_extrapolation": "training.alibi_extrapolation",
              "text_prepare": "training.text.prepare", "benchmarks": "benchmarks"}
 
 

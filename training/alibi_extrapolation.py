@@ -35,7 +35,10 @@ matplotlib.use("Agg")  # files only: no display on servers and CI
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
+from fastcore_ops import cli  # noqa: E402
 from fastcore_ops.checks import check_int, check_number  # noqa: E402
+from fastcore_ops.cli import check_device  # noqa: E402
+from fastcore_ops.owned_folder import check_claimable, claim_folder  # noqa: E402
 from training.assemble import build_trainer  # noqa: E402
 from training.config import (DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TextConfig,  # noqa: E402
                              TrainConfig, validate)
@@ -46,6 +49,7 @@ from training.text.prepare import load_prepared  # noqa: E402
 MODELS = ("learned", "alibi")
 CANNOT_RUN = "cannot run"
 RESULT_FILES = ("results.json", "results.csv", "extrapolation.png")
+TOOL = "alibi_extrapolation"  # the owner's name on its output folder (fastcore_ops.owned_folder)
 
 
 @dataclass
@@ -91,19 +95,6 @@ class ExtrapolationConfig:
         check_device(self.device)
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd must be divisible by n_head, got n_embd={self.n_embd}, n_head={self.n_head}")
-
-
-def check_device(device: str) -> torch.device:
-    """``device`` as a torch.device, refusing ones this machine does not have."""
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}") from error
-    if parsed.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-    if parsed.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} was asked for, but CUDA is not available here; use --device cpu")
-    return parsed
 
 
 def train_config(config: ExtrapolationConfig, kind: str, steps_per_epoch: int) -> TrainConfig:
@@ -172,6 +163,7 @@ def run_experiment(config: ExtrapolationConfig, out: Path, *, data: Path | None 
     prepared = load_prepared(prepare_text_data(base, data, progress=progress))
     steps_per_epoch = len(TokenWindows(prepared.train, sequence_length=config.train_length,
                                        batch_size=config.batch_size, seed=config.seed))
+    claim_folder(out, TOOL)  # both models' runs and the results go in it; a stranger's folder is refused
     models, rows = {}, []
     for kind in MODELS:
         trainer = build_trainer(train_config(config, kind, steps_per_epoch), data=prepared.folder, out=out / kind,
@@ -202,7 +194,6 @@ def run_experiment(config: ExtrapolationConfig, out: Path, *, data: Path | None 
 
 
 def write_results(results: dict, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     with open(out / "results.csv", "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=list(results["rows"][0]))
@@ -251,7 +242,7 @@ def format_table(results: dict) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     defaults = ExtrapolationConfig()
-    parser = argparse.ArgumentParser(prog="python -m training.alibi_extrapolation",
+    parser = cli.ArgumentParser(prog="python -m training.alibi_extrapolation",
                                      description=__doc__.split("\n\n")[0].split(": ", 1)[1])
     parser.add_argument("--steps", type=int, default=defaults.steps, help="training steps per model")
     parser.add_argument("--train-length", type=int, default=defaults.train_length,
@@ -269,17 +260,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def main(argv: list[str] | None = None) -> int:
     try:
+        args = build_parser().parse_args(argv)
         config = ExtrapolationConfig(
             train_length=args.train_length, steps=args.steps, batch_size=args.batch_size, n_layer=args.n_layer,
             n_head=args.n_head, n_embd=args.n_embd, lr=args.lr, seed=args.seed,
             device=args.device)
-    except ValueError as error:
-        parser.error(str(error))  # exits with status 2 and the usage line, like argparse's own errors
-    results = run_experiment(config, args.out, data=args.data, progress=not args.no_progress)
+        check_claimable(args.out, TOOL)
+        results = run_experiment(config, args.out, data=args.data, progress=not args.no_progress)
+    except cli.REFUSALS as error:
+        return cli.refuse(error)
     corpus = results["corpus"]
     print(f"corpus: {corpus['root']}: {corpus['train_files']} training files ({corpus['train_bytes']:,} bytes), "
           f"{corpus['validation_files']} validation files ({corpus['validation_bytes']:,} bytes)")
@@ -288,8 +279,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"validation: {results['evaluation']['predicted_tokens_per_length']:,} predicted bytes at every length")
     print(format_table(results))
     print(f"total {results['seconds']:.0f} s; wrote {', '.join(str(args.out / name) for name in RESULT_FILES)}")
-    return results
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -61,12 +61,18 @@ def test_rows_mark_the_lengths_a_model_did_not_run():
     (["--steps", "0"], "steps must be an int >= 1, got 0"),
     (["--train-length", "1"], "train_length must be an int >= 2, got 1"),
     (["--n-embd", "30", "--n-head", "4"], "n_embd must be divisible by n_head"),
-    (["--device", "tpu"], "device must be 'cpu', 'cuda' or 'cuda:N', got 'tpu'"),
+    (["--device", "tpu"], "--device 'tpu' is not a device name; use cpu, cuda or cuda:N"),
+    (["--steps", "two"], "argument --steps: invalid int value: 'two'"),
+    (["--out", "{stranger}"], "holds files that python -m training.alibi_extrapolation did not write"),
 ])
-def test_bad_options_stop_with_a_clear_message(argv, message, capsys):
-    with pytest.raises(SystemExit) as stopped:
-        main(argv)
-    assert stopped.value.code == 2 and message in capsys.readouterr().err
+def test_bad_options_stop_with_a_clear_message(argv, message, tmp_path, capsys):
+    stranger = tmp_path / "stranger"
+    stranger.mkdir()
+    (stranger / "results.csv").write_text("mine")
+    assert main([argument.format(stranger=stranger) for argument in argv] + ["--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+    assert [path.name for path in stranger.iterdir()] == ["results.csv"]
 
 
 def test_tiny_run_writes_every_file_and_only_alibi_runs_beyond_the_training_length(tmp_path, tiny_text,
