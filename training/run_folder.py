@@ -149,7 +149,7 @@ def check_same_inputs(saved: RunSettings | None, requested: RunSettings, out: Pa
                          f"start a new run with another --out")
 
 
-def _run_files_in(out: Path) -> list[str]:
+def run_files_in(out: Path) -> list[str]:
     """The names in ``out`` that a run writes: its files and checkpoints."""
     if not out.is_dir():
         return []
@@ -168,7 +168,7 @@ def check_run_folder(out: Path, resume: bool) -> None:
         return
     if has_checkpoint:
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
-    leftovers = _run_files_in(out)
+    leftovers = run_files_in(out)
     if leftovers:
         raise ValueError(f"{out} already holds files a run writes ({', '.join(leftovers)}) and no checkpoint to "
                          f"resume; choose another --out, or move those files away")
@@ -197,7 +197,7 @@ class NewRunFiles:
         """Remove this run's files and created folders, unless it saved a checkpoint; whether it did remove them."""
         if checkpoint.existing(self.out / checkpoint.CHECKPOINT_NAME):
             return False
-        for name in _run_files_in(self.out):
+        for name in run_files_in(self.out):
             (self.out / name).unlink(missing_ok=True)
         for folder in self.created:  # innermost first
             if folder.is_dir() and not any(folder.iterdir()):

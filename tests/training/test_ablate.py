@@ -6,12 +6,12 @@ import pytest
 
 from tests.training.conftest import link_cifar_subset
 from training.ablate.catalog import METHODS
-from training.ablate.cli import main, parse_methods, variants
+from training.ablate.cli import ablation_report, main, parse_methods, variants
 from training.ablate.effects import method_effects
 from training.config import override, validate
 from training.recipes import get_recipe
 from training.tradeoff.metric import TOP1
-from training.tradeoff.results import RunRecord
+from training.tradeoff.results import FailedRun, RunRecord
 
 
 @pytest.mark.parametrize("base", ["cifar_baseline", "cifar_hot"])
@@ -60,6 +60,49 @@ def test_effects_pair_the_variant_with_the_base_seed_by_seed():
     assert effect.label == "+x" and effect.quality_change.values == pytest.approx((0.02, -0.01))
     assert effect.step_time_change == pytest.approx((90 + 120) / (90 + 100) / (200 / 200) - 1)
     assert effect.speedup is None
+
+
+NAN = float("nan")
+# The base and two variants over two seeds: +x gains 2 points; +y's seed 0 diverged and its seed 1 failed.
+ABLATION = [_record("b", 0, 100, 0.60), _record("b", 1, 100, 0.62), _record("b+x", 0, 110, 0.62),
+            _record("b+x", 1, 110, 0.64), _record("b+y", 0, 100, NAN),
+            FailedRun("m/cpu", "b+y", 1.0, 1, "failed", "training exited with code 1", "runs/b+y-x1-s1/err.log")]
+
+
+def _ablation_rows(out):
+    with open(out / "ablation.csv") as file:
+        return {row["variant"]: row for row in csv.DictReader(file)}
+
+
+def test_a_variant_whose_runs_diverged_or_failed_is_listed_as_not_measured_and_the_rest_is_reported(tmp_path):
+    written = ablation_report(ABLATION, tmp_path, "b")
+    assert all(path.stat().st_size > 0 for path in written)
+    rows = _ablation_rows(tmp_path)
+    assert rows["b+x"]["per seed"] == "+2.00, +2.00" and rows["b+x"]["runs left out"] == ""
+    assert (rows["b+y"]["top-1 change (points, + is better)"], rows["b+y"]["runs left out"]) == (
+        "not measured", "seed 0 diverged; seed 1 failed")
+    assert "| b+y | x1 | not measured |" in (tmp_path / "ablation.md").read_text()
+    page = (tmp_path / "report.html").read_text()
+    assert "runs/b+y-x1-s1/err.log" in page and "its summary gives top1 = nan" in page
+
+
+def test_a_diverged_base_seed_is_named_beside_every_variant_and_a_base_that_never_finished_measures_nothing(tmp_path):
+    base_lost = [_record("b", 0, 100, NAN), *ABLATION[1:4]]
+    ablation_report(base_lost, tmp_path / "one", "b")
+    assert _ablation_rows(tmp_path / "one")["b+x"]["per seed"] == "+2.00"  # seed 1 only
+    assert _ablation_rows(tmp_path / "one")["b+x"]["runs left out"] == "base seed 0 diverged"
+    no_base = [_record("b", seed, 100, NAN) for seed in (0, 1)] + ABLATION[2:4]
+    ablation_report(no_base, tmp_path / "none", "b")
+    row = _ablation_rows(tmp_path / "none")["b+x"]
+    assert (row["top-1 change (points, + is better)"], row["runs left out"]) == (
+        "not measured", "base seed 0 diverged; base seed 1 diverged")
+    assert (tmp_path / "none" / "ablation.png").is_file()
+
+
+def test_an_ablation_whose_every_run_failed_still_lists_them(tmp_path):
+    written = ablation_report([ABLATION[-1]], tmp_path, "b")
+    assert sorted(path.name for path in written) == ["report.html", "results.csv", "results.json"]
+    assert "no effect to measure" in (tmp_path / "report.html").read_text()
 
 
 def test_an_unknown_base_and_a_method_that_does_not_apply_are_refused_before_training(tmp_path, capsys):

@@ -10,35 +10,40 @@ HTML report, with every variant as one curve. It adds ``ablation.csv``/``.md``/`
 method's change in quality (seed by seed, in the metric's direction), in time per step, and,
 with two or more budgets, its speedup at the base's quality. Image runs also evaluate with
 test-time augmentation, so ``top1_tta`` gives that method's effect without a run of its own.
-Exit codes as the tradeoff tool's: 0 done, 1 a run failed, 2 bad input, 128+signal when stopped.
+A run that diverges or fails is listed with why and its log, and left out of the effects (a
+variant without a usable seed beside the base's is listed as not measured); the others go on.
+``--out`` must be new, empty, or an ablation's own from before (marked ``.fastcore_ops-ablate``).
+Exit codes as the tradeoff tool's: 0 done, 1 a run failed, 2 bad input (one ``error:`` line,
+nothing written), 128+signal when stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import html
-import sys
 from pathlib import Path
 
 import torch
 
+from fastcore_ops import cli
+from fastcore_ops.cli import check_device, refuse
 from training.ablate.catalog import METHODS
-from training.ablate.effects import effect_rows, method_effects, plot_effects, tta_sentence
+from training.ablate.effects import effect_rows, method_effects, plot_effects, runs_left_out, tta_sentence
 from training.config import TrainConfig
 from training.recipes import get_recipe, list_recipes
-from training.train import check_device
 from training.tradeoff.analysis import speedup_table
-from training.tradeoff.cli import check_sweep_data, execute_sweep, parse_budgets, parse_names
+from training.tradeoff.cli import (check_out, check_sweep_data, check_sweep_options, execute_sweep, parse_budgets,
+                                   parse_names)
 from training.tradeoff.report import build_report, embedded_image, html_table
-from training.tradeoff.results import RunRecord, common_metric, machine_label
-from training.tradeoff.sweep import PlannedRun, TrainOptions, Variant, check_finished_runs, plan_sweep, run_config
+from training.tradeoff.results import Run, common_metric, machine_label, split_runs
+from training.tradeoff.sweep import PlannedRun, TrainOptions, Variant, plan_sweep, run_config
 from training.tradeoff.tables import markdown_table, write_csv
 
 TTA_ON = "methods.tta={}"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m training.ablate", description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(prog="python -m training.ablate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", required=True, help=f"the recipe every variant changes; known: {', '.join(list_recipes())}")
     parser.add_argument("--methods", default="all",
                         help=f"comma-separated methods, or 'all'; known: {', '.join(METHODS)}")
@@ -81,34 +86,42 @@ def variants(base: str, config: TrainConfig, methods: list[str]) -> list[Variant
     return arms
 
 
-def ablation_report(records: list[RunRecord], out: Path, base: str) -> list[Path]:
-    """``ablation.{csv,md,png}`` (each method's effect), then the tradeoff report of every variant with them on top."""
+def ablation_report(runs: list[Run], out: Path, base: str) -> list[Path]:
+    """``ablation.{csv,md,png}`` (each method's effect), then the tradeoff report of every variant with them on top.
+
+    Runs that diverged or failed are left out of the effects and named beside them; with no usable
+    run at all there is no effect to measure, and only the tradeoff report's run list is written.
+    """
+    records, _ = split_runs(runs)
+    if not records:
+        section = "<h2>Each method alone</h2><p>No run finished with a usable result: no effect to measure.</p>"
+        return build_report(runs, out, base, sections=[section])
     out.mkdir(parents=True, exist_ok=True)
     metric = common_metric(records)
-    budget = 1.0 if any(r.budget == 1.0 for r in records) else max(r.budget for r in records)
+    budget = 1.0 if any(r.budget == 1.0 for r in runs) else max(r.budget for r in runs)
     effects = method_effects(records, base, budget, speedup_table(records, base))
-    table = effect_rows(effects, metric)
+    table = effect_rows(effects, metric, runs_left_out(runs, base, budget))
     write_csv(out / "ablation.csv", *table)
     machines = ", ".join(sorted({r.machine for r in records}))
     caption = (f"Each method alone against {base} at budget x{budget:g} on {machines}: {metric.label}, change per "
-               f"seed (from `ablation.csv`). {tta_sentence(records, base, budget)}").strip()
+               f"seed (from `ablation.csv`; runs that diverged or failed are left out and named). "
+               f"{tta_sentence(records, base, budget)}").strip()
     (out / "ablation.md").write_text(f"{caption}\n\n{markdown_table(*table, drop=['machine'])}\n")
     plot_effects(effects, metric, out / "ablation.png")
     section = (f"<h2>Each method alone</h2><p>{html.escape(caption)}</p>"
                f"{embedded_image(out / 'ablation.png', 'quality change against step-time change per method')}"
                f"{html_table(table)}")
-    written = build_report(records, out, base, sections=[section])
+    written = build_report(runs, out, base, sections=[section])
     return [out / "ablation.csv", out / "ablation.md", out / "ablation.png", *written]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns its exit code."""
-    args = parse_args(argv)
     try:
+        args = parse_args(argv)
         if args.base not in list_recipes():
             raise ValueError(f"--base: unknown recipe {args.base!r}; accepted: {', '.join(list_recipes())}")
-        if args.seeds < 1:
-            raise ValueError(f"--seeds must be >= 1 (seeds per variant and budget), got {args.seeds}")
+        check_sweep_options(args.seeds, args.subset, args.assignments)
         budgets, methods = parse_budgets(args.budgets), parse_methods(args.methods)
         base_config = get_recipe(args.base)
         shared = [TTA_ON, *args.assignments] if base_config.task == "image_classification" else list(args.assignments)
@@ -123,10 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         plan = plan_sweep(arms, budgets, args.seeds, {name: c.schedule.epochs for name, c in configs.items()})
         check_sweep_data(configs, args.data, args.subset)
         device = str(check_device(args.device))
-        check_finished_runs(plan, args.out / "runs", shared)
-    except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        check_out(args.out, "ablate", plan, shared)
+    except (ValueError, TypeError, OSError) as error:
+        return refuse(error)
     options = TrainOptions(data=None if args.data is None else args.data.resolve(), device=device,
                            machine=machine_label(device), subset=args.subset, assignments=tuple(shared))
-    return execute_sweep(plan, args.out, options, args.base, progress=not args.no_progress, report=ablation_report)
+    return execute_sweep(plan, args.out, options, args.base, tool="ablate", progress=not args.no_progress,
+                         report=ablation_report)

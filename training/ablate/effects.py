@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from training.tradeoff.analysis import Spread, SpeedupRow, describe_speedup  # noqa: E402
 from training.tradeoff.metric import Metric  # noqa: E402
-from training.tradeoff.results import RunRecord, common_metric  # noqa: E402
+from training.tradeoff.results import Run, RunRecord, common_metric, split_runs  # noqa: E402
 from training.tradeoff.tables import Table  # noqa: E402
 
 TTA_METRIC = "top1_tta"
@@ -51,8 +51,10 @@ def method_effects(records: Sequence[RunRecord], base: str, budget: float,
                    speedups: Sequence[SpeedupRow] = ()) -> list[Effect]:
     """Every variant's effect at ``budget``, paired with the base's runs seed by seed on each machine.
 
-    A variant with no seed in common with the base at that budget is left out.
+    A variant with no seed in common with the base at that budget is left out, and so is every
+    run that diverged (see ``judge``): :func:`runs_left_out` lists them.
     """
+    records = split_runs(records)[0]
     metric = common_metric(records)
     at_budget = [record for record in records if record.budget == budget]
     by_key = {(r.machine, r.recipe, r.seed): r for r in at_budget}
@@ -71,6 +73,37 @@ def method_effects(records: Sequence[RunRecord], base: str, budget: float,
     return effects
 
 
+@dataclass(frozen=True)
+class RunsLeftOut:
+    """One variant at the ablation's budget on one machine: its runs and the base's that diverged or failed.
+
+    runs: those runs in words ("base seed 0 diverged; seed 1 failed"), "" when none was left out.
+    """
+
+    machine: str
+    variant: str
+    budget: float
+    runs: str
+
+
+def runs_left_out(runs: Sequence[Run], base: str, budget: float) -> list[RunsLeftOut]:
+    """For every variant that ran at ``budget`` (finished or not), the runs of it and of the base left out there.
+
+    Example:
+        >>> from training.tradeoff.results import FailedRun
+        >>> lost = FailedRun("laptop/cpu", "cifar_baseline", 1.0, 1, "diverged", "top1 = nan")
+        >>> [entry.runs for entry in runs_left_out([*records, lost], "cifar_baseline", 1.0)]
+        ['base seed 1 diverged']
+    """
+    records, left_out = split_runs(runs)
+    variants = dict.fromkeys((run.machine, run.recipe) for run in (*records, *left_out)
+                             if run.budget == budget and run.recipe != base)
+    return [RunsLeftOut(machine, variant, budget, "; ".join(
+                f"{'base ' if run.recipe == base else ''}seed {run.seed} {run.status}" for run in left_out
+                if (run.machine, run.budget) == (machine, budget) and run.recipe in (base, variant)))
+            for machine, variant in variants]
+
+
 def tta_sentence(records: Sequence[RunRecord], base: str, budget: float) -> str:
     """Test-time augmentation's top-1 gain on the base's runs (``top1_tta`` - ``top1``) in words; "" if unmeasured.
 
@@ -85,18 +118,26 @@ def tta_sentence(records: Sequence[RunRecord], base: str, budget: float) -> str:
             f"the plain top-1.")
 
 
-def effect_rows(effects: Sequence[Effect], metric: Metric) -> Table:
-    """The effects as a table: change in quality (with each seed's), change in time per step, speedup."""
+def effect_rows(effects: Sequence[Effect], metric: Metric, left_out: Sequence[RunsLeftOut] = ()) -> Table:
+    """The effects as a table: change in quality (with each seed's), change in time per step, speedup, and the
+    runs left out (``left_out``, from :func:`runs_left_out`); a variant there without an effect is listed as
+    not measured, saying why."""
     unit = "points" if metric.percent else metric.unit
     scale = 100 if metric.percent else 1
     header = ["machine", "variant", "budget", f"{metric.quantity} change ({unit}, + is better)", "per seed",
-              "time per step change (%)", f"speedup at the base's {metric.quantity}"]
+              "time per step change (%)", f"speedup at the base's {metric.quantity}", "runs left out"]
+    notes = {(entry.machine, entry.variant): entry.runs for entry in left_out}
     body = []
     for effect in effects:
         change = Spread(effect.quality_change.mean * scale, tuple(v * scale for v in effect.quality_change.values))
         body.append([effect.machine, effect.variant, f"x{effect.budget:g}", change.describe("{:+.2f}"),
                      ", ".join(f"{value:+.2f}" for value in change.values), f"{100 * effect.step_time_change:+.1f}",
-                     "" if effect.speedup is None else describe_speedup(effect.speedup)])
+                     "" if effect.speedup is None else describe_speedup(effect.speedup),
+                     notes.get((effect.machine, effect.variant), "")])
+    measured = {(effect.machine, effect.variant) for effect in effects}
+    body += [[entry.machine, entry.variant, f"x{entry.budget:g}", "not measured", "", "", "",
+              entry.runs or "no seed in common with the base"]
+             for entry in left_out if (entry.machine, entry.variant) not in measured]
     return header, body
 
 

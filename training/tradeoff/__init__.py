@@ -5,8 +5,9 @@ seed, resuming an interrupted sweep, and writes a self-contained HTML report: th
 curves with their Pareto frontier, speedups over the baseline at equal quality, quality gains
 at equal time, and where each step's time goes. Quality is the metric the runs name in their
 summaries (top-1, higher is better; validation loss, lower is better); one report holds one
-metric. ``--merge`` rebuilds the report from several machines' results, never mixing their
-times in one curve.
+metric. A run that diverges or fails is listed with why and its log and left out of the curves
+(``FailedRun``). ``--merge`` rebuilds the report from several machines' results, never mixing
+their times in one curve.
 
     >>> from training.tradeoff import speedup_table, time_to_quality, CurvePoint
     >>> time_to_quality([CurvePoint(1, 10.0, 0.5), CurvePoint(2, 20.0, 0.7)], 0.6, higher_is_better=True).seconds
@@ -19,11 +20,11 @@ from training.tradeoff.analysis import BreakdownRow, SpeedupRow, speedup_table, 
 from training.tradeoff.curves import CurvePoint, Reach, pareto_frontier, quality_at_time, time_to_quality
 from training.tradeoff.metric import TOP1, Metric
 from training.tradeoff.report import build_report
-from training.tradeoff.results import RunRecord, common_metric, machine_label, merge_records, read_results
+from training.tradeoff.results import FailedRun, RunRecord, common_metric, machine_label, merge_records, read_results
 from training.tradeoff.sweep import PlannedRun, plan_sweep, run_sweep
 
 __all__ = [
-    "TOP1", "BreakdownRow", "CurvePoint", "Metric", "PlannedRun", "Reach", "RunRecord", "SpeedupRow",
+    "TOP1", "BreakdownRow", "CurvePoint", "FailedRun", "Metric", "PlannedRun", "Reach", "RunRecord", "SpeedupRow",
     "build_report", "common_metric", "machine_label", "merge_records", "pareto_frontier", "plan_sweep",
     "quality_at_time", "read_results", "run_sweep", "speedup_table", "time_breakdown", "time_to_quality",
     "verdicts",

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from training.tradeoff.curves import CurvePoint, Reach, quality_at_time, time_to_quality
 from training.tradeoff.metric import TOP1, Metric
-from training.tradeoff.results import RunRecord, common_metric
+from training.tradeoff.results import FailedRun, RunRecord, common_metric, split_runs
 
 CurveKey = tuple[str, str]  # (machine, recipe)
 CORE_PHASES = ("data", "forward", "backward", "optimizer")
@@ -61,9 +61,12 @@ class Spread:
 
 
 def group_runs(records: Sequence[RunRecord]) -> dict[CurveKey, dict[float, list[RunRecord]]]:
-    """Records by (machine, recipe), then by budget; keys in first-seen order, budgets sorted."""
+    """Records by (machine, recipe), then by budget; keys in first-seen order, budgets sorted.
+
+    A record that cannot go on a curve (diverged, no training time: see ``judge``) is left out.
+    """
     groups: dict[CurveKey, dict[float, list[RunRecord]]] = {}
-    for record in records:
+    for record in split_runs(records)[0]:
         groups.setdefault((record.machine, record.recipe), defaultdict(list))[record.budget].append(record)
     return {key: dict(sorted(by_budget.items())) for key, by_budget in groups.items()}
 
@@ -182,6 +185,45 @@ def speedup_table(records: Sequence[RunRecord], baseline: str) -> list[SpeedupRo
                 seeds=len(per_seed), gain=None if quality is None else metric.sign * (quality - point.quality),
                 metric=metric))
     return rows
+
+
+@dataclass(frozen=True)
+class BaselineGap:
+    """A baseline budget on one machine where every baseline run was left out, so no recipe has a speedup there.
+
+    status: how those runs ended ("diverged", "failed", or "diverged or failed").
+    recipes: the recipes on that machine that go without a speedup at that budget.
+    """
+
+    machine: str
+    baseline: str
+    budget: float
+    status: str
+    recipes: tuple[str, ...]
+
+    def describe(self) -> str:
+        """The gap in words, e.g. "no speedup: every run of cifar_baseline at x1 diverged"."""
+        return f"no speedup: every run of {self.baseline} at x{self.budget:g} {self.status}"
+
+
+def baseline_gaps(records: Sequence[RunRecord], left_out: Sequence[FailedRun], baseline: str) -> list[BaselineGap]:
+    """The baseline budgets, per machine, whose runs all diverged or failed (see :class:`BaselineGap`).
+
+    Example:
+        >>> lost = FailedRun("m", "base", 2.0, 0, "diverged", "eval_loss is nan")
+        >>> baseline_gaps([_record("base"), _record("fast")], [lost], "base")[0].describe()
+        'no speedup: every run of base at x2 diverged'
+    """
+    usable = {(record.machine, record.budget) for record in records if record.recipe == baseline}
+    statuses: dict[tuple[str, float], set[str]] = defaultdict(set)
+    for run in left_out:
+        if run.recipe == baseline and (run.machine, run.budget) not in usable:
+            statuses[(run.machine, run.budget)].add(run.status)
+    compared = {machine: tuple(dict.fromkeys(run.recipe for run in records
+                                             if run.machine == machine and run.recipe != baseline))
+                for machine, _ in statuses}
+    return [BaselineGap(machine, baseline, budget, " or ".join(sorted(found)), compared[machine])
+            for (machine, budget), found in sorted(statuses.items())]
 
 
 def describe_speedup(row: SpeedupRow) -> str:

@@ -4,10 +4,14 @@
         --seeds 3 --data ../shared/datasets/cifar10-jpeg --out reports/cifar
     python -m training.tradeoff --merge reports/laptop reports/gpu --out reports/merged
 
-Every input is checked before any training, recipes of tasks with different metrics included
-(each finished run's metric is checked again). Exit codes: 0 done, 1 a run failed, 2 bad input,
-128+signal when stopped (rerun the same command to resume; the report then holds the runs
-finished so far).
+Every input is checked before any training or any write, recipes of tasks with different metrics
+included (each finished run's metric is checked again), and so is ``--out``: it must be new,
+empty, or written by this tool before (it then holds its marker, ``.fastcore_ops-tradeoff``), so
+a folder of someone else's files is never written into. A run that fails or diverges is left
+out of the curves and listed in the report with why and its log; the sweep goes on with the
+others. Exit codes: 0 done (diverged runs included), 1 a run failed (rerun the same command to
+retry it), 2 bad input (one ``error:`` line, nothing written), 128+signal when stopped (rerun
+the same command to resume; the report then holds the runs finished so far).
 """
 
 from __future__ import annotations
@@ -21,22 +25,26 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from fastcore_ops import cli
+from fastcore_ops.cli import check_device, refuse
+from fastcore_ops.owned_folder import check_claimable, claim_folder
 from training.config import TrainConfig
 from training.recipes import list_recipes
 from training.tasks.classification import split_folders
-from training.train import check_device
 from training.tradeoff.report import build_report
 from training.tradeoff.metric import one_metric
-from training.tradeoff.results import RunRecord, common_metric, machine_label, merge_records, read_results, read_run
-from training.tradeoff.sweep import (PlannedRun, RunFailed, SweepInterrupted, TrainOptions, check_finished_runs,
-                                     expected_metric, plan_sweep, run_config, run_sweep)
+from training.tradeoff.results import (FAILED, FailedRun, Run, RunRecord, common_metric, machine_label, merge_records,
+                                       read_results, split_runs)
+from training.tradeoff.sweep import (RUNS, PlannedRun, SweepInterrupted, TrainOptions, check_finished_runs,
+                                     expected_metric, plan_sweep, read_outcome, run_config, run_sweep)
+from training.tradeoff.tables import left_out_note
 
 SWEEP_ONLY = {"recipes": "--recipes", "budgets": "--budgets", "data": "--data", "subset": "--subset",
               "assignments": "--set"}  # argument name -> flag
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m training.tradeoff", description=__doc__.split("\n\n")[0])
+    parser = cli.ArgumentParser(prog="python -m training.tradeoff", description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipes", help=f"comma-separated recipe names; known: {', '.join(list_recipes())}")
     parser.add_argument("--budgets", help="comma-separated scale-schedule ratios > 0, e.g. 0.25,0.5,1,2")
     parser.add_argument("--seeds", type=int, default=1, help="seeds per recipe and budget: 0 to N-1 (default 1)")
@@ -117,6 +125,56 @@ def default_baseline(recipes: list[str]) -> str:
     return next((name for name in recipes if "baseline" in name), recipes[0])
 
 
+def check_sweep_options(seeds: int, subset: int | None, assignments: list[str]) -> None:
+    """Refuse seed and subset counts below 1, and --set values for what the sweep sets itself (seed, budget).
+
+    Example:
+        >>> check_sweep_options(2, None, ["seed=3"])
+        Traceback (most recent call last):
+        ...
+        ValueError: --set seed=3: the sweep sets each run's seed and budget; use --seeds and --budgets instead
+    """
+    if seeds < 1:
+        raise ValueError(f"--seeds must be >= 1 (seeds per curve and budget), got {seeds}")
+    if subset is not None and subset < 1:
+        raise ValueError(f"--subset must be >= 1 (images per class), got {subset}")
+    for assignment in assignments:
+        if assignment.partition("=")[0].strip() in ("seed", "schedule.scale_schedule_ratio"):
+            raise ValueError(f"--set {assignment}: the sweep sets each run's seed and budget; "
+                             f"use --seeds and --budgets instead")
+
+
+def check_out(out: Path, tool: str, plan: list[PlannedRun], assignments: list[str]) -> None:
+    """Refuse an --out that ``tool`` may not write into (neither new, empty nor marked as its own: see
+    :mod:`fastcore_ops.owned_folder`) or whose finished runs had another configuration. Writes nothing.
+
+    Example:
+        >>> check_out(out / "new", "tradeoff", [], [])
+    """
+    try:
+        check_claimable(out, tool)
+    except ValueError as error:
+        raise ValueError(f"--out {error}") from None
+    check_finished_runs(plan, out / RUNS, assignments)
+
+
+def claim_out(out: Path, tool: str) -> None:
+    """Create ``out`` if needed and mark it as ``tool``'s (see :func:`check_out`); ValueError when that cannot be done.
+
+    Example:
+        >>> claim_out(out / "mine", "tradeoff")
+        >>> sorted(path.name for path in (out / "mine").iterdir())
+        ['.fastcore_ops-tradeoff']
+    """
+    try:
+        claim_folder(out, tool)
+    except ValueError as error:
+        raise ValueError(f"--out {error}") from None
+    except OSError as error:
+        raise ValueError(f"--out {out} cannot be created or marked ({error.strerror or error}); "
+                         f"pass a folder you can write to") from None
+
+
 def progress_quality(record: RunRecord) -> str:
     """A finished run's quality for its progress line: "top-1 61.25%", "validation loss 1.234 nats/token".
 
@@ -176,14 +234,7 @@ def _sweep(args: argparse.Namespace) -> int:
             if getattr(args, flag) is None:
                 raise ValueError(f"--{flag} is required to run a sweep (or pass --merge FOLDER... to rebuild a report)")
         recipes, budgets = parse_recipes(args.recipes), parse_budgets(args.budgets)
-        if args.seeds < 1:
-            raise ValueError(f"--seeds must be >= 1 (seeds per recipe and budget), got {args.seeds}")
-        if args.subset is not None and args.subset < 1:
-            raise ValueError(f"--subset must be >= 1 (images per class), got {args.subset}")
-        for assignment in args.assignments:
-            if assignment.partition("=")[0].strip() in ("seed", "schedule.scale_schedule_ratio"):
-                raise ValueError(f"--set {assignment}: the sweep sets each run's seed and budget; "
-                                 f"use --seeds and --budgets instead")
+        check_sweep_options(args.seeds, args.subset, args.assignments)
         # Builds every run's configuration now, so a bad --set fails before any training.
         configs = {recipe: run_config(PlannedRun(recipe, 1.0, 0, 1.0), args.assignments) for recipe in recipes}
         check_one_metric(configs)
@@ -192,57 +243,81 @@ def _sweep(args: argparse.Namespace) -> int:
         baseline = _choose_baseline(args.baseline, recipes)
         epochs = {recipe: config.schedule.epochs for recipe, config in configs.items()}
         plan = plan_sweep(recipes, budgets, args.seeds, epochs)
-        runs_folder = args.out / "runs"
-        check_finished_runs(plan, runs_folder, args.assignments)
-    except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        check_out(args.out, "tradeoff", plan, args.assignments)
+    except (ValueError, TypeError, OSError) as error:
+        return refuse(error)
     data = None if args.data is None else args.data.resolve()
     options = TrainOptions(data=data, device=device, machine=machine_label(device),
                            subset=args.subset, assignments=tuple(args.assignments))
     return execute_sweep(plan, args.out, options, baseline, progress=not args.no_progress)
 
 
-def execute_sweep(plan: list[PlannedRun], out: Path, options: TrainOptions, baseline: str, *, progress: bool = True,
-                  report: Callable[[list[RunRecord], Path, str], list[Path]] | None = None) -> int:
-    """Train ``plan``'s unfinished runs under ``out/runs``, then ``report`` them (default: the
-    tradeoff report, :func:`build_report`); returns the exit code.
+def execute_sweep(plan: list[PlannedRun], out: Path, options: TrainOptions, baseline: str, *, tool: str = "tradeoff",
+                  progress: bool = True, report: Callable[[list[Run], Path, str], list[Path]] | None = None) -> int:
+    """Mark ``out`` as ``tool``'s (checked before by :func:`check_out`), train ``plan``'s unfinished runs under
+    ``out/runs``, then ``report`` them (default: the tradeoff report, :func:`build_report`); returns the exit code.
 
     Each finished run is checked to share the others' metric and printed with its quality and
-    time. Stopped by a signal, it reports the runs finished so far and returns 128 + the signal.
+    time; a run that failed or diverged is printed with why and its log, and the sweep goes on.
+    The report lists every run; the exit code says whether one failed (:func:`sweep_exit_code`).
+    Stopped by a signal, it reports the runs finished so far and returns 128 + the signal.
     Also the ablation tool's runner (``python -m training.ablate``), with its own ``report``.
     """
-    runs_folder = out / "runs"
     report = report or build_report
-    records: list[RunRecord] = []
+    runs: list[Run] = []
 
-    def finished(run: PlannedRun, folder: Path, trained: bool) -> None:
-        record = read_run(folder, recipe=run.recipe, budget=run.budget, seed=run.seed)
-        # The run's own summary is the authority (a task expected_metric does not know, a run folder from
-        # before): stop at the first run that cannot share the report.
-        common_metric([*records, record])
-        records.append(record)
-        note = "" if trained else " (finished before)"
-        tqdm.write(f"{run.recipe} x{run.budget:g} seed {run.seed}: {progress_quality(record)} | "
-                   f"train {record.train_seconds:.1f} s{note}")
+    def finished(run: PlannedRun, folder: Path, exit_code: int | None) -> None:
+        outcome = read_outcome(run, folder, exit_code)
+        if isinstance(outcome, RunRecord):
+            # The run's own summary is the authority (a task expected_metric does not know, a run folder from
+            # before): stop at the first run that cannot share the report.
+            common_metric([*(kept for kept in runs if isinstance(kept, RunRecord)), outcome])
+            line = f"{progress_quality(outcome)} | train {outcome.train_seconds:.1f} s"
+        else:
+            line = f"{outcome.status}: {left_out_note(outcome)}"
+        runs.append(outcome)
+        tqdm.write(f"{outcome.label}: {line}{' (finished before)' if exit_code is None else ''}")
 
     try:
-        run_sweep(plan, runs_folder.resolve(), options, progress=progress, on_finished=finished)
-    except RunFailed as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except ValueError as error:  # a finished run's summary is unreadable or measures another metric
-        print(f"error: {error}; the finished runs are kept under {runs_folder}", file=sys.stderr)
-        return 2
+        claim_out(out, tool)
+    except ValueError as error:
+        return refuse(error)
+    try:
+        run_sweep(plan, out.resolve(), options, tool=tool, progress=progress, on_finished=finished)
+    except ValueError as error:  # a finished run measures another metric
+        return refuse(f"{error}; the finished runs are kept under {out / RUNS}")
     except SweepInterrupted as stop:
         print(stop, file=sys.stderr)
-        if records:  # a sweep run in pieces shows what it has so far
-            written = report(records, out, baseline)
-            print(f"partial report of the {len(records)} runs finished so far: {written[-1]}", file=sys.stderr)
+        if runs:  # a sweep run in pieces shows what it has so far
+            written = report(runs, out, baseline)
+            print(f"partial report of the {len(runs)} runs finished so far: {written[-1]}", file=sys.stderr)
         return 128 + stop.signal_number
-    written = report(records, out, baseline)
-    print(f"report: {written[-1]} ({len(records)} runs; tables and figures next to it)")
-    return 0
+    written = report(runs, out, baseline)
+    print(f"report: {written[-1]} ({len(runs)} runs; tables and figures next to it)")
+    return sweep_exit_code(runs)
+
+
+def sweep_exit_code(runs: list[Run]) -> int:
+    """1 when a run of the sweep failed, else 0; the runs left out are named, with their logs, in one line on stderr.
+
+    A diverged run is a result (that recipe does not train at that budget): alone it does not fail the sweep.
+    Example:
+        >>> sweep_exit_code([FailedRun("m", "r", 1.0, 0, "diverged", "eval_loss = nan", "runs/r-x1-s0/err.log")])
+        0
+    """
+    left_out = [run for run in runs if isinstance(run, FailedRun)]
+    if not left_out:
+        return 0
+    failed = sum(run.status == FAILED for run in left_out)
+    names = ", ".join(f"{run.label} ({run.status}; log: {run.log or 'none'})" for run in left_out)
+    if not failed:
+        print(f"note: {len(left_out)} of {len(runs)} runs diverged and are left out of the curves: {names}",
+              file=sys.stderr)
+        return 0
+    diverged = len(left_out) - failed
+    print(f"error: {failed} of {len(runs)} runs failed{f' and {diverged} diverged' if diverged else ''}, left out of "
+          f"the report: {names}; rerun the same command to retry the failed runs", file=sys.stderr)
+    return 1
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -250,21 +325,25 @@ def _merge(args: argparse.Namespace) -> int:
         given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name)]
         if given:
             raise ValueError(f"--merge rebuilds the report from existing results; it takes no {', '.join(given)}")
-        records = merge_records(read_results(folder) for folder in args.merge)
-        if not records:
+        runs = merge_records(read_results(folder) for folder in args.merge)
+        if not runs:
             raise ValueError(f"--merge {' '.join(map(str, args.merge))}: the folders hold no runs")
-        common_metric(records)
-        recipes = list(dict.fromkeys(record.recipe for record in records))
-        baseline = _choose_baseline(args.baseline, recipes)
-    except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    written = build_report(records, args.out, baseline)
-    print(f"report: {written[-1]} ({len(records)} runs; tables and figures next to it)")
+        records, _ = split_runs(runs)
+        if records:
+            common_metric(records)
+        baseline = _choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in runs)))
+        claim_out(args.out, "tradeoff")  # the last check: it marks --out
+    except (ValueError, OSError) as error:
+        return refuse(error)
+    written = build_report(runs, args.out, baseline)
+    print(f"report: {written[-1]} ({len(runs)} runs; tables and figures next to it)")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns its exit code."""
-    args = parse_args(argv)
+    try:
+        args = parse_args(argv)
+    except ValueError as error:
+        return refuse(error)
     return _merge(args) if args.merge else _sweep(args)

@@ -13,9 +13,12 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
-from training.tradeoff.analysis import mixed_curves, speedup_table, time_breakdown, verdicts
+from training.tradeoff.analysis import (BaselineGap, baseline_gaps, mixed_curves, speedup_table, time_breakdown,
+                                       verdicts)
+from training.tradeoff.metric import Metric
 from training.tradeoff.plots import plot_breakdown, plot_tradeoff
-from training.tradeoff.results import RESULTS_CSV, RESULTS_JSON, RunRecord, common_metric, write_results
+from training.tradeoff.results import (LEFT_OUT, RESULTS_CSV, RESULTS_JSON, FailedRun, Run, RunRecord, common_metric,
+                                       judge, split_runs, write_results)
 from training.tradeoff.tables import Table, breakdown_rows, markdown_table, run_rows, speedup_rows, write_csv
 
 STYLE = """
@@ -61,7 +64,8 @@ def _mixed_warning(records: Sequence[RunRecord]) -> str:
             f"(other --set values or recipe versions), so their curves mix configurations.</p>")
 
 
-def _speedups_markdown(records: Sequence[RunRecord], speedup_tab: Table, baseline: str) -> str:
+def _speedups_markdown(records: Sequence[RunRecord], left_out: Sequence[FailedRun], speedup_tab: Table,
+                       baseline: str) -> str:
     """The speedup table for a README: one line naming what was measured where, then the table.
 
     The machine column is dropped when every run shares one machine, which the line names instead.
@@ -70,49 +74,42 @@ def _speedups_markdown(records: Sequence[RunRecord], speedup_tab: Table, baselin
     machines = sorted({record.machine for record in records})
     recipes = ", ".join(dict.fromkeys(record.recipe for record in records))
     direction = "higher is better" if metric.higher_is_better else "lower is better"
-    caption = (f"{len(records)} runs of {recipes} on {', '.join(machines)}; baseline {baseline}; "
+    dropped = f" ({len(left_out)} more diverged or failed: see `results.csv`)" if left_out else ""
+    caption = (f"{len(records)} runs{dropped} of {recipes} on {', '.join(machines)}; baseline {baseline}; "
                f"{metric.label}, {direction}; training time only (from `speedups.csv`).")
     table = markdown_table(*speedup_tab, drop=["machine"] if len(machines) == 1 else [])
     return f"{caption}\n\n{table}\n"
 
 
-def build_report(records: Sequence[RunRecord], out: Path, baseline: str, sections: Sequence[str] = ()) -> list[Path]:
-    """Write results.{csv,json}, speedups.{csv,md}, breakdown.csv, pareto.png, breakdown.png and report.html to ``out``.
+def _left_out_summary(left_out: Sequence[FailedRun]) -> str:
+    if not left_out:
+        return ""
+    counts = ", ".join(f"{sum(run.status == status for run in left_out)} {status}" for status in LEFT_OUT
+                       if any(run.status == status for run in left_out))
+    names = ", ".join(run.label for run in left_out)
+    return (f'<p class="no">{len(left_out)} run(s) left out of the curves, speedups and figures ({counts}): '
+            f"{html.escape(names)}. Each is listed under Every run with why and the path of its log.</p>")
 
-    baseline: the recipe the others are measured against (on each machine separately).
-    sections: HTML sections of the caller's own, shown first (the ablation's table of effects).
-    Returns the paths written. Raises ValueError, before writing anything, when the records do
-    not share one metric.
-    """
-    if not records:
-        raise ValueError("records must hold at least one finished run, got none")
-    metric = common_metric(records)
-    out.mkdir(parents=True, exist_ok=True)
-    write_results(records, out)
-    speedups = speedup_table(records, baseline)
+
+def _gap_notes(gaps: Sequence[BaselineGap]) -> str:
+    return "".join(f'<p class="no">On {html.escape(gap.machine)}: {html.escape(gap.describe())}.</p>' for gap in gaps)
+
+
+def _analysis(records: Sequence[RunRecord], left_out: Sequence[FailedRun], out: Path, baseline: str,
+              metric: Metric) -> tuple[str, list[Path]]:
+    """The tables and figures of the usable ``records`` written to ``out``: (their HTML, the files written)."""
+    speedups, gaps = speedup_table(records, baseline), baseline_gaps(records, left_out, baseline)
     breakdown = time_breakdown(records)
-    speedup_tab, breakdown_tab = speedup_rows(speedups, metric), breakdown_rows(breakdown)
+    speedup_tab, breakdown_tab = speedup_rows(speedups, metric, gaps), breakdown_rows(breakdown)
     write_csv(out / "speedups.csv", *speedup_tab)
-    (out / "speedups.md").write_text(_speedups_markdown(records, speedup_tab, baseline))
+    (out / "speedups.md").write_text(_speedups_markdown(records, left_out, speedup_tab, baseline))
     write_csv(out / "breakdown.csv", *breakdown_tab)
     plot_tradeoff(records, out / "pareto.png")
     plot_breakdown(breakdown, out / "breakdown.png")
-    machines = sorted({record.machine for record in records})
     label, quantity = html.escape(metric.label), html.escape(metric.quantity)
-    direction = "higher is better" if metric.higher_is_better else "lower is better"
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Training tradeoff report: {label}</title><style>{STYLE}</style></head>
-<body>
-<h1>Quality against training cost: {label}</h1>
-<p>{len(records)} runs of {len({r.recipe for r in records})} recipes on {len(machines)} machine(s):
-{html.escape(", ".join(machines))}. Baseline: <b>{html.escape(baseline)}</b>. Training time counts the training
-steps (waiting for data included) and the methods' own work, never evaluation or checkpointing; the first
-epoch's one-off costs are listed apart in the time breakdown. Times from different machines are never compared.
-Quality is {label}, {direction}.</p>
-{_mixed_warning(records)}
-{"".join(sections)}
-<h2>Verdicts</h2>
+    page = f"""<h2>Verdicts</h2>
 {_verdict_list(verdicts(speedups), baseline)}
+{_gap_notes(gaps)}
 <h2>Tradeoff curves: {label} against training time</h2>
 <p>Each point is one budget (scale-schedule ratio): the mean over seeds, with error bars for the spread
 (± one standard deviation from 3 or more seeds, min to max from 2). Circled points form the Pareto
@@ -130,11 +127,57 @@ over the recipe's seeds (mean ± standard deviation, or min-max with 2 seeds), a
 phase it changes (Amdahl's law): the largest phase is the one worth attacking next.</p>
 {embedded_image(out / "breakdown.png", "time per training step by phase")}
 {html_table(breakdown_tab)}
+"""
+    return page, [out / name for name in ("speedups.csv", "speedups.md", "breakdown.csv", "pareto.png",
+                                          "breakdown.png")]
+
+
+def _intro(records: Sequence[RunRecord], left_out: Sequence[FailedRun], baseline: str, metric: Metric | None) -> str:
+    machines = sorted({run.machine for run in (*records, *left_out)})
+    quality = "No run finished with a usable result, so there is no curve to draw." if metric is None else (
+        f"Quality is {html.escape(metric.label)}, {'higher' if metric.higher_is_better else 'lower'} is better.")
+    recipes = len({record.recipe for record in records})
+    return f"""<p>{len(records)} usable runs of {recipes} recipes on {len(machines)} machine(s):
+{html.escape(", ".join(machines))}. Baseline: <b>{html.escape(baseline)}</b>. Training time counts the training
+steps (waiting for data included) and the methods' own work, never evaluation or checkpointing; the first
+epoch's one-off costs are listed apart in the time breakdown. Times from different machines are never compared.
+{quality}</p>"""
+
+
+def build_report(runs: Sequence[Run], out: Path, baseline: str, sections: Sequence[str] = ()) -> list[Path]:
+    """Write results.{csv,json}, speedups.{csv,md}, breakdown.csv, pareto.png, breakdown.png and report.html to ``out``.
+
+    runs: finished runs and runs left out (FailedRun, or records that diverged: see ``judge``). Every run
+        is listed with its status; the curves, speedups and figures hold the usable ones, and with none
+        usable only results.{csv,json} and report.html are written.
+    baseline: the recipe the others are measured against (on each machine separately).
+    sections: HTML sections of the caller's own, shown first (the ablation's table of effects).
+    Returns the paths written. Raises ValueError, before writing anything, when the usable runs do
+    not share one metric.
+    """
+    if not runs:
+        raise ValueError("runs must hold at least one run, got none")
+    runs = [judge(run) for run in runs]
+    records, left_out = split_runs(runs)
+    metric = common_metric(records) if records else None
+    out.mkdir(parents=True, exist_ok=True)
+    write_results(runs, out)
+    analysis, files = _analysis(records, left_out, out, baseline, metric) if records else ("", [])
+    title = html.escape(metric.label if metric else "no usable run")
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Training tradeoff report: {title}</title>
+<style>{STYLE}</style></head>
+<body>
+<h1>Quality against training cost: {title}</h1>
+{_intro(records, left_out, baseline, metric)}
+{_left_out_summary(left_out)}
+{_mixed_warning(records)}
+{"".join(sections)}
+{analysis}
 <h2>Every run</h2>
-<p>Also in {RESULTS_CSV} and {RESULTS_JSON} next to this page.</p>
-{html_table(run_rows(records, metric))}
+<p>Also in {RESULTS_CSV} and {RESULTS_JSON} next to this page, each with its status.</p>
+{html_table(run_rows(runs, metric))}
 </body></html>
 """
     (out / "report.html").write_text(page)
-    return [out / name for name in (RESULTS_JSON, RESULTS_CSV, "speedups.csv", "speedups.md", "breakdown.csv",
-                                    "pareto.png", "breakdown.png", "report.html")]
+    return [out / RESULTS_JSON, out / RESULTS_CSV, *files, out / "report.html"]

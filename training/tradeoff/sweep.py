@@ -2,8 +2,13 @@
 
 Each run is a subprocess in its own folder ``<out>/runs/<recipe>-x<budget>-s<seed>``: a folder
 with ``summary.json`` is finished and skipped, one with ``checkpoint.pt`` but no summary is
-continued with ``--resume``, anything else starts afresh. A stop signal is passed on to the
-running child, which checkpoints and exits; rerunning the same command picks up from there.
+continued with ``--resume``, anything else starts afresh. A run that fails (training exits with
+an error) is tried once and the sweep goes on with the others; rerunning the same command tries
+it again. A stop signal is passed on to the running child, which checkpoints and exits;
+rerunning the same command picks up from there.
+
+The sweep deletes files only in an ``<out>`` marked as its tool's own (:mod:`fastcore_ops.owned_folder`),
+and there only the names a run writes, left by a run stopped before its first checkpoint.
 
     >>> plan = plan_sweep(["cifar_baseline", "cifar_mild"], [0.5, 1.0], seeds=1, epochs={"cifar_baseline": 15.0,
     ...                   "cifar_mild": 8.0})
@@ -23,18 +28,20 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from fastcore_ops.owned_folder import owns
 from training.config import TrainConfig, config_hash, load_config, override
 from training.recipes import get_recipe
 from training.checkpoint import CHECKPOINT_NAME, StopSignalHandler
 from training.checkpoint import existing as existing_checkpoints
-from training.run_folder import CONFIG_NAME, RUN_FILES
+from training.run_folder import CONFIG_NAME, run_files_in
 from training.tasks.classification import ImageClassification
 from training.tasks.language import CausalLanguageModeling
 from training.train import PROJECT_ROOT, child_environment
 from training.tradeoff.metric import Metric
-from training.tradeoff.results import MACHINE_FILE
+from training.tradeoff.results import FAILED, MACHINE_FILE, FailedRun, Run, judge, read_machine, read_run
 
 STDOUT_LOG, STDERR_LOG = "train.stdout.log", "train.stderr.log"
+RUNS = "runs"  # the sweep's output folder holds one folder per run under this
 # Each task's class names the metric its runs report, which lets a sweep refuse mixed tasks before training.
 TASK_CLASSES = {"image_classification": ImageClassification, "language_model": CausalLanguageModeling}
 
@@ -162,10 +169,6 @@ def train_command(run: PlannedRun, folder: Path, options: TrainOptions, resume: 
     return command
 
 
-class RunFailed(Exception):
-    """A training run exited with an error; the message holds its stderr tail."""
-
-
 class SweepInterrupted(Exception):
     """A stop signal arrived; the running child checkpointed. ``signal_number`` is the signal."""
 
@@ -187,21 +190,34 @@ class _Forwarder(StopSignalHandler):
             self.child.send_signal(number)
         self.received = self.received or number
 
-
-def _tail(path: Path, lines: int = 25) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.is_file() else "(no stderr)"
-
-
-def _clear_unstarted(folder: Path) -> None:
-    """Remove what a run stopped before its first checkpoint left: it starts afresh, and train refuses a used folder."""
-    for name in RUN_FILES:
-        (folder / name).unlink(missing_ok=True)
+    def check(self, when: str) -> None:
+        """Raise SweepInterrupted if a stop signal came; ``when`` says where the sweep stood ("before run x")."""
+        if self.received is not None:
+            raise SweepInterrupted(self.received, f"sweep stopped by signal {self.received} {when}; rerun the same "
+                                                  f"command to resume")
 
 
-def _train(run: PlannedRun, folder: Path, options: TrainOptions, forwarder: _Forwarder) -> None:
+def _last_line(path: Path) -> str:
+    """The last non-empty line of a log ("" when there is none): a failed run's error, usually."""
+    lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
+    return next((line.strip() for line in reversed(lines) if line.strip()), "")
+
+
+def _clear_unstarted(folder: Path, out: Path, tool: str) -> None:
+    """Remove what a run stopped before its first checkpoint left, so that it starts afresh (train refuses a
+    folder holding a run's files): only when ``out`` is marked as ``tool``'s, and only the names a run writes."""
+    if owns(out, tool):
+        for name in run_files_in(folder):
+            (folder / name).unlink()
+
+
+def _train(run: PlannedRun, out: Path, options: TrainOptions, forwarder: _Forwarder, tool: str) -> int:
+    """Train ``run`` in its folder under ``out``; returns the exit code of ``python -m training.train``."""
+    folder = out / RUNS / run.folder_name
+    forwarder.check(f"before {run.folder_name}")  # one that came between two runs starts no other
     resume = run_state(folder) is RunState.RESUMABLE
     if not resume:
-        _clear_unstarted(folder)
+        _clear_unstarted(folder, out, tool)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / MACHINE_FILE).write_text(options.machine + "\n")
     with open(folder / STDOUT_LOG, "a") as stdout, open(folder / STDERR_LOG, "a") as stderr:
@@ -209,23 +225,45 @@ def _train(run: PlannedRun, folder: Path, options: TrainOptions, forwarder: _For
         forwarder.child = subprocess.Popen(train_command(run, folder, options, resume), cwd=PROJECT_ROOT,
                                            env=child_environment(), stdout=stdout, stderr=stderr, start_new_session=True)
         code = forwarder.child.wait()
-    if forwarder.received is not None:
-        raise SweepInterrupted(forwarder.received, f"sweep stopped by signal {forwarder.received} during "
-                                                   f"{run.folder_name} (checkpointed); rerun the same command to resume")
-    if code != 0:
-        raise RunFailed(f"run {run.folder_name} failed with exit code {code}; the end of its stderr "
-                        f"({folder / STDERR_LOG}):\n{_tail(folder / STDERR_LOG)}")
+    forwarder.check(f"during {run.folder_name} (checkpointed)")
+    return code
 
 
-def run_sweep(plan: Sequence[PlannedRun], runs_folder: Path, options: TrainOptions, *, progress: bool = True,
-              on_finished: Callable[[PlannedRun, Path, bool], None] = lambda run, folder, trained: None) -> None:
-    """Train every run of ``plan`` not yet finished under ``runs_folder``, one at a time.
+def _exit_reason(code: int, log: Path) -> str:
+    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+    last = _last_line(log)
+    return f"training {how}{': ' + last if last else ''}"
+
+
+def read_outcome(run: PlannedRun, folder: Path, exit_code: int | None) -> Run:
+    """What ``run`` left in ``folder``: its record, or a FailedRun (with its stderr log) saying why it is left out.
+
+    exit_code: the training's exit code, None for a run finished before this sweep. Failed: a
+    non-zero exit code, or a summary that is missing or cannot be read; diverged: see ``judge``.
+    """
+    log = folder / STDERR_LOG
+    if exit_code:
+        reason = _exit_reason(exit_code, log)
+    else:
+        try:
+            return judge(read_run(folder, recipe=run.recipe, budget=run.budget, seed=run.seed), str(log))
+        except (ValueError, FileNotFoundError) as error:
+            reason = str(error)
+    return FailedRun(read_machine(folder), run.recipe, run.budget, run.seed, FAILED, reason, str(log))
+
+
+def run_sweep(plan: Sequence[PlannedRun], out: Path, options: TrainOptions, *, tool: str, progress: bool = True,
+              on_finished: Callable[[PlannedRun, Path, int | None], None] = lambda run, folder, code: None) -> None:
+    """Train every run of ``plan`` not yet finished under ``out/runs``, one at a time.
 
     One progress bar counts baseline-budget units over the whole sweep; its time left comes
     from the seconds per unit of the runs trained so far (finished runs from before do not
-    count). ``on_finished(run, folder, trained)`` is called after each run, skipped or trained. Raises RunFailed or
-    SweepInterrupted.
+    count). ``on_finished(run, folder, exit_code)`` is called after each run: with the exit code
+    of its training (0 finished, else failed), or None when it had finished before. A failed run
+    does not stop the sweep. ``tool`` ("tradeoff", "ablate") is the owner ``out`` must be marked
+    with for leftovers of unstarted runs to be removed. Raises SweepInterrupted.
     """
+    runs_folder = out / RUNS
     done = sum(run.units for run in plan if run_state(runs_folder / run.folder_name) is RunState.FINISHED)
     # smoothing=0: the rate is the average since start, i.e. seconds per unit measured so far.
     bar = tqdm(total=sum(run.units for run in plan), initial=done, unit="unit", smoothing=0, disable=not progress,
@@ -234,14 +272,14 @@ def run_sweep(plan: Sequence[PlannedRun], runs_folder: Path, options: TrainOptio
     with bar, _Forwarder() as forwarder:
         for run in plan:
             folder = runs_folder / run.folder_name
-            trained = run_state(folder) is not RunState.FINISHED
-            if trained:
+            code = None
+            if run_state(folder) is not RunState.FINISHED:
                 started = time.perf_counter()
                 bar.set_postfix_str(run.folder_name)
-                _train(run, folder, options, forwarder)
+                code = _train(run, out, options, forwarder, tool)
                 bar.update(run.units)
                 bar.set_postfix_str(f"{(time.perf_counter() - started) / max(run.units, 1e-9):.1f} s/unit")
-            on_finished(run, folder, trained)
+            on_finished(run, folder, code)
 
 
 def run_config(run: PlannedRun, assignments: Sequence[str]) -> TrainConfig:
@@ -257,11 +295,17 @@ def run_config(run: PlannedRun, assignments: Sequence[str]) -> TrainConfig:
 
 
 def check_finished_runs(plan: Sequence[PlannedRun], runs_folder: Path, assignments: Sequence[str]) -> None:
-    """Refuse to reuse a finished run whose saved configuration is not the one this sweep asks for."""
+    """Refuse to reuse a finished run whose saved configuration is not the one this sweep asks for.
+
+    One whose configuration cannot be read is left to :func:`read_outcome`, which lists it as failed, naming the file.
+    """
     for run in plan:
         folder = runs_folder / run.folder_name
         if run_state(folder) is RunState.FINISHED:
-            saved = config_hash(load_config(folder / CONFIG_NAME))
+            try:
+                saved = config_hash(load_config(folder / CONFIG_NAME))
+            except ValueError:
+                continue
             wanted = config_hash(run_config(run, assignments))
             if saved != wanted:
                 raise ValueError(f"--out: {folder} holds a finished run with another configuration ({saved}, this "

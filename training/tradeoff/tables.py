@@ -12,9 +12,9 @@ import csv
 from collections.abc import Sequence
 from pathlib import Path
 
-from training.tradeoff.analysis import BreakdownRow, SpeedupRow, describe_speedup
+from training.tradeoff.analysis import BaselineGap, BreakdownRow, SpeedupRow, describe_speedup
 from training.tradeoff.metric import Metric
-from training.tradeoff.results import RunRecord
+from training.tradeoff.results import FINISHED, FailedRun, Run, judge
 
 Table = tuple[list[str], list[list[str]]]
 
@@ -26,10 +26,11 @@ def _seed_spread(row: SpeedupRow) -> str:
     return row.spread.describe("{:.2f}") + "x" + reached
 
 
-def speedup_rows(rows: Sequence[SpeedupRow], metric: Metric) -> Table:
+def speedup_rows(rows: Sequence[SpeedupRow], metric: Metric, gaps: Sequence[BaselineGap] = ()) -> Table:
     """The speedup table: per recipe and baseline budget, the time to the baseline's quality and the gain at equal time.
 
     metric: the rows' metric, which names the columns (also when there are no rows).
+    gaps: baseline budgets whose runs all diverged or failed; each recipe gets a row saying so.
     Example:
         >>> header, _ = speedup_rows([], Metric("eval_loss", False, "validation loss (nats/token)"))
         >>> header[3], header[-1]
@@ -50,6 +51,9 @@ def speedup_rows(rows: Sequence[SpeedupRow], metric: Metric) -> Table:
         body.append([row.machine, row.recipe, f"x{row.baseline_budget:g}", metric.number(row.target, precise=True),
                      f"{row.baseline_seconds:.1f}", seconds, describe_speedup(row), _seed_spread(row),
                      ", ".join(f"{speedup:.2f}x" for speedup in row.seed_speedups), gain])
+    for gap in gaps:
+        body += [[gap.machine, recipe, f"x{gap.budget:g}", "", "", "", gap.describe(), "", "", ""]
+                 for recipe in gap.recipes]
     return header, body
 
 
@@ -68,14 +72,30 @@ def breakdown_rows(rows: Sequence[BreakdownRow]) -> Table:
     return header, body
 
 
-def run_rows(records: Sequence[RunRecord], metric: Metric) -> Table:
-    """Every run, as in results.csv but rounded for reading; ``metric`` is the runs' one metric."""
-    header = ["machine", "recipe", "budget", "seed", metric.label, "train time (s)", "first epoch (s)", "throughput",
-              "steps", "config hash"]
-    body = [[r.machine, r.recipe, f"x{r.budget:g}", str(r.seed), metric.number(r.quality, precise=True),
-             f"{r.train_seconds:.1f}", f"{r.first_epoch_seconds:.1f}", f"{r.samples_per_second:.0f} {r.sample_unit}/s",
-             str(r.steps), r.config_hash]
-            for r in records]
+def left_out_note(run: FailedRun) -> str:
+    """Why a run is left out, with its log.
+
+    Example:
+        >>> left_out_note(FailedRun("m", "r", 1.0, 0, "failed", "training exited with code 1", "runs/r/err.log"))
+        'training exited with code 1 (log: runs/r/err.log)'
+    """
+    return f"{run.reason} (log: {run.log})" if run.log else run.reason
+
+
+def run_rows(runs: Sequence[Run], metric: Metric | None) -> Table:
+    """Every run in the order given, as in results.csv but rounded for reading; ``metric`` is the runs' one
+    metric (None when no run finished usable). A run left out has its status and why, with its log."""
+    header = ["machine", "recipe", "budget", "seed", "status", metric.label if metric else "quality",
+              "train time (s)", "first epoch (s)", "throughput", "steps", "config hash", "why left out"]
+    body = []
+    for run in map(judge, runs):
+        cells = [run.machine, run.recipe, f"x{run.budget:g}", str(run.seed)]
+        if isinstance(run, FailedRun):
+            body.append([*cells, run.status, "", "", "", "", "", "", left_out_note(run)])
+        else:
+            body.append([*cells, FINISHED, metric.number(run.quality, precise=True), f"{run.train_seconds:.1f}",
+                         f"{run.first_epoch_seconds:.1f}", f"{run.samples_per_second:.0f} {run.sample_unit}/s",
+                         str(run.steps), run.config_hash, ""])
     return header, body
 
 

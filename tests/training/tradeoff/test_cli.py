@@ -13,13 +13,6 @@ from training.tradeoff.results import RunRecord, read_run, write_results
 from training.tradeoff.sweep import SweepInterrupted
 
 
-@pytest.fixture
-def data(tmp_path):
-    for split in ("train", "test"):
-        (tmp_path / "data" / split).mkdir(parents=True)
-    return tmp_path / "data"
-
-
 @pytest.mark.parametrize("args, message", [
     (["--recipes", "cifar_spicy", "--budgets", "1"], "unknown recipe 'cifar_spicy'"),
     (["--recipes", "cifar_mild,cifar_mild", "--budgets", "1"], "named twice"),
@@ -56,7 +49,7 @@ def test_image_recipes_need_data_and_language_models_do_not(tmp_path, monkeypatc
     assert main(args) == 2
     assert "--data is required for the image-classification recipes cifar_mild" in capsys.readouterr().err
     given = []
-    monkeypatch.setattr(cli, "run_sweep", lambda plan, runs_folder, options, **_: given.append((plan, options)))
+    monkeypatch.setattr(cli, "run_sweep", lambda plan, out, options, **_: given.append((plan, options)))
     monkeypatch.setattr(cli, "build_report", lambda records, out, baseline: [out / "report.html"])
     assert main(["--recipes", "gpt_baseline", "--budgets", "1", "--out", str(tmp_path / "lm")]) == 0
     (plan, options), = given
@@ -120,14 +113,14 @@ def test_merge_rebuilds_every_output_and_keeps_each_machine_apart(tmp_path, caps
 
 
 def test_a_stopped_sweep_reports_the_runs_finished_so_far(data, tmp_path, monkeypatch, capsys):
-    def stopped_after_two_runs(plan, runs_folder, options, *, progress, on_finished):
+    def stopped_after_two_runs(plan, out, options, *, tool, progress, on_finished):
         for run in plan[:2]:
-            on_finished(run, runs_folder / run.folder_name, True)
+            on_finished(run, out / "runs" / run.folder_name, 0)
         raise SweepInterrupted(signal.SIGTERM, "stopped; rerun the same command to continue")
 
     monkeypatch.setattr(cli, "run_sweep", stopped_after_two_runs)
-    monkeypatch.setattr(cli, "read_run", lambda folder, *, recipe, budget, seed: _record(
-        "host/cpu", recipe, budget, 100.0 * budget, 0.5 + 0.1 * budget))
+    monkeypatch.setattr(cli, "read_outcome", lambda run, folder, code: _record(
+        "host/cpu", run.recipe, run.budget, 100.0 * run.budget, 0.5 + 0.1 * run.budget))
     out = tmp_path / "report"
     args = ["--recipes", "cifar_baseline,cifar_mild", "--budgets", "0.5,1", "--data", str(data), "--out", str(out)]
     assert main(args) == 128 + signal.SIGTERM
@@ -171,19 +164,19 @@ def test_merging_results_of_different_metrics_is_refused_naming_recipes_and_metr
 
 def _sweep_reading(monkeypatch, metric_of_recipe):
     """Stand-ins for the sweep: every planned run "finishes" at once, with its recipe's metric."""
-    def run_all(plan, runs_folder, options, *, progress, on_finished):
+    def run_all(plan, out, options, *, tool, progress, on_finished):
         for run in plan:
-            on_finished(run, runs_folder / run.folder_name, True)
+            on_finished(run, out / "runs" / run.folder_name, 0)
 
     monkeypatch.setattr(cli, "run_sweep", run_all)
-    monkeypatch.setattr(cli, "read_run", lambda folder, *, recipe, budget, seed: _record(
-        "host/cpu", recipe, budget, 100.0 * budget, 1.0 + 0.1 / budget, metric_of_recipe[recipe]))
+    monkeypatch.setattr(cli, "read_outcome", lambda run, folder, code: _record(
+        "host/cpu", run.recipe, run.budget, 100.0 * run.budget, 1.0 + 0.1 / run.budget, metric_of_recipe[run.recipe]))
 
 
 def test_the_progress_line_after_each_run_names_the_metric(data, tmp_path, monkeypatch, capsys):
     _sweep_reading(monkeypatch, {"cifar_baseline": LOSS, "cifar_mild": LOSS})
-    args = ["--recipes", "cifar_baseline,cifar_mild", "--budgets", "1", "--data", str(data), "--out", str(tmp_path),
-            "--no-progress"]
+    args = ["--recipes", "cifar_baseline,cifar_mild", "--budgets", "1", "--data", str(data), "--out",
+            str(tmp_path / "report"), "--no-progress"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "cifar_mild x1 seed 0: validation loss 1.100 nats/token | train 100.0 s" in out

@@ -1,4 +1,5 @@
-"""The sweep's bookkeeping with a stand-in for the train command: skip, resume, fail, stop, refuse."""
+"""The sweep's bookkeeping with a stand-in for the train command: skip, resume, fail and go on, stop, refuse,
+and never delete a file it did not write."""
 
 import json
 import os
@@ -7,50 +8,31 @@ from pathlib import Path
 
 import pytest
 
+from fastcore_ops.owned_folder import claim_folder
+from tests.training.tradeoff import fakes
 from training.config import to_dict
 from training.tradeoff import sweep
 from training.recipes import get_recipe
-from training.tradeoff.sweep import (PlannedRun, RunFailed, SweepInterrupted, TrainOptions, Variant, check_finished_runs,
+from training.tradeoff.sweep import (RUNS, PlannedRun, SweepInterrupted, TrainOptions, Variant, check_finished_runs,
                                      expected_metric, plan_sweep, run_config, run_sweep, train_command)
 
 OPTIONS = TrainOptions(data=Path("/data"), device="cpu", machine="host/cpu", subset=5, assignments=("data.batch_size=8",))
 
 
-class FakeTrain:
-    """Stands in for ``subprocess.Popen`` of the train command; records each command it is given."""
+@pytest.fixture
+def out(tmp_path):
+    """A sweep's output folder, marked as the tradeoff tool's (as the command line marks it)."""
+    claim_folder(tmp_path / "out", "tradeoff")
+    return tmp_path / "out"
 
-    commands: list[list[str]] = []
-    instances: list["FakeTrain"] = []
-    exit_code = 0
-    on_wait = None
 
-    def __init__(self, command, *, stderr, env, **_):
-        self.command, self.stderr, self.env, self.signals = command, stderr, env, []
-        FakeTrain.commands.append(command)
-        FakeTrain.instances.append(self)
-
-    def wait(self):
-        if FakeTrain.on_wait is not None:
-            return FakeTrain.on_wait(self)
-        if FakeTrain.exit_code != 0:
-            self.stderr.write("Traceback (most recent call last):\nRuntimeError: boom\n")
-            return FakeTrain.exit_code
-        out = Path(self.command[self.command.index("--out") + 1])
-        (out / "summary.json").write_text("{}")
-        return 0
-
-    def poll(self):
-        return None
-
-    def send_signal(self, number):
-        self.signals.append(number)
+def _sweep(plan, out, **options):
+    return run_sweep(plan, out, OPTIONS, tool="tradeoff", progress=False, **options)
 
 
 @pytest.fixture
 def fake_train(monkeypatch):
-    monkeypatch.setattr(sweep.subprocess, "Popen", FakeTrain)
-    FakeTrain.commands, FakeTrain.instances, FakeTrain.exit_code, FakeTrain.on_wait = [], [], 0, None
-    return FakeTrain
+    return fakes.install(monkeypatch)
 
 
 PLAN = plan_sweep(["cifar_baseline", "cifar_mild"], [1.0, 0.5], seeds=1, epochs={"cifar_baseline": 15.0,
@@ -58,7 +40,7 @@ PLAN = plan_sweep(["cifar_baseline", "cifar_mild"], [1.0, 0.5], seeds=1, epochs=
 
 
 def _folders(commands):
-    return [Path(c[c.index("--out") + 1]).name for c in commands]
+    return [Path(fakes.flag(c, "--out")).name for c in commands]
 
 
 def test_the_plan_covers_every_recipe_budget_and_seed_in_units_of_budget_times_epochs_seed_by_seed():
@@ -69,39 +51,56 @@ def test_the_plan_covers_every_recipe_budget_and_seed_in_units_of_budget_times_e
     assert plan[1].folder_name == "a-x2-s0"
 
 
-def test_finished_runs_are_skipped_and_checkpointed_ones_resumed(fake_train, tmp_path):
-    finished, stopped = tmp_path / "cifar_baseline-x0.5-s0", tmp_path / "cifar_mild-x0.5-s0"
-    finished.mkdir()
+def test_finished_runs_are_skipped_and_checkpointed_ones_resumed(fake_train, out):
+    finished, stopped = out / RUNS / "cifar_baseline-x0.5-s0", out / RUNS / "cifar_mild-x0.5-s0"
+    finished.mkdir(parents=True)
     (finished / "summary.json").write_text("{}")
     stopped.mkdir()
     (stopped / "checkpoint.pt").write_bytes(b"")
     seen = []
-    run_sweep(PLAN, tmp_path, OPTIONS, progress=False, on_finished=lambda run, folder, trained: seen.append(
-        (run.folder_name, trained)))
+    _sweep(PLAN, out, on_finished=lambda run, folder, code: seen.append((run.folder_name, code)))
     assert _folders(fake_train.commands) == ["cifar_baseline-x1-s0", "cifar_mild-x0.5-s0", "cifar_mild-x1-s0"]
     assert ["--resume" in c for c in fake_train.commands] == [False, True, False]
-    assert seen == [("cifar_baseline-x0.5-s0", False), ("cifar_baseline-x1-s0", True),
-                    ("cifar_mild-x0.5-s0", True), ("cifar_mild-x1-s0", True)]
-    assert (tmp_path / "cifar_mild-x1-s0" / "machine.txt").read_text().strip() == "host/cpu"
+    assert seen == [("cifar_baseline-x0.5-s0", None), ("cifar_baseline-x1-s0", 0),
+                    ("cifar_mild-x0.5-s0", 0), ("cifar_mild-x1-s0", 0)]
+    assert (out / RUNS / "cifar_mild-x1-s0" / "machine.txt").read_text().strip() == "host/cpu"
     # A second pass finds everything finished and trains nothing.
     fake_train.commands.clear()
-    run_sweep(PLAN, tmp_path, OPTIONS, progress=False)
+    _sweep(PLAN, out)
     assert fake_train.commands == []
 
 
-def test_a_run_stopped_before_its_first_checkpoint_starts_afresh_in_a_cleared_folder(fake_train, tmp_path):
-    unstarted = tmp_path / "cifar_baseline-x0.5-s0"
-    unstarted.mkdir()
-    for name in ("config.json", "run.json", "metrics.jsonl"):
+LEFTOVERS = ("config.json", "run.json", "metrics.jsonl", "curves.png", "tokens.json", "tokenizer.json")
+
+
+def _unstarted_run(out):
+    """A run folder left by a run killed before its first checkpoint, with a file of the user's beside."""
+    unstarted = out / RUNS / "cifar_baseline-x0.5-s0"
+    unstarted.mkdir(parents=True)
+    for name in (*LEFTOVERS, "notes.txt"):
         (unstarted / name).write_text("{}")
-    run_sweep(PLAN[:1], tmp_path, OPTIONS, progress=False)
+    return unstarted
+
+
+def test_a_run_stopped_before_its_first_checkpoint_starts_afresh_and_only_its_own_files_go(fake_train, out):
+    unstarted = _unstarted_run(out)
+    _sweep(PLAN[:1], out)
     assert "--resume" not in fake_train.commands[0]
-    assert not any((unstarted / name).exists() for name in ("config.json", "run.json", "metrics.jsonl"))
+    assert not any((unstarted / name).exists() for name in LEFTOVERS if name != "config.json")
+    assert (unstarted / "config.json").read_text() != "{}"  # the new run's own
+    assert (unstarted / "notes.txt").read_text() == "{}"  # not a name a run writes: never deleted
 
 
-def test_every_run_gets_the_shared_options_and_never_the_triton_interpreter(fake_train, tmp_path, monkeypatch):
+def test_nothing_is_deleted_in_a_folder_the_sweep_does_not_own(fake_train, tmp_path):
+    unstarted = _unstarted_run(tmp_path)  # no .fastcore_ops-tradeoff: not provably the sweep's
+    fake_train.on_wait = lambda child: 2  # as train refuses a folder holding a run's files
+    _sweep(PLAN[:1], tmp_path)
+    assert all((unstarted / name).read_text() == "{}" for name in (*LEFTOVERS, "notes.txt"))
+
+
+def test_every_run_gets_the_shared_options_and_never_the_triton_interpreter(fake_train, out, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    run_sweep(PLAN[:1], tmp_path, OPTIONS, progress=False)
+    _sweep(PLAN[:1], out)
     child, = fake_train.instances
     assert "TRITON_INTERPRET" not in child.env and child.env["FASTCORE_OPS_INTERPRET"] == "0"
     command = fake_train.commands[0]
@@ -113,14 +112,22 @@ def test_every_run_gets_the_shared_options_and_never_the_triton_interpreter(fake
     assert command[command.index("--device") + 1] == "cpu"
 
 
-def test_a_failed_run_stops_the_sweep_and_shows_its_stderr(fake_train, tmp_path):
-    fake_train.exit_code = 1
-    with pytest.raises(RunFailed, match="(?s)cifar_baseline-x0.5-s0 failed with exit code 1.*RuntimeError: boom"):
-        run_sweep(PLAN, tmp_path, OPTIONS, progress=False)
-    assert len(fake_train.commands) == 1
+def test_a_failed_run_is_tried_once_and_the_sweep_goes_on_naming_its_error_and_log(fake_train, out):
+    fake_train.default = fakes.FAIL
+    outcomes = []
+    _sweep(PLAN, out, on_finished=lambda run, folder, code: outcomes.append(sweep.read_outcome(run, folder, code)))
+    assert len(fake_train.commands) == len(PLAN)  # every run tried, each once
+    first = outcomes[0]
+    assert (first.status, first.label) == ("failed", "cifar_baseline x0.5 seed 0")
+    assert first.reason == "training exited with code 1: RuntimeError: boom"
+    assert first.log == str(out / RUNS / "cifar_baseline-x0.5-s0" / "train.stderr.log")
+    # Rerunning the same command tries the failed runs again.
+    fake_train.default = fakes.FINISH
+    _sweep(PLAN, out)
+    assert len(fake_train.commands) == 2 * len(PLAN)
 
 
-def test_a_stop_signal_is_passed_to_the_run_and_ends_the_sweep_with_how_to_resume(fake_train, tmp_path):
+def test_a_stop_signal_is_passed_to_the_run_and_ends_the_sweep_with_how_to_resume(fake_train, out):
     children = []
 
     def interrupted(child):
@@ -131,10 +138,19 @@ def test_a_stop_signal_is_passed_to_the_run_and_ends_the_sweep_with_how_to_resum
     fake_train.on_wait = interrupted
     handler_before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(SweepInterrupted, match="rerun the same command") as stop:
-        run_sweep(PLAN, tmp_path, OPTIONS, progress=False)
+        _sweep(PLAN, out)
     assert stop.value.signal_number == signal.SIGTERM
     assert children[0].signals == [signal.SIGTERM] and len(fake_train.commands) == 1
     assert signal.getsignal(signal.SIGTERM) == handler_before  # the handler was put back
+
+
+def test_a_stop_signal_between_two_runs_starts_no_other(fake_train, out):
+    def stop_after_the_first(run, folder, code):
+        os.kill(os.getpid(), signal.SIGTERM)  # while the sweep reads the finished run, no child running
+
+    with pytest.raises(SweepInterrupted, match="before cifar_baseline-x1-s0; rerun the same command"):
+        _sweep(PLAN, out, on_finished=stop_after_the_first)
+    assert _folders(fake_train.commands) == ["cifar_baseline-x0.5-s0"]
 
 
 def test_a_finished_run_with_another_configuration_is_refused(tmp_path):
