@@ -313,6 +313,10 @@ class Trainer:
         parallel.load_model_state(self.model, payload["model"])
         state = self.state
         state.step, state.epoch = payload["step"], payload["epoch"]
+        if payload["final"] is None and state.step >= state.total_steps:  # an unfinished run stops short of its end
+            raise ValueError(f"--resume: the checkpoint in {self.out} is at step {state.step}, at or past this run's "
+                             f"{state.total_steps} steps: its data or number of processes changed since it was saved; "
+                             f"resume with the data and processes it was trained with")
         self.batch_in_epoch = payload["batch_in_epoch"]
         self.epoch_loss_sum = payload["epoch_loss_sum"].to(self.device)
         self.epoch_losses = payload["epoch_losses"]

@@ -6,8 +6,12 @@ its PyTorch reference, not Triton's interpreter (tests/kernels covers the kernel
 
 import json
 import math
+import os
+import re
+import shutil
 import signal
 
+import numpy as np
 import pytest
 import torch
 
@@ -130,20 +134,53 @@ def test_learned_positions_are_not_evaluated_beyond_their_table(tiny_text):
     assert list(task.eval_loaders) == [1]
 
 
-@pytest.mark.parametrize("make, args, message", [
-    (lambda root: root, [], "no text files"),
-    (lambda root: [(root / f"f{i}.txt").write_text("x = 1\n") for i in range(10)] and root, [],
-     "too few for one batch"),
-    (lambda root: root, ["--subset", "5"], "--subset (images per class) applies to image classification"),
-], ids=["empty-folder", "shorter-than-a-batch", "subset"])
-def test_text_that_cannot_train_is_refused_before_anything_is_written(make, args, message, tmp_path, capsys):
+def _texts(root, *sizes):
+    """Files f0.txt, f1.txt, ... of ``sizes`` bytes of Python-like text: with 10 of them, the last is validation."""
+    for index, size in enumerate(sizes):
+        (root / f"f{index}.txt").write_bytes((b"x = [value + 1 for value in range(10)]\n" * (size // 40 + 1))[:size])
+
+
+@pytest.mark.parametrize("sizes, args, message", [
+    ((), [], "no text files"),
+    ((6,) * 10, [], "train.bin holds 54 tokens, too few for one batch"),
+    ((300,) * 9 + (1,), [], "the validation files of"),
+    ((300,) * 9 + (16,), [], "validation.bin holds 16 tokens, too few to evaluate one window of the longest length "
+                             "asked (1L = 16 tokens"),
+    ((300,) * 9 + (60,), ["--recipe", "gpt_alibi"], "validation.bin holds 60 tokens, too few to evaluate one window of "
+                                                    "the longest length asked (4L = 64 tokens"),
+    ((300,) * 10, ["--set", "text.eval_length_multiples=(2,)"], "text.eval_length_multiples=(2,) leaves out 1"),
+    ((300,) * 10, ["--set", "text.eval_length_multiples=(2, 4)", "--set", "model.name=hf_gpt2"],
+     "add it: text.eval_length_multiples=(1, 2, 4)"),
+    ((), ["--subset", "5"], "--subset (images per class) applies to image classification"),
+], ids=["empty-folder", "shorter-than-a-batch", "validation-of-one-byte", "validation-shorter-than-a-window",
+        "validation-shorter-than-4L", "evaluation-lengths-without-L", "evaluation-lengths-without-L-gpt2", "subset"])
+def test_text_that_cannot_train_is_refused_before_anything_is_written(sizes, args, message, tmp_path, capsys):
     root = tmp_path / "text"
     root.mkdir()
-    make(root)
+    _texts(root, *sizes)
     assert main(["--recipe", "gpt_baseline", *TINY, *args, "--data", str(root), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_broken_token_cache_or_damaged_tokens_are_refused_before_anything_is_written(tiny_text, tmp_path,
+                                                                                       monkeypatch, capsys):
+    run = ["--recipe", "gpt_baseline", *TINY, "--out", str(tmp_path / "run")]
+    (tmp_path / "cache").write_text("mine")
+    with monkeypatch.context() as patch:
+        patch.setenv("FASTCORE_OPS_CACHE", str(tmp_path / "cache"))
+        assert main([*run, "--data", str(tiny_text)]) == 2
+    assert re.match(r"error: FASTCORE_OPS_CACHE=.*cache cannot hold the token cache .*; point FASTCORE_OPS_CACHE at "
+                    r"a folder you can write to", capsys.readouterr().err)
+    tokens = prepare_text_data(_tiny_config("gpt_baseline"), tiny_text, progress=False)
+    damaged = shutil.copytree(tokens, tmp_path / "damaged")
+    with open(damaged / "train.bin", "r+b") as handle:
+        handle.write(np.array([1000], dtype=np.uint16).tobytes())
+    assert main([*run, "--data", str(damaged)]) == 2
+    assert re.match(r"error: '.*damaged/train.bin' holds token id 1000, but the vocabulary has 256 tokens",
+                    capsys.readouterr().err)
+    assert sorted(os.listdir(tmp_path)) == ["cache", "damaged"] and (tmp_path / "cache").read_text() == "mine"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -2,6 +2,7 @@
 as it was, a stranger's files are never touched, and ``--resume`` continues only the same run
 (the same data, the same number of processes)."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -171,3 +172,15 @@ def test_resume_refuses_more_processes_than_the_run_had(strategy, image_run, mic
     err = refused(["--resume", "--no-progress", "--strategy", strategy, "--data", str(data), "--out", str(out)], capsys)
     assert "was trained by 1 process(es), this command starts 2" in err
     assert snapshot(out) == before
+
+
+def test_a_checkpoint_past_the_end_of_the_run_it_resumes_is_refused(image_run, capsys):
+    """A run saved before run.json held the data's fingerprint, resumed on fewer images: fewer steps than it took."""
+    data, out = image_run
+    payload = checkpoint.load(out / checkpoint.CHECKPOINT_NAME)
+    checkpoint.save_atomic({**payload, "final": None, "step": 1000}, out / checkpoint.CHECKPOINT_NAME)
+    (out / "summary.json").unlink()
+    settings = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({key: settings[key] for key in ("subset", "eval_every")}))
+    err = refused(["--resume", "--no-progress", "--data", str(data), "--out", str(out)], capsys)
+    assert "is at step 1000, at or past this run's 10 steps: its data or number of processes changed" in err

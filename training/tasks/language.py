@@ -20,7 +20,6 @@ import contextlib
 import json
 import logging
 import math
-import os
 import shutil
 import warnings
 from collections.abc import Callable, Iterable
@@ -36,7 +35,7 @@ from training.config import TrainConfig
 from training.models.language import build_language_model, logits_of, position_limit
 from training.tasks.base import Task
 from training.text.loader import TokenEvaluation, TokenWindows
-from training.text.prepare import META_FILE, PreparedTokens, load_prepared, prepared_tokens
+from training.text.prepare import META_FILE, PreparedTokens, bin_file, load_prepared, prepared_tokens, token_cache
 from training.text.tokenizers import BPE_FILE
 
 log = logging.getLogger("training")
@@ -117,16 +116,13 @@ class CausalLanguageModeling(Task):
 # ----------------------------------------------------------------------------------------
 
 
-def token_cache() -> Path:
-    """Where prepared tokens are kept between runs: ``$FASTCORE_OPS_CACHE/tokens`` (default ``~/.cache/fastcore_ops``)."""
-    root = os.environ.get("FASTCORE_OPS_CACHE") or Path.home() / ".cache" / "fastcore_ops"
-    return Path(root) / "tokens"
-
-
 def prepare_text_data(config: TrainConfig, data: Path | None, *, progress: bool = True) -> Path:
     """The prepared token folder a run reads: ``data`` itself if prepared, else ``data``'s text (None: the
-    standard library's) tokenized once into :func:`token_cache`, reused by later runs."""
-    text = config.text
+    standard library's) tokenized once into :func:`token_cache`, reused by later runs.
+
+    The cache setting is checked either way, as every text command checks it (see :func:`token_cache`).
+    """
+    text, cache = config.text, token_cache()
     if data is not None and (data / META_FILE).is_file():
         meta = load_prepared(data).meta
         if meta["tokenizer"] != text.tokenizer or (text.tokenizer == "bpe" and meta["vocab_size"] != text.vocab_size):
@@ -135,13 +131,47 @@ def prepare_text_data(config: TrainConfig, data: Path | None, *, progress: bool 
                              f"set those to match, or pass the text folder to tokenize it anew")
         return data
     vocab_size = text.vocab_size if text.tokenizer == "bpe" else None
-    return prepared_tokens(data, token_cache(), text.tokenizer, vocab_size, text.validation_every, progress=progress)
+    return prepared_tokens(data, cache, text.tokenizer, vocab_size, text.validation_every, progress=progress)
 
 
 def check_text_size(config: TrainConfig, data: Path, world_size: int) -> None:
-    """Refuse, before any process starts work, training text too short for a batch per process."""
-    TokenWindows(load_prepared(data).train, sequence_length=config.text.sequence_length,
-                 batch_size=config.data.batch_size, seed=config.seed, world_size=world_size)
+    """Refuse, before any process starts work, prepared text a run cannot use: training text too short for a
+    batch per process, or what :func:`check_evaluation_text` refuses."""
+    prepared = load_prepared(data)
+    TokenWindows(prepared.train, sequence_length=config.text.sequence_length, batch_size=config.data.batch_size,
+                 seed=config.seed, world_size=world_size, name=_token_file(prepared, "train"))
+    check_evaluation_text(config, prepared)
+
+
+def check_evaluation_text(config: TrainConfig, prepared: PreparedTokens) -> None:
+    """Refuse evaluation lengths without L (the run's metric is measured at L), and validation text
+    shorter than one window of the longest length asked.
+
+    >>> import numpy as np
+    >>> from training.config import TextConfig
+    >>> from training.text.tokenizers import ByteTokenizer
+    >>> tokens = PreparedTokens(Path("tokens"), {}, np.zeros(0, np.uint16), np.zeros(40, np.uint16), ByteTokenizer())
+    >>> check_evaluation_text(TrainConfig(text=TextConfig(sequence_length=16)), tokens)
+    Traceback (most recent call last):
+    ...
+    ValueError: tokens/validation.bin holds 40 tokens, too few to evaluate one window of the longest length ...
+    """
+    text = config.text
+    multiples = text.eval_length_multiples
+    if 1 not in multiples:
+        raise ValueError(f"text.eval_length_multiples={multiples} leaves out 1, the training length L, where the "
+                         f"run's metric (eval_loss) is measured; add it: text.eval_length_multiples={(1, *multiples)}")
+    longest = multiples[-1] * text.sequence_length
+    count = prepared.validation.size
+    if count <= longest:
+        raise ValueError(f"{_token_file(prepared, 'validation')} holds {count} tokens, too few to evaluate one window "
+                         f"of the longest length asked ({multiples[-1]}L = {longest} tokens, and the token after it): "
+                         f"add validation text (more or longer files, or a smaller text.validation_every), or lower "
+                         f"text.sequence_length or the largest of text.eval_length_multiples")
+
+
+def _token_file(prepared: PreparedTokens, split: str) -> str:
+    return str(prepared.folder / bin_file(split))
 
 
 def keep_run_tokenizer(out: Path, data: Path, *, resume: bool, write: bool = True) -> None:
@@ -190,6 +220,7 @@ def build_language_modeling(config: TrainConfig, *, data: Path, device: torch.de
     evaluates all of them, as a sharded model's collective forward passes need).
     """
     prepared: PreparedTokens = load_prepared(data)
+    check_evaluation_text(config, prepared)
     text = config.text
     model = build_language_model(config.model.name, vocab_size=prepared.vocab_size,
                                  sequence_length=text.sequence_length, options=config.model.options)
@@ -198,7 +229,8 @@ def build_language_modeling(config: TrainConfig, *, data: Path, device: torch.de
     model.to(device)
     rank, world_size = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     train = TokenWindows(prepared.train, sequence_length=text.sequence_length, batch_size=config.data.batch_size,
-                         seed=config.seed, rank=rank, world_size=world_size, device=device)
+                         seed=config.seed, rank=rank, world_size=world_size, device=device,
+                         name=_token_file(prepared, "train"))
     eval_rank, eval_world = (rank, world_size) if shard_evaluation else (0, 1)
     loaders = {}
     for multiple in _evaluation_multiples(config, model):

@@ -72,7 +72,8 @@ class TokenWindows:
     rank, a shift in [0, sequence_length) where the windows start (epochs see different window
     boundaries) and an order of the windows. Rank r takes windows r, r + world_size, ... of that
     order; every rank gets as many (the count at the largest shift, so the same every epoch) and
-    the last incomplete batch is dropped: DDP needs every rank to run the same steps.
+    the last incomplete batch is dropped: DDP needs every rank to run the same steps. ``name`` is
+    what errors call the tokens: the file they come from.
 
     Example:
         >>> loader = TokenWindows(np.arange(1000, dtype=np.uint16), sequence_length=16, batch_size=4, seed=1,
@@ -83,7 +84,7 @@ class TokenWindows:
     """
 
     def __init__(self, tokens, *, sequence_length: int, batch_size: int, seed: int, rank: int = 0,
-                 world_size: int = 1, device: torch.device | str = "cpu"):
+                 world_size: int = 1, device: torch.device | str = "cpu", name: str = "tokens"):
         count = _check_tokens(tokens)
         check_int("sequence_length", sequence_length, low=1)
         check_int("batch_size", batch_size, low=1)
@@ -100,7 +101,7 @@ class TokenWindows:
         if self._batches == 0:
             needed = batch_size * world_size * self.window + sequence_length - 1
             raise ValueError(
-                f"tokens holds {count} tokens, too few for one batch per rank: {world_size} rank(s) x batch_size "
+                f"{name} holds {count} tokens, too few for one batch per rank: {world_size} rank(s) x batch_size "
                 f"{batch_size} windows of sequence_length + 1 = {self.window} tokens, after a random shift of up to "
                 f"{sequence_length - 1}, need {needed}; use a longer corpus (or more validation_every), or a smaller "
                 f"sequence_length or batch_size"

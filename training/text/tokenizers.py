@@ -40,6 +40,9 @@ from fastcore_ops.checks import check_choice, check_int
 
 TOKENIZER_KINDS = ("bytes", "bpe")
 DEFAULT_VOCAB_SIZES = {"bytes": 256, "bpe": 4096}
+# The largest vocabulary accepted, asked for or read from a prepared folder: 4x the largest in
+# common use (about 256K tokens); anything above is a typo or a damaged file, not a tokenizer.
+MAX_VOCAB_SIZE = 2**20
 BPE_FILE = "tokenizer.json"
 
 
@@ -78,8 +81,8 @@ def resolve_vocab_size(kind: str, vocab_size: int | None) -> int:
             raise ValueError(f"vocab_size must be 256 or None for the bytes tokenizer (one token per byte), got "
                              f"{vocab_size}; drop it, or use the bpe tokenizer for another size")
         return vocab_size
-    # Above the 256 single bytes, or BPE would learn nothing; uint32 ids hold any larger size.
-    return check_int("vocab_size", vocab_size, low=257, high=2**32)
+    # Above the 256 single bytes, or BPE would learn nothing.
+    return check_int("vocab_size", vocab_size, low=257, high=MAX_VOCAB_SIZE)
 
 
 def decode_utf8(data: bytes, name: str) -> str:
@@ -196,6 +199,9 @@ class BPETokenizer:
                              f"--tokenizer bpe")
         self.fingerprint = hashlib.sha256(serialized.encode("utf-8")).hexdigest()
         self.vocab_size = self._tokenizer.get_vocab_size(with_added_tokens=True)
+        if self.vocab_size > MAX_VOCAB_SIZE:
+            raise ValueError(f"tokenizer.json holds {self.vocab_size} tokens, more than the {MAX_VOCAB_SIZE} this "
+                             f"project accepts: it is not one prepare made; prepare the tokens again")
         self._token_bytes = self._bytes_of_tokens()
         self._lengths = np.array([len(token) for token in self._token_bytes], dtype=np.int64)
 

@@ -94,8 +94,10 @@ def test_vocabulary_sizes_and_tokenizer_names_are_checked():
     with pytest.raises(ValueError, match=r"vocab_size must be 256 or None for the bytes tokenizer \(one token per "
                                          r"byte\), got 4096; drop it"):
         resolve_vocab_size("bytes", 4096)
-    with pytest.raises(ValueError, match="vocab_size must be an int in \\[257, 4294967296\\], got 256"):
+    with pytest.raises(ValueError, match="vocab_size must be an int in \\[257, 1048576\\], got 256"):
         resolve_vocab_size("bpe", 256)
+    with pytest.raises(ValueError, match="vocab_size must be an int in \\[257, 1048576\\], got 1048577"):
+        resolve_vocab_size("bpe", 2**20 + 1)  # a typo, not a tokenizer
     with pytest.raises(TypeError, match="vocab_size must be an int"):
         resolve_vocab_size("bpe", 4096.0)
     with pytest.raises(ValueError, match="tokenizer must be one of 'bytes', 'bpe', got 'char'"):
