@@ -23,6 +23,7 @@ from fastcore_ops.data.order import (batch_count, check_epoch_position, drop_inc
 from fastcore_ops.data.pil_backend import PilBackend, default_num_workers
 from fastcore_ops.data.randaugment import RandAugmentOptions
 from fastcore_ops.data.resize import ProgressiveResize
+from fastcore_ops.data.shards import verify_shards
 from fastcore_ops.data.sources import Source, find_samples
 
 log = logging.getLogger("fastcore_ops.data")
@@ -45,7 +46,8 @@ class Loader:
     one ``SkippedImagesWarning`` per epoch. Training batches keep their size (stand-ins take the
     skipped files' places, see decoded.py); in evaluation a batch is that much smaller, and one
     whose every file was skipped is not yielded, so an epoch can yield fewer than ``len(loader)``
-    batches. Call ``set_epoch``
+    batches. Prepared shards are checked against their sha256 before the first batch (shards.py);
+    a changed one raises ``ShardChecksumError``. Call ``set_epoch``
     before each epoch to reshuffle (and to advance progressive resizing); ``first_batch`` resumes
     an epoch part-way with exactly the batches and augmentations an uninterrupted epoch has there.
     """
@@ -61,6 +63,7 @@ class Loader:
         self._progressive, self._epochs = progressive_resize, epochs
         self.epoch = 0
         self.first_batch = 0
+        self._shards_verified = False
 
     def __len__(self) -> int:
         per_rank = samples_per_rank(len(self._samples), self.world_size, rank=self.rank, pad=self.pad)
@@ -86,6 +89,11 @@ class Loader:
     def __iter__(self):
         if self._backend is None:
             raise RuntimeError("this loader was closed; build a new one with build_loader")
+        if not self._shards_verified:
+            # Here, before the workers read anything: a changed shard stops the run with one clear
+            # error, instead of an error inside a worker or images skipped and mislabelled.
+            verify_shards(self._samples)
+            self._shards_verified = True
         epoch = self.epoch
         order = epoch_order(len(self._samples), seed=self.seed, epoch=epoch, shuffle=self.shuffle,
                             rank=self.rank, world_size=self.world_size, pad=self.pad)

@@ -16,16 +16,22 @@ Safe to stop: a shard is written as ``<name>.partial`` and renamed when whole, a
 finished so far are recorded in ``prepare-progress.jsonl``; rerunning the same command checks
 them against their checksums and continues. ``index.json`` (shards.py) is written last, so a
 folder with an index is a finished one.
+
+Never destroys what it did not write: the destination must be new, empty, or marked as
+prepare's by an earlier run (``.fastcore_ops-prepare``, owned_folder.py), and even there only
+the names prepare writes are replaced or deleted. The arguments, the source and any progress
+file are checked before the folder is created or marked, so a refused command (exit 2, one
+``error:`` line) leaves it as it was; so does a run that fails before its first shard is whole.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import json
 import multiprocessing
 import os
+import re
 import sys
 import tarfile
 from dataclasses import asdict, dataclass
@@ -35,13 +41,21 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
-from fastcore_ops.checks import check_int
+from fastcore_ops import cli
+from fastcore_ops.checks import check_bool, check_int
 from fastcore_ops.data.pil_backend import UnusableImage, default_num_workers, to_rgb
 from fastcore_ops.data.probe import image_format, jpeg_truncation, unusable_reason
-from fastcore_ops.data.shards import INDEX_FILE, INDEX_FORMAT, INDEX_VERSION, is_shard_folder
+from fastcore_ops.data.shards import (INDEX_FILE, INDEX_FORMAT, INDEX_VERSION, SHARD_KEYS, JsonFields, ShardMember,
+                                      is_shard_folder, read_index, sha256_of)
 from fastcore_ops.data.sources import Source, find_samples
+from fastcore_ops.owned_folder import check_claimable, claim_folder, marker, owns, release_folder
 
 PROGRESS_FILE = "prepare-progress.jsonl"
+TOOL = "prepare"  # its marker, .fastcore_ops-prepare, says a folder is prepare's to change
+# What prepare writes, and so may delete: in a folder it owns, and by these exact names only.
+_SHARD = r"shard-\d{6,}\.tar"
+_PARTIAL = re.compile(rf"({_SHARD}|{re.escape(INDEX_FILE)}|{re.escape(PROGRESS_FILE)})\.partial")
+_WRITTEN = re.compile(rf"({_SHARD}|{re.escape(PROGRESS_FILE)})(\.partial)?|{_PARTIAL.pattern}")
 
 
 @dataclass(frozen=True)
@@ -108,14 +122,6 @@ def _shard_name(number: int) -> str:
     return f"shard-{number:06d}.tar"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _add_member(tar: tarfile.TarFile, name: str, data: bytes) -> int:
     """Append one member with fixed metadata (the same bytes on every run); returns where its data starts."""
     info = tarfile.TarInfo(name)
@@ -141,74 +147,155 @@ def _write_shard(path: Path, members: list[tuple[str, bytes, int]]) -> list[list
 
 
 class _Progress:
-    """The shards finished so far, one JSON line each after a first line of the settings."""
+    """The shards finished so far, one JSON line each after a first line of the settings.
+
+    Read (and checked) when the object is made, written only from :meth:`start` on, so a
+    refused command leaves the file as it was. A last line without its newline is a write cut
+    short by a stop: it is dropped, and its shard written again.
+    """
 
     def __init__(self, folder: Path, header: dict):
+        self.folder, self.header = folder, header
         self.path = folder / PROGRESS_FILE
+        self.fields = JsonFields(self.path, "delete it to start this preparation over")
         self.shards: list[dict] = []
         self.skipped: list[dict] = []
-        if self.path.is_file():
-            self._resume(folder, header)
-        else:
-            self._append(header)
+        if os.path.lexists(self.path):
+            self._resume()
 
-    def _resume(self, folder: Path, header: dict) -> None:
-        first, *entries = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
-        if first != header:
-            changed = sorted(key for key in header if first.get(key) != header[key])
-            raise ValueError(f"{folder} holds an unfinished preparation with other {', '.join(changed)}; rerun with "
-                             f"its settings ({', '.join(f'{k}={first.get(k)!r}' for k in changed)}), or pass an "
-                             f"empty folder")
-        for entry in entries:
-            shard = folder / entry["file"]
-            if shard.is_file() and shard.stat().st_size == entry["bytes"] and _sha256(shard) == entry["sha256"]:
-                self.shards.append(entry)
-                self.skipped += entry["skipped"]
-            else:
+    def _resume(self) -> None:
+        *lines, _cut = self.fields.text().split("\n")
+        if not lines:
+            self.fields.fail("", "holds no complete line (a run was stopped before it recorded its settings)")
+        first, *entries = (self.fields.parse(line, f"line {number}") for number, line in enumerate(lines, 1))
+        if self.fields.kind("line 1", first, dict) != self.header:
+            changed = sorted(key for key in self.header if first.get(key) != self.header[key])
+            raise ValueError(f"{self.folder} holds an unfinished preparation with other {', '.join(changed)}; rerun "
+                             f"with its settings ({', '.join(f'{k}={first.get(k)!r}' for k in changed)}), pass "
+                             f"another folder, or delete {self.path} to start over")
+        keys_seen: set[str] = set()
+        for number, entry in enumerate(entries):
+            self._check(number, entry, keys_seen)
+        for number, entry in enumerate(entries):
+            if not self._intact(number, entry):
                 break  # that shard and the ones after it are written again
-        kept = [header, *self.shards]
+            self.shards.append(entry)
+            self.skipped += entry["skipped"]
+
+    def _check(self, number: int, entry, keys_seen: set[str]) -> None:
+        """Line ``number + 2``: shard ``number``'s entry as prepare writes it (shards.py checks an index's alike)."""
+        field = f"line {number + 2}"
+        self.fields.keys(field, entry, (*SHARD_KEYS, "skipped"))
+        if entry["file"] != _shard_name(number):
+            self.fields.fail(f"{field}.file", f"must be {_shard_name(number)!r} (shard {number}), "
+                                              f"got {entry['file']!r}")
+        self.fields.shard(field, entry, len(self.header["classes"]), keys_seen)
+        self.fields.skipped(f"{field}.skipped", entry["skipped"])
+
+    def _intact(self, number: int, entry: dict) -> bool:
+        """Whether the shard on disk is the one the entry records (a plain file of its size and sha256)."""
+        try:
+            path = self.fields.plain_file(f"line {number + 2}.file", entry["file"], self.folder)
+        except FileNotFoundError:
+            return False
+        return path.stat().st_size == entry["bytes"] and sha256_of(path) == entry["sha256"]
+
+    def start(self) -> None:
+        """Write the settings and the shards kept so far (replacing what was there), ready for :meth:`add`."""
         partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text("".join(json.dumps(entry) + "\n" for entry in kept))
+        partial.write_text("".join(json.dumps(entry) + "\n" for entry in (self.header, *self.shards)))
         os.replace(partial, self.path)
 
-    def _append(self, entry: dict) -> None:
+    def add(self, entry: dict) -> None:
         with open(self.path, "a") as file:
             file.write(json.dumps(entry) + "\n")
             file.flush()
             os.fsync(file.fileno())
-
-    def add(self, entry: dict) -> None:
-        self._append(entry)
         self.shards.append(entry)
         self.skipped += entry["skipped"]
+
+
+def _check_source(source: Source, destination: Path) -> tuple[list[tuple[str, int]], list[str]]:
+    """The source's (image file, label) samples and classes; ValueError if it is prepared or holds ``destination``."""
+    if isinstance(source, (str, os.PathLike)):
+        if is_shard_folder(source):
+            raise ValueError(f"{source} is already a prepared folder (it has {INDEX_FILE}): train on it as it is, or "
+                             f"prepare from the ImageFolder tree it was made from")
+        root, target = Path(source).resolve(), destination.resolve()
+        if target == root or root in target.parents:
+            raise ValueError(f"the destination {destination} is the source {source} or inside it, and would mix its "
+                             f"shards with the images; pass a destination outside the source")
+    samples, classes = find_samples(source)
+    if any(isinstance(path, ShardMember) for path, _ in samples):
+        raise ValueError("the source lists images inside prepared shards; prepare reads image files: pass the "
+                         "ImageFolder tree the shards were made from")
+    return samples, classes
+
+
+def _finished(destination: Path, settings: PrepareSettings) -> Path:
+    """The index of ``destination``, already prepared: ValueError if with other settings."""
+    finished = read_index(destination)["settings"]
+    if finished != asdict(settings):
+        raise ValueError(f"{destination} already holds a dataset prepared with {finished}, not "
+                         f"{asdict(settings)}; pass another folder, or delete this one")
+    return destination / INDEX_FILE
 
 
 def prepare_shards(source: Source, destination: str | os.PathLike, settings: PrepareSettings = PrepareSettings(), *,
                    workers: int | None = None, progress: bool = True) -> Path:
     """Write ``source`` (ImageFolder root or (path, label) list) as shards in ``destination``; returns the index path.
 
-    Resumes an unfinished run into the same folder; a finished folder is left as it is.
+    ``destination`` must be new, empty, or one prepare wrote (its ``.fastcore_ops-prepare``
+    marker, owned_folder.py): nothing else in a folder is ever replaced or deleted. Everything is
+    checked before the folder is created or marked, and a start that fails before its first
+    shard is finished leaves it as it was. Resumes an unfinished run into the same folder; a
+    finished folder is left as it is.
 
     >>> prepare_shards("/data/cifar10/train", "/fast/cifar10/train", PrepareSettings(max_side=64))  # doctest: +SKIP
     PosixPath('/fast/cifar10/train/index.json')
     """
+    if not isinstance(settings, PrepareSettings):
+        raise TypeError(f"settings must be a PrepareSettings, got {type(settings).__name__}")
+    workers = default_num_workers() if workers is None else check_int("workers", workers, low=1)
+    check_bool("progress", progress)
     destination = Path(destination)
     if is_shard_folder(destination):
-        finished = json.loads((destination / INDEX_FILE).read_text()).get("settings")
-        if finished != asdict(settings):
-            raise ValueError(f"{destination} already holds a dataset prepared with {finished}, not "
-                             f"{asdict(settings)}; pass another folder, or delete this one")
-        return destination / INDEX_FILE
-    samples, classes = find_samples(source)
+        return _finished(destination, settings)
+    samples, classes = _check_source(source, destination)
+    check_claimable(destination, TOOL)
     order = np.random.default_rng(settings.seed).permutation(len(samples))
     samples = [samples[index] for index in order]
-    destination.mkdir(parents=True, exist_ok=True)
-    for leftover in destination.glob("*.partial"):
-        leftover.unlink()
     listing = hashlib.sha256("\n".join(f"{path}\t{label}" for path, label in samples).encode()).hexdigest()
-    header = {"settings": asdict(settings), "classes": classes, "samples": len(samples), "sources_sha256": listing}
-    done = _Progress(destination, header)
-    workers = default_num_workers() if workers is None else check_int("workers", workers, low=1)
+    done = _Progress(destination, {"settings": asdict(settings), "classes": classes, "samples": len(samples),
+                                   "sources_sha256": listing})
+    marked_here = not owns(destination, TOOL)
+    created = claim_folder(destination, TOOL)
+    try:
+        _remove_own(destination, _PARTIAL)
+        done.start()
+        _write_shards(samples, destination, settings, done, workers, progress)
+    except BaseException:
+        if marked_here and not done.shards:  # nothing worth resuming: leave the folder as it was
+            _remove_own(destination, _WRITTEN)
+            if created:
+                release_folder(destination, TOOL)
+            else:
+                marker(destination, TOOL).unlink()
+        raise
+    return _write_index(destination, classes, settings, done)
+
+
+def _remove_own(folder: Path, names: re.Pattern) -> None:
+    """Delete the files (or links) in ``folder`` whose names match ``names``; only ever in a folder prepare owns."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if names.fullmatch(entry.name) and (entry.is_symlink() or entry.is_file(follow_symlinks=False)):
+                os.unlink(entry.path)
+
+
+def _write_shards(samples: list[tuple[str, int]], destination: Path, settings: PrepareSettings, done: _Progress,
+                  workers: int, progress: bool) -> None:
+    """Encode and write the shards after the ones ``done`` holds, recording each as it is finished."""
     shard_count = -(-len(samples) // settings.shard_size)
     bar = tqdm(total=len(samples), initial=len(done.shards) * settings.shard_size, unit="img", disable=not progress,
                desc=f"preparing {destination.name}")
@@ -226,10 +313,9 @@ def prepare_shards(source: Source, destination: str | os.PathLike, settings: Pre
                     members.append((f"{position:09d}", jpeg, label))
             shard = destination / _shard_name(number)
             placed = _write_shard(shard, members)
-            done.add({"file": shard.name, "bytes": shard.stat().st_size, "sha256": _sha256(shard),
+            done.add({"file": shard.name, "bytes": shard.stat().st_size, "sha256": sha256_of(shard),
                       "members": placed, "skipped": skipped})
     bar.close()
-    return _write_index(destination, classes, settings, done)
 
 
 def _write_index(destination: Path, classes: list[str], settings: PrepareSettings, done: _Progress) -> Path:
@@ -239,7 +325,7 @@ def _write_index(destination: Path, classes: list[str], settings: PrepareSetting
             counts[label] += 1
     index = {"format": INDEX_FORMAT, "version": INDEX_VERSION, "classes": classes, "class_counts": counts,
              "samples": sum(counts), "settings": asdict(settings), "skipped": done.skipped,
-             "shards": [{key: shard[key] for key in ("file", "bytes", "sha256", "members")} for shard in done.shards]}
+             "shards": [{key: shard[key] for key in SHARD_KEYS} for shard in done.shards]}
     partial = destination / (INDEX_FILE + ".partial")
     partial.write_text(json.dumps(index))
     os.replace(partial, destination / INDEX_FILE)
@@ -248,10 +334,12 @@ def _write_index(destination: Path, classes: list[str], settings: PrepareSetting
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fastcore_ops.data.prepare",
-                                     description="Write an ImageFolder tree as WebDataset-format tar shards.")
+    """The command line; a refusal is exit 2 with one ``error:`` line on stderr, the destination as it was."""
+    parser = cli.ArgumentParser(prog="python -m fastcore_ops.data.prepare",
+                                description="Write an ImageFolder tree as WebDataset-format tar shards.")
     parser.add_argument("source", help="ImageFolder root: SRC/<class>/<image>")
-    parser.add_argument("destination", help="folder for the shards and index.json (created; resumed if unfinished)")
+    parser.add_argument("destination", help="a new or empty folder for the shards and index.json (a folder prepare "
+                                            "wrote is resumed if unfinished)")
     defaults = PrepareSettings()
     parser.add_argument("--max-side", type=int, default=defaults.max_side, help="longest image side, in pixels")
     parser.add_argument("--quality", type=int, default=defaults.quality, help="JPEG quality of re-encoded images")
@@ -259,14 +347,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=defaults.seed, help="seed of the shuffle before sharding")
     parser.add_argument("--workers", type=int, default=None, help="encoding processes (default: one per core)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         settings = PrepareSettings(args.max_side, args.quality, args.shard_size, args.seed)
         index_path = prepare_shards(args.source, args.destination, settings, workers=args.workers,
                                     progress=not args.no_progress)
-    except (ValueError, TypeError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except cli.REFUSALS as error:
+        return cli.refuse(error)
     index = json.loads(index_path.read_text())
     print(f"{index['samples']} images in {len(index['shards'])} shards, {len(index['skipped'])} unreadable files "
           f"left out (listed in {index_path})")

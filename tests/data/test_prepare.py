@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
+import os
+import re
 import tarfile
-import warnings
+from pathlib import Path
 
 import pytest
 import torch
 import webdataset
 from PIL import Image
 
-from fastcore_ops.data import SkippedImagesWarning, build_loader
+from fastcore_ops.data import build_loader
 from fastcore_ops.data import prepare as prepare_module
 from fastcore_ops.data.dali_backend import dali_available
 from fastcore_ops.data.prepare import PrepareSettings, main, prepare_shards
-from fastcore_ops.data.shards import ShardMember, read_encoded, read_shard_samples
+from fastcore_ops.data.shards import ShardChecksumError, ShardMember, read_encoded, read_shard_samples
+from fastcore_ops.owned_folder import owns
 
 SMALL = PrepareSettings(max_side=64, quality=90, shard_size=3, seed=0)
 
@@ -72,24 +76,27 @@ def test_the_webdataset_package_reads_the_shards_as_they_are(source, tmp_path):
     assert all(max(image.size) <= 64 for image, _ in samples)
 
 
-def test_a_stopped_preparation_resumes_where_it_stopped_and_ends_as_an_unstopped_one(source, tmp_path, monkeypatch):
+def _stopped_in_the_second_shard(source, folder, monkeypatch):
+    """Prepare ``source`` into ``folder`` and stop it (KeyboardInterrupt) as it writes shard 1, half written."""
     write_shard = prepare_module._write_shard
-    calls = []
 
-    def killed_in_the_second_shard(path, members):
-        calls.append(path.name)
-        if len(calls) == 2:
+    def stopped(path, members):
+        if path.name == "shard-000001.tar":
             path.with_name(path.name + ".partial").write_bytes(b"half a shard")
             raise KeyboardInterrupt
         return write_shard(path, members)
 
-    monkeypatch.setattr(prepare_module, "_write_shard", killed_in_the_second_shard)
-    with pytest.raises(KeyboardInterrupt):
-        prepare_shards(source, tmp_path / "out", SMALL, workers=1, progress=False)
+    with monkeypatch.context() as patch:
+        patch.setattr(prepare_module, "_write_shard", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            prepare_shards(source, folder, SMALL, workers=1, progress=False)
+
+
+def test_a_stopped_preparation_resumes_where_it_stopped_and_ends_as_an_unstopped_one(source, tmp_path, monkeypatch):
     out = tmp_path / "out"
+    _stopped_in_the_second_shard(source, out, monkeypatch)
     assert not (out / "index.json").exists() and not (out / "shard-000001.tar").exists()
     first = (out / "shard-000000.tar").stat()
-    monkeypatch.setattr(prepare_module, "_write_shard", write_shard)
     prepare_shards(source, out, SMALL, workers=1, progress=False)
     assert (out / "shard-000000.tar").stat().st_mtime_ns == first.st_mtime_ns  # kept, not written again
     prepare_shards(source, tmp_path / "straight", SMALL, workers=2, progress=False)
@@ -102,13 +109,7 @@ def test_other_settings_are_refused_for_a_folder_prepared_or_being_prepared_with
     prepare_shards(source, tmp_path / "done", SMALL, workers=1, progress=False)
     with pytest.raises(ValueError, match="already holds a dataset prepared with"):
         prepare_shards(source, tmp_path / "done", PrepareSettings(max_side=32, shard_size=3), workers=1, progress=False)
-
-    def killed(path, members):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(prepare_module, "_write_shard", killed)
-    with pytest.raises(KeyboardInterrupt):
-        prepare_shards(source, tmp_path / "half", SMALL, workers=1, progress=False)
+    _stopped_in_the_second_shard(source, tmp_path / "half", monkeypatch)
     with pytest.raises(ValueError, match="unfinished preparation with other settings"):
         prepare_shards(source, tmp_path / "half", PrepareSettings(max_side=32, shard_size=3), workers=1, progress=False)
 
@@ -137,19 +138,17 @@ def test_build_loader_reads_shards_exactly_as_the_same_images_from_files(source,
     from_files.close()
 
 
-def test_a_cut_shard_is_refused_and_a_damaged_image_in_one_is_skipped_by_name(source, tmp_path):
+def test_a_cut_shard_is_refused_when_opened_and_a_changed_one_before_its_first_image_is_read(source, tmp_path):
     prepare_shards(source, tmp_path / "out", SMALL, workers=1, progress=False)
     (member, _), *_ = read_shard_samples(tmp_path / "out")[0]
     with open(member.shard, "r+b") as shard:  # same size, the image's bytes overwritten
         shard.seek(member.offset)
         shard.write(b"\x00" * member.size)
-    loader = build_loader(tmp_path / "out", batch_size=7, train=False, image_size=24, backend="pil", num_workers=0)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        (images, labels), = list(loader)
-    assert len(labels) == 6
-    assert any(f"shard-000000.tar#{member.key}.jpg" in str(w.message) for w in caught
-               if issubclass(w.category, SkippedImagesWarning))
+    loader = build_loader(tmp_path / "out", batch_size=7, train=False, image_size=24, backend="pil", num_workers=1)
+    with pytest.raises(ShardChecksumError, match=r"1 shard\(s\) differ from the sha256 .*index.json gives them: "
+                                                 r".*shard-000000.tar'; .*copy the prepared folder again"):
+        list(loader)
+    loader.close()
     with open(member.shard, "r+b") as shard:
         shard.truncate(member.offset)
     with pytest.raises(ValueError, match="was cut or changed"):
@@ -163,3 +162,145 @@ def test_the_command_line_prepares_and_names_bad_settings(source, tmp_path, caps
     assert main([str(source), str(tmp_path / "bad"), "--quality", "0", "--no-progress"]) == 2
     assert "quality" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+
+
+def _snapshot(path: Path) -> dict | bytes | None:
+    """Every name under a folder, hidden ones too, with its bytes or link target; a file's bytes; None if absent."""
+    if not os.path.lexists(path):
+        return None
+    if path.is_file():
+        return path.read_bytes()
+    found = {}
+    for parent, folders, files in os.walk(path):
+        for name in folders + files:
+            inside = Path(parent, name)
+            found[str(inside.relative_to(path))] = (f"-> {os.readlink(inside)}" if inside.is_symlink() else
+                                                    "folder" if inside.is_dir() else inside.read_bytes())
+    return found
+
+
+def _refused(argv: list[str], capsys) -> str:
+    """Run the command line, check it refused (exit 2, one ``error:`` line, no traceback); returns that line."""
+    code = main([*argv, "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: ") and "Traceback" not in err, err
+    return err.strip()
+
+
+def _with_file(folder: Path, name: str, data: bytes) -> Path:
+    """``folder``, made if needed, with ``name`` holding ``data`` in it."""
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_bytes(data)
+    return folder
+
+
+def _strangers(folder: Path) -> Path:
+    return _with_file(_with_file(folder, "notes.txt", b"mine"), "ubuntu.iso.partial", b"half an iso")
+
+
+# Each: (the command line's arguments, made under tmp_path beside the source tree; what its error says).
+BAD_COMMANDS = {
+    "workers 0": (lambda src, tmp: [src, tmp / "out", "--workers", "0"], "workers must be an int >= 1, got 0"),
+    "max side 3": (lambda src, tmp: [src, tmp / "out", "--max-side", "3"], "max_side must be an int >= 8, got 3"),
+    "workers not a number": (lambda src, tmp: [src, tmp / "out", "--workers", "many"], "invalid int value: 'many'"),
+    "no destination": (lambda src, tmp: [src], "the following arguments are required: destination"),
+    "missing source": (lambda src, tmp: [tmp / "nowhere", tmp / "out"], "does not exist"),
+    "source already prepared": (lambda src, tmp: [_with_file(tmp / "prepared", "index.json", b"{}"), tmp / "out"],
+                                "is already a prepared folder (it has index.json)"),
+    "destination inside the source": (lambda src, tmp: [src, src / "shards"], "or inside it"),
+    "destination is the source": (lambda src, tmp: [src, src], "or inside it"),
+    "destination is a file": (lambda src, tmp: [src, _with_file(tmp, "out", b"a file") / "out"],
+                              "is a file, not a folder"),
+    "stranger's files": (lambda src, tmp: [src, _strangers(tmp / "out")],
+                         "holds files that python -m fastcore_ops.data.prepare did not write"),
+    "corrupt index in the destination": (lambda src, tmp: [src, _with_file(tmp / "out", "index.json", b"{")],
+                                         "index.json is not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_COMMANDS)
+def test_a_refused_command_is_one_error_line_and_exit_2_and_changes_nothing(source, tmp_path, capsys, case):
+    arguments, message = BAD_COMMANDS[case]
+    argv = [str(argument) for argument in arguments(source, tmp_path)]
+    before = {path: _snapshot(path) for path in (source, tmp_path / "out")}
+    assert message in _refused(argv, capsys)
+    assert {path: _snapshot(path) for path in before} == before
+
+
+def _lines(progress: Path, change) -> None:
+    """Rewrite the progress file with ``change(lines)``."""
+    progress.write_text(change(progress.read_text().splitlines(keepends=True)))
+
+
+# Each: a change to the progress file of a stopped run (one shard finished), and what the refusal says.
+BAD_PROGRESS = {
+    "empty": (lambda lines: "", "prepare-progress.jsonl holds no complete line"),
+    "a line that is not JSON": (lambda lines: lines[0] + "{'file': 'shard-000000.tar'}\n",
+                                "prepare-progress.jsonl: line 2 is not valid JSON"),
+    "settings that are not an object": (lambda lines: "[64, 90]\n" + lines[1], "line 1 must be an object, got list"),
+    "a shard named by a path": (lambda lines: lines[0] + lines[1].replace('"shard-000000.tar"', '"../x.tar"'),
+                                "line 2.file must be 'shard-000000.tar' (shard 0), got '../x.tar'"),
+    "a label out of range": (lambda lines: lines[0] + re.sub(r", (\d)\]", ", 7]", lines[1], count=1),
+                             "line 2.members[0] has label 7; there are 2 classes"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_PROGRESS)
+def test_a_damaged_progress_file_is_refused_naming_it_and_the_fix(source, tmp_path, monkeypatch, capsys, case):
+    change, message = BAD_PROGRESS[case]
+    out = tmp_path / "out"
+    _stopped_in_the_second_shard(source, out, monkeypatch)
+    _lines(out / "prepare-progress.jsonl", change)
+    before = _snapshot(out)
+    line = _refused([str(source), str(out), "--max-side", "64", "--shard-size", "3", "--workers", "1"], capsys)
+    assert message in line and line.endswith("; delete it to start this preparation over")
+    assert _snapshot(out) == before
+
+
+def test_a_run_stopped_with_its_settings_changed_is_refused_naming_them(source, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "out"
+    _stopped_in_the_second_shard(source, out, monkeypatch)
+    before = _snapshot(out)
+    line = _refused([str(source), str(out), "--max-side", "32", "--shard-size", "3", "--workers", "1"], capsys)
+    assert "unfinished preparation with other settings; rerun with its settings (settings={'max_side': 64" in line
+    assert _snapshot(out) == before
+
+
+def test_a_progress_line_cut_by_a_stop_is_dropped_and_its_shard_written_again(source, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _stopped_in_the_second_shard(source, out, monkeypatch)
+    _lines(out / "prepare-progress.jsonl", lambda lines: lines[0] + lines[1][: len(lines[1]) // 2])
+    first = (out / "shard-000000.tar").stat()
+    prepare_shards(source, out, SMALL, workers=1, progress=False)
+    assert (out / "shard-000000.tar").stat().st_mtime_ns != first.st_mtime_ns  # written again
+    prepare_shards(source, tmp_path / "straight", SMALL, workers=1, progress=False)
+    assert (out / "index.json").read_text() == (tmp_path / "straight" / "index.json").read_text()
+
+
+@pytest.mark.parametrize("existed", [False, True], ids=["absent", "empty"])
+def test_a_start_that_fails_before_its_first_shard_leaves_the_destination_as_it_was(source, tmp_path, monkeypatch,
+                                                                                    capsys, existed):
+    out = tmp_path / "out"
+    if existed:
+        out.mkdir()
+
+    def disk_full(path, members):
+        path.with_name(path.name + ".partial").write_bytes(b"the start of a shard")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(prepare_module, "_write_shard", disk_full)
+    assert "No space left on device" in _refused([str(source), str(out), "--workers", "1"], capsys)
+    assert _snapshot(out) == ({} if existed else None)
+
+
+def test_prepare_replaces_and_deletes_only_the_files_it_wrote(source, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _stopped_in_the_second_shard(source, out, monkeypatch)
+    assert (out / "shard-000001.tar.partial").exists() and owns(out, "prepare")
+    theirs = {"ubuntu.iso.partial": b"half an iso", "shard-1.tar.partial": b"not prepare's name", "notes.txt": b"mine"}
+    for name, data in theirs.items():
+        (out / name).write_bytes(data)
+    prepare_shards(source, out, SMALL, workers=1, progress=False)
+    assert {name: (out / name).read_bytes() for name in theirs} == theirs
+    assert not list(out.glob("shard-00000?.tar.partial")) and not (out / "prepare-progress.jsonl").exists()
+    assert read_shard_samples(out)[1] == ["a", "b"]
