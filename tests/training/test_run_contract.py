@@ -58,6 +58,15 @@ def _missing_eval_shard(prepared_cifar, tmp_path):
     return ["--data", str(data)]
 
 
+def _label_out_of_range(prepared_cifar, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(prepared_cifar, data)
+    index = json.loads((data / "train" / "index.json").read_text())
+    index["shards"][0]["members"][0][3] = 10  # [key, offset, size, label]; 10 classes: labels 0-9
+    (data / "train" / "index.json").write_text(json.dumps(index))
+    return ["--data", str(data)]
+
+
 def _stranger_file_named_like_a_run_file(micro_cifar, out):
     out.mkdir(parents=True)
     (out / "curves.png").write_bytes(b"my own plot")
@@ -65,7 +74,7 @@ def _stranger_file_named_like_a_run_file(micro_cifar, out):
 
 
 @pytest.mark.parametrize("case", ["no-data", "out-is-a-file", "stranger-curves-png", "bad-value", "unknown-model",
-                                  "missing-eval-shard"])
+                                  "missing-eval-shard", "label-out-of-range"])
 def test_a_refused_start_leaves_out_as_it_was(case, micro_cifar, prepared_cifar, tmp_path, capsys):
     out = tmp_path / "parent" / "run"
     extra = {
@@ -75,6 +84,7 @@ def test_a_refused_start_leaves_out_as_it_was(case, micro_cifar, prepared_cifar,
         "bad-value": lambda: ["--data", str(micro_cifar), "--set", "optimizer.lr=-1"],
         "unknown-model": lambda: ["--data", str(micro_cifar), "--model", "resnet9000"],
         "missing-eval-shard": lambda: _missing_eval_shard(prepared_cifar, tmp_path),
+        "label-out-of-range": lambda: _label_out_of_range(prepared_cifar, tmp_path),
     }[case]()
     before = snapshot(tmp_path / "parent")
     refused([*TINY_IMAGES, *extra, "--out", str(out)], capsys)
