@@ -73,6 +73,7 @@ SOURCES: dict[str, CardSource] = {
     "augmix": CardSource("training/methods/augmix.py"),
     "randaugment": CardSource("fastcore_ops/data/randaugment.py"),
     "colout": CardSource("fastcore_ops/data/colout.py"),
+    "padded_crop": CardSource("fastcore_ops/data/padded_crop.py"),
     "progressive_resize": CardSource("fastcore_ops/data/resize.py"),
     "sam": CardSource("training/methods/sam.py"),
     "ema": CardSource("training/methods/ema.py"),

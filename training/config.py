@@ -8,7 +8,7 @@ hashed to name it.
 
 ``--set section.field=value`` overrides any field with a Python literal of its type (a str
 field takes the text as it is), lists and dicts included. An option group
-(``data.randaugment``, ``data.colout``, ``data.progressive_resize``,
+(``data.randaugment``, ``data.colout``, ``data.padded_crop``, ``data.progressive_resize``,
 ``methods.cutout``, ``methods.augmix``, ``methods.tta``, ``methods.seq_length_warmup``,
 ``methods.selective_backprop``, ``methods.patch_whitening``) is None when off:
 ``--set data.randaugment={}`` turns it on with its defaults (or give a dict of some of its
@@ -38,7 +38,7 @@ from pathlib import Path
 
 from fastcore_ops import list_surgeries
 from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number, check_str
-from fastcore_ops.data import ColOutOptions, ProgressiveResize, RandAugmentOptions
+from fastcore_ops.data import ColOutOptions, PaddedCropOptions, ProgressiveResize, RandAugmentOptions
 from fastcore_ops.data.loader import BACKENDS
 from fastcore_ops.surgery import check_surgeries
 from training.methods.augmix import AugMixOptions
@@ -172,6 +172,7 @@ class DataConfig:
     # The device-stage augmentations, None = off; build_loader takes these option objects as they are.
     randaugment: RandAugmentOptions | None = None
     colout: ColOutOptions | None = None
+    padded_crop: PaddedCropOptions | None = None  # CIFAR's padded random crop; with crop_scale (1, 1)
     progressive_resize: ProgressiveResize | None = None  # fractions of the run: they stretch with it
 
 
@@ -436,7 +437,8 @@ def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
 # Settings only one task can use, each with its value when off: validate() refuses them under
 # the other task rather than ignore them.
 _TASK_ONLY = {
-    "image_classification": (("data.randaugment", None), ("data.colout", None), ("data.progressive_resize", None),
+    "image_classification": (("data.randaugment", None), ("data.colout", None), ("data.padded_crop", None),
+                             ("data.progressive_resize", None),
                              ("methods.mixup_alpha", 0.0), ("methods.cutmix_alpha", 0.0), ("methods.cutout", None),
                              ("methods.augmix", None), ("methods.tta", None), ("methods.loss", "ce"),
                              ("methods.patch_whitening", None)),
@@ -571,6 +573,7 @@ def _validate_data(data: DataConfig) -> None:
     check_bool("data.flip", data.flip)
     _check_group("data.randaugment", data.randaugment, RandAugmentOptions)
     _check_group("data.colout", data.colout, ColOutOptions)
+    _check_group("data.padded_crop", data.padded_crop, PaddedCropOptions)
     _check_group("data.progressive_resize", data.progressive_resize, ProgressiveResize)
     # Checked here, not at the first resize halfway through the run.
     if data.progressive_resize and data.train_size % data.progressive_resize.size_increment:
@@ -693,7 +696,7 @@ def load_config(path: Path) -> TrainConfig:
         raise ValueError(f"the configuration {path} is not usable: {error}") from None
 
 
-_LATER_FIELD_DEFAULTS = {"compile": False}
+_LATER_FIELD_DEFAULTS = {"compile": False, "data.padded_crop": None}  # dotted: a field of a section
 
 
 def config_hash(config: TrainConfig) -> str:
@@ -702,6 +705,10 @@ def config_hash(config: TrainConfig) -> str:
     values.pop("name")
     # Fields added after runs were recorded leave those runs' hashes as they were while at their default.
     for name, default in _LATER_FIELD_DEFAULTS.items():
-        if values.get(name) == default:
-            values.pop(name)
+        *sections, field = name.split(".")
+        holder = values
+        for section in sections:
+            holder = holder[section]
+        if holder.get(field) == default:
+            holder.pop(field)
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]

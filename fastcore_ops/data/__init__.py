@@ -8,12 +8,13 @@
 from .colout import ColOutOptions, colout_batch
 from .device_stage import DeviceAugment, flip_batch
 from .loader import Loader, SkippedImagesWarning, build_loader
+from .padded_crop import PaddedCropOptions, padded_crop_batch
 from .randaugment import RandAugmentOptions, randaugment_batch
 from .resize import ProgressiveResize, resize_batch
 from .sources import DatasetScanWarning
 
 __all__ = [
     "build_loader", "Loader", "SkippedImagesWarning", "DatasetScanWarning",
-    "randaugment_batch", "colout_batch", "resize_batch", "flip_batch",
-    "RandAugmentOptions", "ColOutOptions", "ProgressiveResize", "DeviceAugment",
+    "randaugment_batch", "colout_batch", "resize_batch", "flip_batch", "padded_crop_batch",
+    "RandAugmentOptions", "ColOutOptions", "PaddedCropOptions", "ProgressiveResize", "DeviceAugment",
 ]

@@ -1,7 +1,7 @@
 """The device stage: what the loader runs on every decoded uint8 batch before the model sees it.
 
-Training: optional resize (progressive resizing; augmenting the smaller images is cheaper), random
-horizontal flip, ColOut, RandAugment, then normalization. Evaluation: optional resize and
+Training: optional resize (progressive resizing; augmenting the smaller images is cheaper), padded
+random crop, random horizontal flip, ColOut, RandAugment, then normalization. Evaluation: optional resize and
 normalization only. MixUp belongs to the trainer, which also sees the labels.
 """
 
@@ -13,6 +13,7 @@ import torch
 
 from fastcore_ops.checks import check_bool, check_number
 from fastcore_ops.data.colout import ColOutOptions, colout_batch
+from fastcore_ops.data.padded_crop import PaddedCropOptions, padded_crop_batch
 from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
 from fastcore_ops.data.resize import resize_batch
 
@@ -67,9 +68,9 @@ def _channel_stats(name: str, values: object, *, positive: bool) -> tuple[float,
 class DeviceAugment:
     """Turns a uint8 batch into the float32 normalized batch the model trains or evaluates on.
 
-    train: apply the random augmentations (flip, ``randaugment``, ``colout``); otherwise only
-        resize and normalize.
-    randaugment, colout: their options, or None to leave them out.
+    train: apply the random augmentations (``padded_crop``, flip, ``randaugment``, ``colout``);
+        otherwise only resize and normalize.
+    randaugment, colout, padded_crop: their options, or None to leave them out.
     channels_last: return the batch in channels-last memory format.
     mean, std: per-channel statistics of pixels in [0, 1]; the output is ``(x / 255 - mean) / std``.
 
@@ -80,18 +81,21 @@ class DeviceAugment:
     """
 
     def __init__(self, *, train: bool, flip: bool = True, randaugment: RandAugmentOptions | None = None,
-                 colout: ColOutOptions | None = None, channels_last: bool = False,
-                 mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD) -> None:
+                 colout: ColOutOptions | None = None, padded_crop: PaddedCropOptions | None = None,
+                 channels_last: bool = False, mean: Sequence[float] = IMAGENET_MEAN,
+                 std: Sequence[float] = IMAGENET_STD) -> None:
         for name, value in (("train", train), ("flip", flip), ("channels_last", channels_last)):
             check_bool(name, value)
         if randaugment is not None and not isinstance(randaugment, RandAugmentOptions):
             raise TypeError(f"randaugment must be RandAugmentOptions or None, got {type(randaugment).__name__}")
-        if colout is not None and not isinstance(colout, ColOutOptions):
-            raise TypeError(f"colout must be ColOutOptions or None, got {type(colout).__name__}")
+        for name, value, kind in (("colout", colout, ColOutOptions), ("padded_crop", padded_crop, PaddedCropOptions)):
+            if value is not None and not isinstance(value, kind):
+                raise TypeError(f"{name} must be {kind.__name__} or None, got {type(value).__name__}")
         self.train = train
         self.flip = flip
         self.randaugment = randaugment
         self.colout = colout
+        self.padded_crop = padded_crop
         self.channels_last = channels_last
         self.mean = _channel_stats("mean", mean, positive=False)
         self.std = _channel_stats("std", std, positive=True)
@@ -100,7 +104,7 @@ class DeviceAugment:
 
     def __repr__(self) -> str:
         return (f"DeviceAugment(train={self.train}, flip={self.flip}, randaugment={self.randaugment}, "
-                f"colout={self.colout}, channels_last={self.channels_last}, mean={self.mean}, std={self.std})")
+                f"colout={self.colout}, padded_crop={self.padded_crop}, channels_last={self.channels_last}, mean={self.mean}, std={self.std})")
 
     def _normalization_on(self, device: torch.device, pixel_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
         """(scale, shift) with ``x * scale + shift == (x / pixel_scale - mean) / std``, cached per device."""
@@ -129,6 +133,9 @@ class DeviceAugment:
         images = images_uint8 if size is None else resize_batch(images_uint8, size)
         if out is not None:
             _check_out(out, images)
+        if self.train and self.padded_crop is not None:
+            images = padded_crop_batch(images, padding=self.padded_crop.padding(images.shape[-1]),
+                                       fill=self.padded_crop.fill, generator=generator)
         if self.train and self.flip:
             images = flip_batch(images, generator=generator)
         if self.train and self.colout is not None:

@@ -15,6 +15,7 @@ import torch
 
 from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number
 from fastcore_ops.data.colout import ColOutOptions
+from fastcore_ops.data.padded_crop import PaddedCropOptions
 from fastcore_ops.data.dali_backend import DaliBackend, dali_available
 from fastcore_ops.data.decoded import RunPlan
 from fastcore_ops.data.device_stage import DeviceAugment
@@ -157,6 +158,7 @@ def build_loader(
     flip: bool = True,
     randaugment: RandAugmentOptions | None = None,
     colout: ColOutOptions | None = None,
+    padded_crop: PaddedCropOptions | None = None,
     progressive_resize: ProgressiveResize | None = None,
     epochs: int | None = None,
     crop_scale: tuple[float, float] = (0.08, 1.0),
@@ -168,7 +170,8 @@ def build_loader(
     """A loader of normalized ``(images, labels)`` batches on ``device`` for one rank.
 
     source: an ImageFolder root (``root/<class>/<image>``) or a list of ``(path, label)`` pairs.
-    train: random-resized crops, flips and the chosen augmentations; else center crops
+    train: random-resized crops, flips and the chosen augmentations (``padded_crop``: CIFAR's padded
+        random crop, with ``crop_scale=(1, 1)`` for whole images); else center crops
         (shorter side to ``image_size / eval_crop_fraction``, then the center ``image_size``).
     backend: "pil", "dali" or "auto": DALI when ``device`` is CUDA and DALI runs here, else pil.
     shuffle, drop_last: default to ``train``. drop_last drops this rank's last short batch.
@@ -202,7 +205,8 @@ def build_loader(
     check_choice("backend", backend, BACKENDS)
     device = _checked_device(device)
     rank, world_size = _shard(rank, world_size)
-    stage = DeviceAugment(train=train, flip=flip, randaugment=randaugment, colout=colout, channels_last=channels_last)
+    stage = DeviceAugment(train=train, flip=flip, randaugment=randaugment, colout=colout, padded_crop=padded_crop,
+                          channels_last=channels_last)
 
     samples, classes = find_samples(source)
     drop_last = train if drop_last is None else drop_last

@@ -13,6 +13,7 @@ from fastcore_ops.data import pil_backend
 from fastcore_ops.data.colout import ColOutOptions
 from fastcore_ops.data.device_stage import DeviceAugment
 from fastcore_ops.data.order import epoch_order
+from fastcore_ops.data.padded_crop import PaddedCropOptions
 from fastcore_ops.data.pil_backend import PilBackend
 from fastcore_ops.data.dali_backend import dali_available
 from fastcore_ops.data.loader import build_loader
@@ -229,7 +230,8 @@ def test_progressive_resize_decodes_each_batch_at_its_scheduled_size(make_tree, 
 def test_on_a_cpu_the_decoding_workers_run_the_batch_stage_with_the_same_draws(coded_tree, monkeypatch):
     tree = coded_tree(classes=3, per_class=4, size=48)
     options = dict(batch_size=4, image_size=32, train=True, seed=9, randaugment=RandAugmentOptions(depth=2),
-                   colout=ColOutOptions(), progressive_resize=ProgressiveResize(initial_scale=0.5), epochs=2)
+                   colout=ColOutOptions(), padded_crop=PaddedCropOptions(fill="reflect"),
+                   progressive_resize=ProgressiveResize(initial_scale=0.5), epochs=2)
     main_process_stage_calls = []
     real_call = DeviceAugment.__call__
     monkeypatch.setattr(DeviceAugment, "__call__",

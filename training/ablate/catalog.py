@@ -78,6 +78,7 @@ METHODS: dict[str, MethodSwitch] = {
     "augmix": _field("methods.augmix", "{}", None),
     "randaugment": _field("data.randaugment", "{}", None),
     "colout": _field("data.colout", "{}", None),
+    "padded_crop": _field("data.padded_crop", "{}", None),  # CIFAR's 4 px at 32 px, zero fill
     "progressive_resize": _field("data.progressive_resize", "{}", None),  # cifar_mild's schedule: the defaults
     "sam": _field("methods.sam_rho", "0.05", 0.0, "methods.sam_interval=10"),
     "ema": _field("methods.ema_half_life_steps", "25", 0),

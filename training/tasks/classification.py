@@ -175,7 +175,8 @@ def _loaders(config: TrainConfig, data: Path, device: torch.device, train_sample
     d, common = config.data, _loader_settings(config, device)
     train = build_loader(
         train_source, train=True, image_size=d.train_size, flip=d.flip, crop_scale=d.crop_scale,
-        randaugment=d.randaugment, colout=d.colout, progressive_resize=d.progressive_resize,
+        randaugment=d.randaugment, colout=d.colout, padded_crop=d.padded_crop,
+        progressive_resize=d.progressive_resize,
         epochs=config.schedule.epochs, **common)
     evaluation = build_loader(eval_root, train=False, image_size=d.eval_size,
                               eval_crop_fraction=d.eval_size / d.eval_resize, **common)
