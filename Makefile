@@ -5,7 +5,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test clean
+.PHONY: demo test peers clean
 
 $(INSTALLED): setup.py fastcore_ops/data/_jpeg_region.c
 	test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -17,6 +17,14 @@ $(INSTALLED): setup.py fastcore_ops/data/_jpeg_region.c
 	$(PYTHON) tools/install_pillow_simd.py
 	touch $@
 
+# Composer, for python -m benchmarks.peers: its own folder, without its dependencies (it pins an older torch).
+PEERS := .peers/.installed
+$(PEERS): benchmarks/peers-requirements.txt $(INSTALLED)
+	rm -rf .peers
+	$(PYTHON) -m pip install --quiet --no-deps --target .peers -r benchmarks/peers-requirements.txt
+	touch $@
+peers: $(PEERS)
+
 # The main job: the Mild recipe on 500 CIFAR-10 images per class (about 5 minutes on 2 CPU cores).
 # Each demo writes a new run folder, so nothing earlier is overwritten.
 DATA ?= ../shared/datasets/cifar10-jpeg
@@ -26,8 +34,8 @@ demo: $(INSTALLED)
 
 # Every Triton kernel runs through Triton's interpreter on machines without a GPU. The slowest
 # tests are listed at the end: the suite must stay under 20 minutes.
-test: $(INSTALLED)
+test: $(INSTALLED) $(PEERS)
 	FASTCORE_OPS_INTERPRET=1 $(PYTHON) -m pytest -q --durations=15
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) .peers *.egg-info .pytest_cache .hypothesis

@@ -31,7 +31,7 @@ from pathlib import Path
 MARKER_PREFIX = ".fastcore_ops-"
 _COMMANDS = {"prepare": "fastcore_ops.data.prepare", "tradeoff": "training.tradeoff", "ablate": "training.ablate",
              "alibi_extrapolation": "training.alibi_extrapolation",
-             "text_prepare": "training.text.prepare", "benchmarks": "benchmarks"}
+             "text_prepare": "training.text.prepare", "benchmarks": "benchmarks", "peers": "benchmarks.peers"}
 
 
 def marker(folder: str | os.PathLike, tool: str) -> Path:

@@ -73,6 +73,10 @@ def _stranger(folder):
     ("dataloader", ["--backends", "pil,ffcv"], "--backends: unknown ffcv; choose from pil, dali"),
     ("dataloader", ["--prepared", "{stranger}"], "holds files that python -m benchmarks did not write"),
     ("dataloader", ["--unknown-flag"], "unrecognized arguments: --unknown-flag"),
+    ("peers", ["--recipe", "gpt_baseline"], "has task 'language_model': the Composer job sets up image classification"),
+    ("peers", ["--pairs", "0"], "argument --pairs: invalid positive_int value: '0'"),
+    ("peers", ["--data", "{missing}"], "is not a folder; give one with train/ and val/"),
+    ("peers", ["--out", "{stranger}"], "holds files that python -m benchmarks.peers did not write"),
 ])
 def test_a_refused_benchmark_says_why_in_one_line_and_writes_nothing(command, arguments, message, tmp_path, capsys):
     stranger, out = _stranger(tmp_path / "stranger"), tmp_path / "out"

@@ -47,7 +47,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.ArgumentParser(prog="python -m training.tradeoff", description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipes", help=f"comma-separated recipe names; known: {', '.join(list_recipes())}")
     parser.add_argument("--budgets", help="comma-separated scale-schedule ratios > 0, e.g. 0.25,0.5,1,2")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds per recipe and budget: 0 to N-1 (default 1)")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per recipe and budget (default 1)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the first seed: the runs use seeds FIRST to FIRST+N-1 (default 0); a sweep that "
+                             "reports a speed-up runs on seeds its recipes were not searched on")
     parser.add_argument("--data", type=Path, help="image classification: folder with train/ and val/ (or test/) "
                                                    "ImageFolders; language models: a text folder or prepared tokens "
                                                    "(default: the recipe's own text)")
@@ -235,6 +238,8 @@ def _sweep(args: argparse.Namespace) -> int:
                 raise ValueError(f"--{flag} is required to run a sweep (or pass --merge FOLDER... to rebuild a report)")
         recipes, budgets = parse_recipes(args.recipes), parse_budgets(args.budgets)
         check_sweep_options(args.seeds, args.subset, args.assignments)
+        if args.first_seed < 0:
+            raise ValueError(f"--first-seed must be >= 0, got {args.first_seed}")
         # Builds every run's configuration now, so a bad --set fails before any training.
         configs = {recipe: run_config(PlannedRun(recipe, 1.0, 0, 1.0), args.assignments) for recipe in recipes}
         check_one_metric(configs)
@@ -242,7 +247,7 @@ def _sweep(args: argparse.Namespace) -> int:
         device = str(check_device(args.device))
         baseline = _choose_baseline(args.baseline, recipes)
         epochs = {recipe: config.schedule.epochs for recipe, config in configs.items()}
-        plan = plan_sweep(recipes, budgets, args.seeds, epochs)
+        plan = plan_sweep(recipes, budgets, args.seeds, epochs, first_seed=args.first_seed)
         check_out(args.out, "tradeoff", plan, args.assignments)
     except (ValueError, TypeError, OSError) as error:
         return refuse(error)

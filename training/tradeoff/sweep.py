@@ -97,8 +97,9 @@ class RunState(Enum):
 
 
 def plan_sweep(variants: Sequence[str | Variant], budgets: Sequence[float], seeds: int,
-               epochs: dict[str, float]) -> list[PlannedRun]:
-    """Every run: seed by seed (0 to seeds-1), then curve by curve, then budget by budget (small first).
+               epochs: dict[str, float], first_seed: int = 0) -> list[PlannedRun]:
+    """Every run: seed by seed (``first_seed`` on, ``seeds`` of them), then curve by curve, then budget by
+    budget (small first).
 
     Seeds go outermost so that a sweep stopped part-way already holds whole curves for its first seeds.
     variants: recipe names, or :class:`Variant` curves. epochs: each curve's effective epochs at
@@ -106,7 +107,7 @@ def plan_sweep(variants: Sequence[str | Variant], budgets: Sequence[float], seed
     """
     curves = [Variant.of(item) if isinstance(item, str) else item for item in variants]
     return [PlannedRun(curve.name, budget, seed, budget * epochs[curve.name], None if isinstance(item, str) else curve)
-            for seed in range(seeds) for item, curve in zip(variants, curves) for budget in sorted(budgets)]
+            for seed in range(first_seed, first_seed + seeds) for item, curve in zip(variants, curves) for budget in sorted(budgets)]
 
 
 def run_state(folder: Path) -> RunState:

@@ -21,6 +21,7 @@ from training.tradeoff.sweep import SweepInterrupted
     (["--recipes", "cifar_mild", "--budgets", "x"], "'x' is not a budget"),
     (["--recipes", "cifar_mild", "--budgets", "inf"], "'inf' is not a budget"),
     (["--recipes", "cifar_mild", "--budgets", "1", "--seeds", "0"], "--seeds must be >= 1"),
+    (["--recipes", "cifar_mild", "--budgets", "1", "--first-seed", "-1"], "--first-seed must be >= 0"),
     (["--recipes", "cifar_mild", "--budgets", "1", "--subset", "0"], "--subset must be >= 1"),
     (["--recipes", "cifar_mild", "--budgets", "1", "--set", "optimizer.beta=1"], "unknown field 'beta'"),
     (["--recipes", "cifar_mild", "--budgets", "1", "--set", "seed=3"], "use --seeds and --budgets"),
@@ -54,6 +55,16 @@ def test_image_recipes_need_data_and_language_models_do_not(tmp_path, monkeypatc
     assert main(["--recipes", "gpt_baseline", "--budgets", "1", "--out", str(tmp_path / "lm")]) == 0
     (plan, options), = given
     assert [run.recipe for run in plan] == ["gpt_baseline"] and options.data is None
+
+
+def test_first_seed_moves_the_sweep_to_seeds_no_search_has_seen(tmp_path, monkeypatch):
+    given = []
+    monkeypatch.setattr(cli, "run_sweep", lambda plan, out, options, **_: given.append(plan))
+    monkeypatch.setattr(cli, "build_report", lambda records, out, baseline: [out / "report.html"])
+    assert main(["--recipes", "gpt_baseline", "--budgets", "1", "--seeds", "3", "--first-seed", "2",
+                 "--out", str(tmp_path / "lm")]) == 0
+    (plan,) = given
+    assert [run.seed for run in plan] == [2, 3, 4] and plan[0].folder_name == "gpt_baseline-x1-s2"
 
 
 def test_merge_refuses_folders_without_results_and_sweep_options(data, tmp_path, capsys):

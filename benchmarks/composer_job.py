@@ -1,0 +1,143 @@
+"""One training run of an image-classification recipe through Composer's Trainer, for ``benchmarks.peers``.
+
+The job is the recipe's as ``python -m training.train`` runs it, handed to Composer 0.32.1
+(MosaicML) the way its users write it: the same ResNet, initial weights and patch-whitened
+stem, the same loader, SGD and cosine-with-warmup schedule, the same number of steps; the
+recipe's surgeries and methods as Composer's own algorithms (BlurPool, ChannelsLast,
+LabelSmoothing, ProgressiveResizing on the batch) and its BCE or soft cross-entropy loss.
+
+Composer pins an older torch, so it lives in a folder of its own (``make peers``), appended to
+``sys.path`` after this environment's packages. Its ``amp_bf16`` precision autocasts only on
+CUDA and XLA devices; on a CPU the model's forward is wrapped in ``torch.autocast`` here, as
+our trainer does, so that both run bf16 where the recipe asks for it.
+
+Writes ``summary.json`` in ``--out``: ``train_seconds`` (patch whitening plus ``fit()``, no
+evaluation), ``steps`` and ``metrics`` (top-1 and loss on the evaluation images).
+
+    python -m benchmarks.composer_job --recipe cifar_mild --data ../shared/datasets/cifar10-jpeg \\
+        --peers .peers --out runs/composer-0
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from training.assemble import effective_lr, scaled
+from training.config import MethodsConfig, TrainConfig
+from training.optim import build_optimizer
+from training.tasks.classification import build_image_classification
+from training.trainer import autocast_dtype
+
+from .job_cli import job_main, job_parser
+
+# What this job can hand to Composer's algorithms; a recipe with anything else is refused.
+SUPPORTED_SURGERIES = {"blurpool", "channels_last"}
+
+
+class AutocastForward(nn.Module):
+    """``module`` with its forward under ``torch.autocast(dtype)``, float32 logits out: Composer's CPU bf16."""
+
+    def __init__(self, module: nn.Module, device: torch.device, dtype: torch.dtype | None):
+        super().__init__()
+        self.module, self.device_type, self.dtype = module, device.type, dtype
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        if self.dtype is None:
+            return self.module(images)
+        with torch.autocast(self.device_type, dtype=self.dtype):
+            return self.module(images).float()
+
+
+def check_supported(config: TrainConfig) -> None:
+    """ValueError unless every surgery and method of ``config`` is one this job hands to Composer."""
+    methods = config.methods
+    handled = MethodsConfig(loss=methods.loss, label_smoothing=methods.label_smoothing,
+                            patch_whitening=methods.patch_whitening)
+    others = [field.name for field in dataclasses.fields(methods)
+              if getattr(methods, field.name) != getattr(handled, field.name)]
+    names = [entry if isinstance(entry, str) else entry[0] for entry in config.model.surgeries]
+    others += [name for name in names if name not in SUPPORTED_SURGERIES]
+    others += [f"task {config.task!r}"] * (config.task != "image_classification") + ["compile"] * config.compile
+    if others:
+        raise ValueError(f"recipe {config.name!r} has {', '.join(others)}: the Composer job sets up image "
+                         f"classification with the surgeries {', '.join(sorted(SUPPORTED_SURGERIES))}, the loss, "
+                         f"label smoothing, progressive resizing and patch whitening only")
+
+
+def composer_algorithms(config: TrainConfig) -> list:
+    """Composer's algorithms for ``config``'s surgeries and methods, with the recipe's settings."""
+    from composer.algorithms import BlurPool, ChannelsLast, LabelSmoothing, ProgressiveResizing
+
+    algorithms = []
+    if config.model.has_surgery("blurpool"):
+        algorithms.append(BlurPool())
+    if config.model.has_surgery("channels_last"):
+        algorithms.append(ChannelsLast())
+    if config.methods.label_smoothing:
+        algorithms.append(LabelSmoothing(smoothing=config.methods.label_smoothing))
+    resize = config.data.progressive_resize
+    if resize is not None:
+        algorithms.append(ProgressiveResizing(initial_scale=resize.initial_scale, delay_fraction=resize.delay_fraction,
+                                              finetune_fraction=resize.finetune_fraction,
+                                              size_increment=resize.size_increment))
+    return algorithms
+
+
+def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None) -> dict:
+    """Train ``config`` (scale schedule applied) through Composer's Trainer; the summary it writes."""
+    from composer import Trainer
+    from composer.loss import binary_cross_entropy_with_logits, soft_cross_entropy
+    from composer.models import ComposerClassifier
+    from composer.optim import CosineAnnealingWithWarmupScheduler
+
+    config = scaled(config)
+    torch.manual_seed(config.seed)  # the initial weights training.train starts from
+    # Our loader at the full size, without our surgeries or resizing: Composer's algorithms do those.
+    plain = dataclasses.replace(config, model=dataclasses.replace(config.model, surgeries=[]),
+                                data=dataclasses.replace(config.data, progressive_resize=None))
+    model, train_loader, task = build_image_classification(plain, data=data, device=device, subset=subset)
+    optimizer = build_optimizer(model, dataclasses.replace(config.optimizer, lr=effective_lr(config, 1)))
+    steps = max(1, round(config.schedule.epochs * len(train_loader)))
+    warmup = round(config.schedule.warmup_epochs * len(train_loader))
+    loss_fn = binary_cross_entropy_with_logits if config.methods.loss == "bce" else soft_cross_entropy
+    wrapped = AutocastForward(model, device, autocast_dtype(config.precision, device))
+    trainer = Trainer(
+        model=ComposerClassifier(wrapped, num_classes=task.num_classes, loss_fn=loss_fn),
+        train_dataloader=train_loader, max_duration=f"{steps}ba", optimizers=optimizer,
+        schedulers=CosineAnnealingWithWarmupScheduler(t_warmup=f"{warmup}ba",
+                                                      alpha_f=config.schedule.final_lr_fraction),
+        algorithms=composer_algorithms(config), device="gpu" if device.type == "cuda" else "cpu",
+        precision="amp_bf16" if device.type == "cuda" and config.precision == "amp" else "fp32",
+        seed=config.seed, progress_bar=False, log_to_console=False, loggers=[], save_folder=None)
+    started = time.perf_counter()
+    trainer.fit()
+    fit_seconds = time.perf_counter() - started
+    wrapped.eval()
+    with torch.no_grad():
+        metrics = task.metrics(task.evaluation_sums(wrapped, contextlib.nullcontext))
+    trainer.close()
+    task.close()
+    return {"metrics": metrics, "steps": int(trainer.state.timestamp.batch), "setup_seconds": task.setup_seconds,
+            "fit_seconds": fit_seconds, "train_seconds": task.setup_seconds + fit_seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = job_parser("python -m benchmarks.composer_job", __doc__.splitlines()[0])
+    parser.add_argument("--peers", type=Path, required=True, help="the folder Composer is installed in (make peers)")
+
+    def job(args) -> dict:
+        sys.path.append(str(args.peers.resolve()))  # after this environment's packages: ours win where both have one
+        return run(args.config, data=args.data, device=args.device, subset=args.subset)
+
+    return job_main(parser, argv, check_supported, job)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""The command line of the jobs ``benchmarks.peers`` starts (``composer_job``, ``step_floor``): one recipe on
+its data, a summary.json in a new folder.
+
+    >>> parser = job_parser("python -m benchmarks.step_floor", "The floor.")
+    >>> sorted(action.dest for action in parser._actions if action.dest != "help")
+    ['assignments', 'data', 'device', 'out', 'recipe', 'subset']
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from fastcore_ops import cli
+from training.config import TrainConfig, override
+from training.recipes import get_recipe
+
+
+def job_parser(prog: str, description: str) -> cli.ArgumentParser:
+    """A parser with the arguments every job takes; a job adds its own."""
+    parser = cli.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--recipe", required=True, help="an image-classification recipe")
+    parser.add_argument("--data", type=Path, required=True, help="a folder with train/ and val/ (or test/)")
+    parser.add_argument("--out", type=Path, required=True, help="an empty or new folder for summary.json")
+    parser.add_argument("--subset", type=cli.positive_int, help="train on the first N images of each class")
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                        help="configuration override; repeatable")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    return parser
+
+
+def job_main(parser: cli.ArgumentParser, argv: list[str] | None, check: Callable[[TrainConfig], None],
+            job: Callable[[argparse.Namespace], dict]) -> int:
+    """Parse ``argv`` (the recipe with its overrides as ``args.config``, refused unless ``check`` passes it),
+    run ``job`` and write what it returns as ``--out``/summary.json; exit 2 with one ``error:`` line on bad input."""
+    try:
+        args = parser.parse_args(argv)
+        args.device = cli.check_device(args.device)
+        args.config = override(get_recipe(args.recipe), args.assignments)
+        check(args.config)
+        if args.out.exists() and any(args.out.iterdir()):
+            raise ValueError(f"--out {args.out} is not empty; give a new folder")
+    except cli.REFUSALS as error:
+        return cli.refuse(error)
+    summary = job(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return 0

@@ -1,0 +1,205 @@
+"""``python -m benchmarks.peers``: our trainer against Composer's on the same job, and our step against its floor.
+
+Trains one image-classification recipe (default ``cifar_mild``) with ``python -m
+training.train`` and with Composer 0.32.1's Trainer (``benchmarks.composer_job``: the same
+model, data, methods, optimizer and steps), in alternating pairs: ours first in even pairs,
+Composer first in odd ones, so that a drift of the machine weighs on both. Each run is a
+process of its own and writes its folder under ``OUT/runs/``; a run whose ``summary.json`` is
+there is not run again, so an interrupted benchmark continues where it stopped.
+
+Then the floor: the recipe's model as our trainer trains it (its surgeries, patch-whitened
+stem, memory format and precision), forward plus backward on random batches already in
+memory, at every image size the run trains at, weighted by how many steps it trains at each.
+No loader, no optimizer step, no methods. Our training time over that floor is how close our
+step comes to what the model alone costs here.
+
+Composer lives in a folder of its own (``make peers``; it pins an older torch, so it is
+installed without its dependencies). Without it the benchmark says so in one line and times
+ours and the floor only.
+
+    python -m benchmarks.peers --data ../shared/datasets/cifar10-jpeg --pairs 3 --out runs/peers
+
+Writes ``peers.csv`` and ``peers.json`` (one row per run, and the floor), ``peers.md`` (the
+table printed at the end) and ``peers.png`` (training time per run, the floor marked).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from fastcore_ops import cli
+from fastcore_ops.owned_folder import check_claimable, claim_folder
+from training.config import override
+from training.recipes import get_recipe
+from training.train import child_environment
+
+from .composer_job import check_supported
+from .timing import device_name
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPOSITORY.parent / "shared" / "datasets" / "cifar10-jpeg"
+TRAINERS = ("ours", "composer")
+
+
+def composer_version(peers: Path) -> str | None:
+    """Composer's version as importable from ``peers`` (after this environment's packages), None if it is not."""
+    probe = (f"import sys; sys.path.append({str(peers.resolve())!r}); import composer; print(composer.__version__)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def run_order(pairs: int, trainers: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(pair, trainer) in the order they run: pairs alternate which trainer goes first.
+
+        >>> run_order(2, ("ours", "composer"))
+        [(0, 'ours'), (0, 'composer'), (1, 'composer'), (1, 'ours')]
+    """
+    return [(pair, trainer) for pair in range(pairs) for trainer in (trainers if pair % 2 == 0 else trainers[::-1])]
+
+
+def job_command(trainer: str, args, folder: Path) -> list[str]:
+    """The command line of one run: ``training.train`` for ours, ``benchmarks.composer_job`` for Composer."""
+    common = ["--recipe", args.recipe, "--data", str(args.data), "--out", str(folder), "--device", str(args.device)]
+    common += [f"--subset={args.subset}"] * (args.subset is not None)
+    common += [part for assignment in args.assignments for part in ("--set", assignment)]
+    if trainer == "floor":
+        return [sys.executable, "-m", "benchmarks.step_floor", *common]
+    if trainer == "ours":
+        # An interrupted run of ours continues from its last checkpoint; Composer's runs start again.
+        resume = ["--resume"] * (folder / "config.json").is_file()
+        return [sys.executable, "-m", "training.train", *common, "--no-progress", "--eval-every", "0", *resume]
+    return [sys.executable, "-m", "benchmarks.composer_job", *common, "--peers", str(args.peers)]
+
+
+def run_job(trainer: str, name: str, args) -> dict:
+    """Run one job in a process of its own, at full speed, unless its ``summary.json`` is there; that summary."""
+    folder = args.out / "runs" / name
+    summary_file = folder / "summary.json"
+    if not summary_file.is_file():
+        log = args.out / "runs" / f"{name}.log"
+        print(f"{name}: running (log: {log})", flush=True)
+        with open(log, "w") as output:
+            done = subprocess.run(job_command(trainer, args, folder), cwd=REPOSITORY, env=child_environment(),
+                                  stdout=output, stderr=subprocess.STDOUT)
+        if done.returncode != 0:
+            raise RuntimeError(f"{name} failed (exit {done.returncode}); see {log}")
+    return json.loads(summary_file.read_text())
+
+
+def run_pair_job(trainer: str, pair: int, args) -> dict:
+    """Train one run (or read the summary it left), as a row: trainer, pair, seconds, steps, top-1, phases."""
+    summary = run_job(trainer, f"{trainer}-{pair}", args)
+    phases = summary.get("phase_seconds", {})
+    return {"trainer": trainer, "pair": pair, "train_seconds": summary["train_seconds"], "steps": summary["steps"],
+            "top1": summary["metrics"]["top1"], **{f"phase.{name}": seconds for name, seconds in phases.items()}}
+
+
+def summary_table(rows: list[dict], floor: dict) -> str:
+    """The markdown table of the runs, each pair's ratio, and our time over the floor."""
+    lines = ["| pair | trainer | training time | top-1 | time / ours | time / floor |", "|---|---|---|---|---|---|"]
+    ours = {row["pair"]: row["train_seconds"] for row in rows if row["trainer"] == "ours"}
+    for row in rows:
+        over_ours = row["train_seconds"] / ours[row["pair"]] if row["pair"] in ours else None
+        lines.append(f"| {row['pair']} | {row['trainer']} | {row['train_seconds']:.1f} s | {100 * row['top1']:.2f}% "
+                     f"| {'' if over_ours is None else f'{over_ours:.3f}x'} "
+                     f"| {row['train_seconds'] / floor['train_seconds']:.3f}x |")
+    lines.append(f"| | floor (forward + backward alone) | {floor['train_seconds']:.1f} s | | | 1x |")
+    ratios = [row["train_seconds"] / ours[row["pair"]] for row in rows
+              if row["trainer"] == "composer" and row["pair"] in ours]
+    if ratios:
+        lines.append(f"\nComposer's time over ours: median {statistics.median(ratios):.3f}x "
+                     f"(pairs: {', '.join(f'{r:.3f}x' for r in ratios)}).")
+    mine = [seconds / floor["train_seconds"] for seconds in ours.values()]
+    lines.append(f"Our time over the floor: median {statistics.median(mine):.3f}x.")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict], floor: dict, path: Path, title: str) -> None:
+    """Training time of every run, ours green and Composer's grey, side by side per pair, the floor dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    colors = {"ours": "tab:green", "composer": "tab:gray"}
+    for row in rows:
+        x = row["pair"] + (0.2 if row["trainer"] == "composer" else -0.2)
+        ax.bar(x, row["train_seconds"], width=0.38, color=colors[row["trainer"]])
+        ax.annotate(f"{100 * row['top1']:.1f}%", (x, row["train_seconds"]), ha="center", va="bottom", fontsize=8)
+    ax.axhline(floor["train_seconds"], color="black", linestyle="--", linewidth=1)
+    ax.annotate("floor: forward + backward alone", (ax.get_xlim()[0], floor["train_seconds"]), va="bottom", fontsize=8)
+    for trainer, color in colors.items():
+        ax.bar([], [], color=color, label=trainer)
+    ax.set(xlabel="pair", ylabel="training time (s)", title=title)
+    ax.set_xticks(sorted({row["pair"] for row in rows}))
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def parse_args(argv: list[str] | None = None):
+    parser = cli.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__.splitlines()[0])
+    parser.add_argument("--recipe", default="cifar_mild", help="an image-classification recipe (default cifar_mild)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a folder with train/ and val/ (or test/)")
+    parser.add_argument("--pairs", type=cli.positive_int, default=3, help="alternating pairs of runs (default 3)")
+    parser.add_argument("--subset", type=cli.positive_int, help="train on the first N images of each class")
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                        help="configuration override for both trainers; repeatable")
+    parser.add_argument("--peers", type=Path, default=REPOSITORY / ".peers",
+                        help="the folder Composer is installed in (default .peers/, which make peers fills)")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--out", type=Path, default=Path("runs/peers"))
+    args = parser.parse_args(argv)
+    args.device = cli.check_device(args.device)
+    args.data, args.out, args.peers = args.data.resolve(), args.out.resolve(), args.peers.resolve()
+    if not args.data.is_dir():
+        raise ValueError(f"--data {args.data} is not a folder; give one with train/ and val/ (or test/) in it")
+    args.config = override(get_recipe(args.recipe), args.assignments)
+    check_supported(args.config)
+    check_claimable(args.out, "peers")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse_args(argv)
+    except cli.REFUSALS as error:
+        return cli.refuse(error)
+    claim_folder(args.out, "peers")
+    (args.out / "runs").mkdir(exist_ok=True)
+    version = composer_version(args.peers)
+    if version is None:
+        print(f"Composer cannot be imported from {args.peers} (make peers installs it): timing ours and the floor only")
+    trainers = TRAINERS if version else ("ours",)
+    rows = [run_pair_job(trainer, pair, args) for pair, trainer in run_order(args.pairs, trainers)]
+    floor = {"trainer": "floor", "pair": None, **run_job("floor", "floor", args)}
+    table = summary_table(rows, floor)
+    machine = device_name(args.device)
+    header = (f"{args.recipe} on {args.data.name}{f' (--subset {args.subset})' if args.subset else ''}, "
+              f"{machine}, Composer {version or 'not installed'}")
+    print(f"\n{header}\n\n{table}")
+    (args.out / "peers.md").write_text(f"{header}\n\n{table}\n")
+    (args.out / "peers.json").write_text(json.dumps({"recipe": args.recipe, "machine": machine, "composer": version,
+                                                     "settings": args.assignments, "runs": rows, "floor": floor},
+                                                    indent=2))
+    fields = list(dict.fromkeys(key for row in rows for key in row))
+    with open(args.out / "peers.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows + [floor])
+    plot(rows, floor, args.out / "peers.png", f"{args.recipe}: ours against Composer {version or '(absent)'}")
+    print(f"Wrote {', '.join(str(args.out / name) for name in ('peers.md', 'peers.csv', 'peers.json', 'peers.png'))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""``python -m benchmarks.step_floor``: what a recipe's model alone costs over a whole run, forward plus backward.
+
+The recipe's model as our trainer trains it (its surgeries, patch-whitened stem, memory format
+and precision) runs forward, loss and backward on random batches already in memory, at every
+image size the run trains at; each size's median step time, times the number of steps the run
+trains at that size, summed. No loader, no optimizer step, no methods: a training run's time
+over this floor is what everything else costs.
+
+    python -m benchmarks.step_floor --recipe cifar_mild --data ../shared/datasets/cifar10-jpeg --out runs/floor
+
+Writes ``summary.json`` in ``--out``: ``train_seconds`` (the floor), ``steps``, and per size the
+steps and the median seconds of one step.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from training.assemble import scaled
+from training.config import TrainConfig
+from training.tasks.classification import build_image_classification
+from training.trainer import autocast_dtype
+
+from .job_cli import job_main, job_parser
+from .timing import time_ms
+
+
+def steps_at_sizes(loader, total_steps: int) -> Counter:
+    """How many of the run's ``total_steps`` train at each image size (one size without progressive resizing)."""
+    sizes = Counter()
+    for step in range(total_steps):
+        epoch, batch = divmod(step, len(loader))
+        sizes[loader.image_size_at(epoch, batch) or loader.image_size] += 1
+    return sizes
+
+
+def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None) -> dict:
+    """Forward plus backward of ``config``'s model alone over the run's steps (see the module's text)."""
+    config = scaled(config)
+    torch.manual_seed(config.seed)
+    model, loader, task = build_image_classification(config, data=data, device=device, subset=subset)
+    task.close()
+    total_steps = max(1, round(config.schedule.epochs * len(loader)))
+    sizes = steps_at_sizes(loader, total_steps)
+    loader.close()
+    dtype = autocast_dtype(config.precision, device)
+    memory_format = torch.channels_last if config.model.has_surgery("channels_last") else torch.contiguous_format
+    model.train()
+    per_size = {}
+    for size in sorted(sizes):
+        images = torch.randn(config.data.batch_size, 3, size, size, device=device).contiguous(memory_format=memory_format)
+        labels = torch.randint(0, task.num_classes, (config.data.batch_size,), device=device)
+
+        def step():
+            with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+                loss = task.loss(model(images), labels)
+            loss.backward()
+            model.zero_grad(set_to_none=True)
+
+        per_size[size] = time_ms(step, device) / 1e3
+    return {"train_seconds": sum(per_size[size] * count for size, count in sizes.items()), "steps": total_steps,
+            "sizes": {str(size): {"steps": sizes[size], "step_seconds": per_size[size]} for size in sorted(sizes)}}
+
+
+def check_image_classification(config: TrainConfig) -> None:
+    if config.task != "image_classification":
+        raise ValueError(f"recipe {config.name!r} is a {config.task} recipe; the floor is measured for image "
+                         f"classification")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = job_parser("python -m benchmarks.step_floor", __doc__.splitlines()[0])
+    return job_main(parser, argv, check_image_classification,
+                   lambda args: measure_floor(args.config, data=args.data, device=args.device, subset=args.subset))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""benchmarks.peers: our trainer against Composer's on the same job, and the forward-plus-backward floor."""
+
+import json
+
+import pytest
+
+from benchmarks import peers
+from benchmarks.composer_job import check_supported
+from tests.training.conftest import link_cifar_subset
+from training.recipes import get_recipe
+
+# Two steps of batch 10 on 20 images: Mild's progressive resizing trains them at two sizes.
+SHORT = ["--set", "data.batch_size=10", "--set", "schedule.epochs=1"]
+
+
+@pytest.fixture(scope="module")
+def micro_cifar(tmp_path_factory):
+    return link_cifar_subset(tmp_path_factory.mktemp("peers-cifar"), train_per_class=2, test_per_class=2)
+
+
+def _read(out):
+    return json.loads((out / "peers.json").read_text())
+
+
+def test_without_composer_it_says_so_in_one_line_and_times_ours_against_the_floor(micro_cifar, tmp_path, capsys):
+    out = tmp_path / "out"
+    arguments = ["--data", str(micro_cifar), "--pairs", "1", "--peers", str(tmp_path / "empty"), "--out", str(out),
+                 *SHORT]
+    assert peers.main(arguments) == 0
+    printed = capsys.readouterr().out
+    assert sum("Composer cannot be imported" in line for line in printed.splitlines()) == 1
+    report = _read(out)
+    (run,) = report["runs"]
+    floor = report["floor"]
+    assert run["trainer"] == "ours" and report["composer"] is None
+    # The floor covers the same steps as the run, at the sizes progressive resizing gives them.
+    assert floor["steps"] == run["steps"] == 2
+    assert sum(size["steps"] for size in floor["sizes"].values()) == 2
+    assert set(floor["sizes"]) == {"16", "20"}  # Mild's sizes at 0 and 1/2 of the run
+    assert all(size["step_seconds"] > 0 for size in floor["sizes"].values())
+    assert 0 < floor["train_seconds"] < run["train_seconds"]
+    assert "Our time over the floor" in (out / "peers.md").read_text()
+    assert (out / "peers.png").stat().st_size > 0 and (out / "peers.csv").read_text().count("\n") == 3  # header, run, floor
+    # Started again, it reads the finished runs instead of training them again.
+    assert peers.main(arguments) == 0
+    assert "running" not in capsys.readouterr().out and _read(out) == report
+
+
+@pytest.mark.skipif(peers.composer_version(peers.REPOSITORY / ".peers") is None,
+                    reason="Composer is not installed in .peers/ (make peers; make test installs it)")
+def test_composer_trains_the_same_steps_with_its_own_algorithms(micro_cifar, tmp_path):
+    out = tmp_path / "out"
+    assert peers.main(["--data", str(micro_cifar), "--pairs", "1", "--out", str(out), *SHORT]) == 0
+    report = _read(out)
+    assert report["composer"] == "0.32.1"
+    assert [run["trainer"] for run in report["runs"]] == ["ours", "composer"]
+    assert all(run["steps"] == 2 and 0 <= run["top1"] <= 1 for run in report["runs"])
+    assert "Composer's time over ours: median" in (out / "peers.md").read_text()
+
+
+def test_a_composer_job_names_the_methods_it_cannot_hand_over():
+    check_supported(get_recipe("cifar_mild"))
+    with pytest.raises(ValueError, match="has mixup_alpha, sam_rho, sam_interval, ema_half_life_steps, stochastic_depth"):
+        check_supported(get_recipe("resnet50_hot"))
+    with pytest.raises(ValueError, match="task 'language_model'"):
+        check_supported(get_recipe("gpt_baseline"))
