@@ -2,9 +2,12 @@
 
 The job is the recipe's as ``python -m training.train`` runs it, handed to Composer 0.32.1
 (MosaicML) the way its users write it: the same ResNet, initial weights and patch-whitened
-stem, the same loader, SGD and cosine-with-warmup schedule, the same number of steps; the
-recipe's surgeries and methods as Composer's own algorithms (BlurPool, ChannelsLast,
-LabelSmoothing, ProgressiveResizing on the batch) and its BCE or soft cross-entropy loss.
+stem, the same SGD and cosine-with-warmup schedule, the same number of steps; the recipe's
+surgeries and methods as Composer's own algorithms (BlurPool, ChannelsLast, LabelSmoothing,
+ProgressiveResizing on the batch) and its BCE or soft cross-entropy loss. The training images
+come through the loader Composer's users write (``--loader torchvision``, the default:
+ImageFolder, the recipe's crop and flip per image, a DataLoader with a worker per core), or
+through ours at the full size (``--loader ours``), which leaves the trainers alone to compare.
 
 Composer pins an older torch, so it lives in a folder of its own (``make peers``), appended to
 ``sys.path`` after this environment's packages. Its ``amp_bf16`` precision autocasts only on
@@ -27,16 +30,21 @@ import time
 from pathlib import Path
 
 import torch
+import torchvision
 from torch import nn
+from torchvision import transforms
 
+from fastcore_ops.data.device_stage import IMAGENET_MEAN, IMAGENET_STD
+from fastcore_ops.data.pil_backend import default_num_workers
 from training.assemble import effective_lr, scaled
 from training.config import MethodsConfig, TrainConfig
 from training.optim import build_optimizer
-from training.tasks.classification import build_image_classification
+from training.tasks.classification import build_image_classification, first_per_class, split_folders
 from training.trainer import autocast_dtype
 
 from .job_cli import job_main, job_parser
 
+LOADERS = ("torchvision", "ours")
 # What this job can hand to Composer's algorithms; a recipe with anything else is refused.
 SUPPORTED_SURGERIES = {"blurpool", "channels_last"}
 
@@ -90,7 +98,38 @@ def composer_algorithms(config: TrainConfig) -> list:
     return algorithms
 
 
-def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None) -> dict:
+def torchvision_loader(config: TrainConfig, train_root: Path, subset: int | None) -> torch.utils.data.DataLoader:
+    """The images of ``train_root`` (the first ``subset`` per class) through torchvision's usual per-image
+    pipeline, with ``config``'s crop and flip.
+
+        >>> from training.recipes import get_recipe
+        >>> train = Path("../shared/datasets/cifar10-jpeg/train")
+        >>> loader = torchvision_loader(get_recipe("cifar_baseline"), train, subset=2)  # doctest: +SKIP
+        >>> loader.dataset.transform.transforms[:2]  # doctest: +SKIP
+        [Resize(size=(32, 32), interpolation=bilinear, max_size=None, antialias=True), RandomHorizontalFlip(p=0.5)]
+    """
+    d = config.data
+    if d.randaugment is not None or d.colout is not None:
+        raise ValueError(f"recipe {config.name!r}: --loader torchvision applies crops and flips only; "
+                         f"use --loader ours for RandAugment and ColOut")
+    size = (d.train_size, d.train_size)
+    crop = transforms.Resize(size) if d.crop_scale == (1.0, 1.0) else transforms.RandomResizedCrop(size, d.crop_scale)
+    steps = [crop]
+    if d.padded_crop is not None:
+        steps.append(transforms.RandomCrop(size, padding=round(d.padded_crop.fraction * d.train_size),
+                                           padding_mode="constant" if d.padded_crop.fill == "zero" else "reflect"))
+    steps += [transforms.RandomHorizontalFlip()] * d.flip
+    steps += [transforms.ToTensor(), transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
+    dataset = torchvision.datasets.ImageFolder(str(train_root), transforms.Compose(steps))
+    if subset is not None:
+        dataset.samples = dataset.imgs = first_per_class(train_root, subset)[0]
+        dataset.targets = [label for _, label in dataset.samples]
+    workers = default_num_workers() if d.num_workers < 0 else d.num_workers
+    return torch.utils.data.DataLoader(dataset, batch_size=d.batch_size, shuffle=True, drop_last=True,
+                                       num_workers=workers, persistent_workers=workers > 0)
+
+
+def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None, loader: str) -> dict:
     """Train ``config`` (scale schedule applied) through Composer's Trainer; the summary it writes."""
     from composer import Trainer
     from composer.loss import binary_cross_entropy_with_logits, soft_cross_entropy
@@ -103,6 +142,9 @@ def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | 
     plain = dataclasses.replace(config, model=dataclasses.replace(config.model, surgeries=[]),
                                 data=dataclasses.replace(config.data, progressive_resize=None))
     model, train_loader, task = build_image_classification(plain, data=data, device=device, subset=subset)
+    if loader == "torchvision":
+        train_loader.close()
+        train_loader = torchvision_loader(config, split_folders(data)[0], subset)
     optimizer = build_optimizer(model, dataclasses.replace(config.optimizer, lr=effective_lr(config, 1)))
     steps = max(1, round(config.schedule.epochs * len(train_loader)))
     warmup = round(config.schedule.warmup_epochs * len(train_loader))
@@ -131,10 +173,12 @@ def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | 
 def main(argv: list[str] | None = None) -> int:
     parser = job_parser("python -m benchmarks.composer_job", __doc__.splitlines()[0])
     parser.add_argument("--peers", type=Path, required=True, help="the folder Composer is installed in (make peers)")
+    parser.add_argument("--loader", choices=LOADERS, default="torchvision",
+                        help="the training images through torchvision's DataLoader (default) or through ours")
 
     def job(args) -> dict:
         sys.path.append(str(args.peers.resolve()))  # after this environment's packages: ours win where both have one
-        return run(args.config, data=args.data, device=args.device, subset=args.subset)
+        return run(args.config, data=args.data, device=args.device, subset=args.subset, loader=args.loader)
 
     return job_main(parser, argv, check_supported, job)
 

@@ -18,6 +18,7 @@ A last table says where one image's time goes (decode, crop and resize, augmenta
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -25,6 +26,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch

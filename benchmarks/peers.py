@@ -2,8 +2,9 @@
 
 Trains one image-classification recipe (default ``cifar_mild``) with ``python -m
 training.train`` and with Composer 0.32.1's Trainer (``benchmarks.composer_job``: the same
-model, data, methods, optimizer and steps), in alternating pairs: ours first in even pairs,
-Composer first in odd ones, so that a drift of the machine weighs on both. Each run is a
+model, methods, optimizer and steps; its images through torchvision's DataLoader as its users
+write it, or through ours with ``--composer-loader ours``), in alternating pairs: ours first
+in even pairs, Composer first in odd ones, so that a drift of the machine weighs on both. Each run is a
 process of its own and writes its folder under ``OUT/runs/``; a run whose ``summary.json`` is
 there is not run again, so an interrupted benchmark continues where it stopped.
 
@@ -40,7 +41,7 @@ from training.config import override
 from training.recipes import get_recipe
 from training.train import child_environment
 
-from .composer_job import check_supported
+from .composer_job import LOADERS, check_supported
 from .timing import device_name
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -75,7 +76,8 @@ def job_command(trainer: str, args, folder: Path) -> list[str]:
         # An interrupted run of ours continues from its last checkpoint; Composer's runs start again.
         resume = ["--resume"] * (folder / "config.json").is_file()
         return [sys.executable, "-m", "training.train", *common, "--no-progress", "--eval-every", "0", *resume]
-    return [sys.executable, "-m", "benchmarks.composer_job", *common, "--peers", str(args.peers)]
+    return [sys.executable, "-m", "benchmarks.composer_job", *common, "--peers", str(args.peers),
+            "--loader", args.composer_loader]
 
 
 def run_job(trainer: str, name: str, args) -> dict:
@@ -156,6 +158,9 @@ def parse_args(argv: list[str] | None = None):
                         help="configuration override for both trainers; repeatable")
     parser.add_argument("--peers", type=Path, default=REPOSITORY / ".peers",
                         help="the folder Composer is installed in (default .peers/, which make peers fills)")
+    parser.add_argument("--composer-loader", choices=LOADERS, default="torchvision",
+                        help="Composer's training images through torchvision's DataLoader, as its users write it "
+                             "(default), or through our loader, which leaves the two trainers alone to compare")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--out", type=Path, default=Path("runs/peers"))
     args = parser.parse_args(argv)
@@ -185,10 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     table = summary_table(rows, floor)
     machine = device_name(args.device)
     header = (f"{args.recipe} on {args.data.name}{f' (--subset {args.subset})' if args.subset else ''}, "
-              f"{machine}, Composer {version or 'not installed'}")
+              f"{machine}, Composer {version or 'not installed'}"
+              f"{f' with the {args.composer_loader} loader' if version else ''}")
     print(f"\n{header}\n\n{table}")
     (args.out / "peers.md").write_text(f"{header}\n\n{table}\n")
     (args.out / "peers.json").write_text(json.dumps({"recipe": args.recipe, "machine": machine, "composer": version,
+                                                     "composer_loader": args.composer_loader,
                                                      "settings": args.assignments, "runs": rows, "floor": floor},
                                                     indent=2))
     fields = list(dict.fromkeys(key for row in rows for key in row))

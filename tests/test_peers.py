@@ -3,10 +3,12 @@
 import json
 
 import pytest
+import torch
 
 from benchmarks import peers
-from benchmarks.composer_job import check_supported
+from benchmarks.composer_job import check_supported, torchvision_loader
 from tests.training.conftest import link_cifar_subset
+from training.config import override
 from training.recipes import get_recipe
 
 # Two steps of batch 10 on 20 images: Mild's progressive resizing trains them at two sizes.
@@ -56,6 +58,16 @@ def test_composer_trains_the_same_steps_with_its_own_algorithms(micro_cifar, tmp
     assert [run["trainer"] for run in report["runs"]] == ["ours", "composer"]
     assert all(run["steps"] == 2 and 0 <= run["top1"] <= 1 for run in report["runs"])
     assert "Composer's time over ours: median" in (out / "peers.md").read_text()
+
+
+def test_composer_s_torchvision_loader_crops_and_flips_as_the_recipe_does(micro_cifar):
+    recipe = override(get_recipe("cifar_baseline"), ['data.padded_crop={"fill": "reflect"}'])
+    loader = torchvision_loader(recipe, micro_cifar / "train", subset=1)
+    resize, crop, flip = loader.dataset.transform.transforms[:3]
+    assert (resize.size, crop.padding, crop.padding_mode) == ((32, 32), 4, "reflect") and flip.p == 0.5
+    assert len(loader.dataset) == 10 and loader.batch_size == 128 and loader.drop_last
+    images, labels = next(iter(torchvision_loader(override(recipe, ["data.batch_size=5"]), micro_cifar / "train", 1)))
+    assert images.shape == (5, 3, 32, 32) and labels.dtype == torch.int64
 
 
 def test_a_composer_job_names_the_methods_it_cannot_hand_over():
