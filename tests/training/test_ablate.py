@@ -14,11 +14,20 @@ from training.tradeoff.metric import TOP1
 from training.tradeoff.results import FailedRun, RunRecord
 
 
-@pytest.mark.parametrize("base", ["cifar_baseline", "cifar_hot"])
+BASES = {"image_classification": ["cifar_baseline", "cifar_hot"], "language_model": ["gpt_baseline", "gpt_alibi"]}
+
+
+@pytest.mark.parametrize("task", list(BASES))
 @pytest.mark.parametrize("name", list(METHODS))
-def test_each_switch_turns_its_method_on_or_off_and_leaves_a_valid_configuration(base, name):
-    config = get_recipe(base)
+@pytest.mark.parametrize("which", [0, 1])
+def test_each_switch_turns_its_method_on_or_off_and_leaves_a_valid_configuration(task, name, which):
+    config = get_recipe(BASES[task][which])
+    base = config.name
     switch = METHODS[name]
+    if not switch.applies_to(config):
+        with pytest.raises(ValueError, match=f"applies to task {switch.task!r} only"):
+            parse_methods(name, config)
+        return
     change, assignments = switch.toggle(config)
     if (base, name) == ("cifar_hot", "cutmix"):  # one batch mixing at a time: the ablation refuses this variant
         with pytest.raises(ValueError, match="cutmix_alpha must be 0 when mixup_alpha is set"):
@@ -41,7 +50,14 @@ def test_variants_add_what_the_base_lacks_and_remove_what_it_has():
                                                ("ema,ema", "named twice")])
 def test_bad_method_lists_are_named(text, message):
     with pytest.raises(ValueError, match=message):
-        parse_methods(text)
+        parse_methods(text, get_recipe("cifar_baseline"))
+
+
+def test_all_means_the_methods_of_the_base_s_task_and_a_gpt_ablation_takes_alibi_and_warmup_apart():
+    assert "alibi" not in parse_methods("all", get_recipe("cifar_mild"))
+    assert "blurpool" not in parse_methods("all", get_recipe("gpt_alibi"))
+    names = [v.name for v in variants("gpt_alibi", get_recipe("gpt_alibi"), ["alibi", "seq_length_warmup"])]
+    assert names == ["gpt_alibi", "gpt_alibi-alibi", "gpt_alibi-seq_length_warmup"]
 
 
 def _record(variant, seed, seconds, top1, steps=100, budget=1.0, machine="m/cpu"):
@@ -109,7 +125,9 @@ def test_an_unknown_base_and_a_method_that_does_not_apply_are_refused_before_tra
     assert main(["--base", "cifar_spicy", "--out", str(tmp_path)]) == 2
     assert "unknown recipe 'cifar_spicy'" in capsys.readouterr().err
     assert main(["--base", "gpt_baseline", "--methods", "cutout", "--out", str(tmp_path)]) == 2
-    assert "variant gpt_baseline+cutout: methods.cutout=" in capsys.readouterr().err
+    assert "--methods: cutout applies to task 'image_classification' only" in capsys.readouterr().err
+    assert main(["--base", "cifar_hot", "--methods", "cutmix", "--out", str(tmp_path)]) == 2
+    assert "variant cifar_hot+cutmix: methods.cutmix_alpha must be 0 when mixup_alpha is set" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
 
 

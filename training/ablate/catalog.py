@@ -28,12 +28,18 @@ class MethodSwitch:
     field: the dotted configuration field, or ``model.surgeries`` for a surgery named ``surgery``.
     on: the --set values that add the method (a field first; companions such as SAM's interval after).
     off: the value of ``field`` that means off.
+    task: the one task the method applies to (``TrainConfig.task``), or None for every task.
     """
 
     field: str
     on: tuple[str, ...] = ()
     off: object = None
     surgery: tuple[str, dict] | str | None = None
+    task: str | None = None
+
+    def applies_to(self, config: TrainConfig) -> bool:
+        """Whether the method can be added to or removed from ``config``'s task."""
+        return self.task in (None, config.task)
 
     def present(self, config: TrainConfig) -> bool:
         """Whether ``config`` uses the method."""
@@ -59,37 +65,43 @@ class MethodSwitch:
         return "added", (f"{SURGERIES}={[*surgeries, self.surgery]!r}",)
 
 
-def _field(field: str, on: str, off: object, *companions: str) -> MethodSwitch:
-    return MethodSwitch(field, (f"{field}={on}", *companions), off)
+IMAGES, TEXT = "image_classification", "language_model"
 
 
-def _surgery(entry: tuple[str, dict] | str) -> MethodSwitch:
-    return MethodSwitch(SURGERIES, surgery=entry)
+def _field(field: str, on: str, off: object, *companions: str, task: str | None = None) -> MethodSwitch:
+    return MethodSwitch(field, (f"{field}={on}", *companions), off, task=task)
 
 
-# The value each method is tried at: the CIFAR recipes' own where they have one, else the
+def _surgery(entry: tuple[str, dict] | str, task: str) -> MethodSwitch:
+    return MethodSwitch(SURGERIES, surgery=entry, task=task)
+
+
+# The value each method is tried at: the CIFAR and GPT recipes' own where they have one, else the
 # method's usual default (its card in docs/methods/ says why).
 METHODS: dict[str, MethodSwitch] = {
-    "bce_loss": _field("methods.loss", "bce", "ce"),
+    "bce_loss": _field("methods.loss", "bce", "ce", task=IMAGES),
     "label_smoothing": _field("methods.label_smoothing", "0.1", 0.0),
-    "mixup": _field("methods.mixup_alpha", "0.2", 0.0),
-    "cutmix": _field("methods.cutmix_alpha", "1.0", 0.0),
-    "cutout": _field("methods.cutout", "{}", None),
-    "augmix": _field("methods.augmix", "{}", None),
-    "randaugment": _field("data.randaugment", "{}", None),
-    "colout": _field("data.colout", "{}", None),
-    "padded_crop": _field("data.padded_crop", "{}", None),  # CIFAR's 4 px at 32 px, zero fill
-    "progressive_resize": _field("data.progressive_resize", "{}", None),  # cifar_mild's schedule: the defaults
+    "mixup": _field("methods.mixup_alpha", "0.2", 0.0, task=IMAGES),
+    "cutmix": _field("methods.cutmix_alpha", "1.0", 0.0, task=IMAGES),
+    "cutout": _field("methods.cutout", "{}", None, task=IMAGES),
+    "augmix": _field("methods.augmix", "{}", None, task=IMAGES),
+    "randaugment": _field("data.randaugment", "{}", None, task=IMAGES),
+    "colout": _field("data.colout", "{}", None, task=IMAGES),
+    "padded_crop": _field("data.padded_crop", "{}", None, task=IMAGES),  # CIFAR's 4 px at 32 px, zero fill
+    # cifar_mild's schedule: the defaults
+    "progressive_resize": _field("data.progressive_resize", "{}", None, task=IMAGES),
     "sam": _field("methods.sam_rho", "0.05", 0.0, "methods.sam_interval=10"),
     "ema": _field("methods.ema_half_life_steps", "25", 0),
     "swa": _field("methods.swa", "True", False),
     "layer_freezing": _field("methods.freeze_level", "0.5", 0.0, "methods.freeze_start=0.5"),
     "selective_backprop": _field("methods.selective_backprop", "{}", None),
-    "patch_whitening": _field("methods.patch_whitening", "{}", None),
-    "blurpool": _surgery("blurpool"),
+    "patch_whitening": _field("methods.patch_whitening", "{}", None, task=IMAGES),
+    "seq_length_warmup": _field("methods.seq_length_warmup", "{}", None, task=TEXT),  # gpt_alibi's: from 8 over 30%
+    "blurpool": _surgery("blurpool", IMAGES),
     # ResNet-20's convolutions have 16 to 64 channels: at the default min_channels (128, for ImageNet
     # ResNets) the surgery would gate none of them.
-    "squeeze_excite": _surgery(("squeeze_excite", {"min_channels": 16})),
-    "stochastic_depth": _surgery(("stochastic_depth", {"drop_rate": 0.05})),
-    "channels_last": _surgery("channels_last"),
+    "squeeze_excite": _surgery(("squeeze_excite", {"min_channels": 16}), IMAGES),
+    "stochastic_depth": _surgery(("stochastic_depth", {"drop_rate": 0.05}), IMAGES),
+    "channels_last": _surgery("channels_last", IMAGES),
+    "alibi": _surgery("alibi", TEXT),
 }

@@ -46,7 +46,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = cli.ArgumentParser(prog="python -m training.ablate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", required=True, help=f"the recipe every variant changes; known: {', '.join(list_recipes())}")
     parser.add_argument("--methods", default="all",
-                        help=f"comma-separated methods, or 'all'; known: {', '.join(METHODS)}")
+                        help=f"comma-separated methods, or 'all' (those that apply to the base's task); known: "
+                             f"{', '.join(METHODS)}")
     parser.add_argument("--budgets", default="1", help="comma-separated scale-schedule ratios (default 1); two or "
                                                        "more give each variant a curve and a speedup")
     parser.add_argument("--seeds", type=int, default=2, help="seeds per variant and budget: 0 to N-1 (default 2)")
@@ -60,16 +61,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def parse_methods(text: str) -> list[str]:
-    """The method names in a comma-separated list ("all": every method the catalog knows), each once.
+def parse_methods(text: str, base: TrainConfig) -> list[str]:
+    """The method names in a comma-separated list ("all": every method of the catalog that applies to
+    ``base``'s task), each once; ValueError for a method that does not apply.
 
     Example:
-        >>> parse_methods("cutout, mixup")
+        >>> parse_methods("cutout, mixup", get_recipe("cifar_baseline"))
         ['cutout', 'mixup']
+        >>> parse_methods("all", get_recipe("gpt_alibi"))[-2:]
+        ['seq_length_warmup', 'alibi']
     """
     if text.strip() == "all":
-        return list(METHODS)
-    return parse_names(text, list(METHODS), "--methods", "method")
+        return [name for name, switch in METHODS.items() if switch.applies_to(base)]
+    names = parse_names(text, list(METHODS), "--methods", "method")
+    for name in names:
+        if not METHODS[name].applies_to(base):
+            raise ValueError(f"--methods: {name} applies to task {METHODS[name].task!r} only, and the base's task "
+                             f"is {base.task!r}; leave it out")
+    return names
 
 
 def variants(base: str, config: TrainConfig, methods: list[str]) -> list[Variant]:
@@ -122,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.base not in list_recipes():
             raise ValueError(f"--base: unknown recipe {args.base!r}; accepted: {', '.join(list_recipes())}")
         check_sweep_options(args.seeds, args.subset, args.assignments)
-        budgets, methods = parse_budgets(args.budgets), parse_methods(args.methods)
         base_config = get_recipe(args.base)
+        budgets, methods = parse_budgets(args.budgets), parse_methods(args.methods, base_config)
         shared = [TTA_ON, *args.assignments] if base_config.task == "image_classification" else list(args.assignments)
         arms = variants(args.base, base_config, methods)
         # Every variant's configuration now, so a method that does not apply fails before any training.
