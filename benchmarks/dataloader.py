@@ -226,10 +226,7 @@ def _print_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
 
 def _plot(rows: list[dict], path: Path, title: str) -> None:
     """One panel per section: images/s per loader, torchvision grey, ours green, each ratio written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from training.figures import plt
 
     sections = list(dict.fromkeys(r["section"] for r in rows))
     heights = [sum(r["section"] == section for r in rows) for section in sections]

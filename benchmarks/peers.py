@@ -125,10 +125,7 @@ def summary_table(rows: list[dict], floor: dict) -> str:
 
 def plot(rows: list[dict], floor: dict, path: Path, title: str) -> None:
     """Training time of every run, ours green and Composer's grey, side by side per pair, the floor dashed."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from training.figures import plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
     colors = {"ours": "tab:green", "composer": "tab:gray"}

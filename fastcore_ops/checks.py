@@ -159,6 +159,29 @@ def check_tensor(name: str, value, *, ndim: int | tuple[int, ...] | None = None,
         )
 
 
+def check_device(name: str, value) -> torch.device:
+    """``value`` (a torch.device or its name) as a CPU or CUDA device that this machine has.
+
+    >>> check_device("device", "cpu")
+    device(type='cpu')
+    >>> check_device("--device", "tpu9")
+    Traceback (most recent call last):
+    ...
+    ValueError: --device 'tpu9' is not a device name; use cpu, cuda or cuda:N
+    """
+    if not isinstance(value, (torch.device, str)):
+        raise TypeError(f"{name} must be a torch.device or a name like 'cpu' or 'cuda:0', got {_got(value)}")
+    try:
+        device = torch.device(value)
+    except RuntimeError:
+        raise ValueError(f"{name} {value!r} is not a device name; use cpu, cuda or cuda:N") from None
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"{name} must be a CPU or CUDA device, got {str(device)!r}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name} {str(device)!r}: CUDA is not available here; use cpu")
+    return device
+
+
 def check_same_device(**tensors: torch.Tensor) -> None:
     """Check that all named tensors live on one device."""
     devices = {name: t.device for name, t in tensors.items()}

@@ -19,6 +19,8 @@ import sys
 
 import torch
 
+from fastcore_ops import checks
+
 # What bad input raises anywhere in the project (fastcore_ops.checks' rule, plus files that
 # cannot be read or written): a command refuses these; anything else is a bug and keeps its traceback.
 REFUSALS = (ValueError, TypeError, OSError)
@@ -65,15 +67,10 @@ def positive_int(text: str) -> int:
 
 
 def check_device(name: str) -> torch.device:
-    """The device called ``name``; ValueError for a name torch does not know or a CUDA device this machine lacks.
+    """The device that ``--device name`` names; ValueError for a name torch does not know or a CUDA device
+    this machine lacks.
 
     >>> check_device("cpu")
     device(type='cpu')
     """
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ValueError(f"--device {name!r} is not a device name; use cpu, cuda or cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {name}: CUDA is not available here; use --device cpu")
-    return device
+    return checks.check_device("--device", name)

@@ -29,22 +29,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+import torch
 
-matplotlib.use("Agg")  # files only: no display on servers and CI
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-
-from fastcore_ops import cli  # noqa: E402
-from fastcore_ops.checks import check_int, check_number  # noqa: E402
-from fastcore_ops.cli import check_device  # noqa: E402
-from fastcore_ops.owned_folder import check_claimable, claim_folder  # noqa: E402
-from training.assemble import build_trainer  # noqa: E402
-from training.config import (DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TextConfig,  # noqa: E402
+from fastcore_ops import cli
+from fastcore_ops.checks import check_int, check_number
+from fastcore_ops.cli import check_device
+from fastcore_ops.owned_folder import check_claimable, claim_folder
+from training.assemble import build_trainer
+from training.config import (DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TextConfig,
                              TrainConfig, validate)
-from training.tasks.language import metric_suffix, prepare_text_data  # noqa: E402
-from training.text.loader import TokenWindows  # noqa: E402
-from training.text.prepare import load_prepared  # noqa: E402
+from training.figures import plt
+from training.tasks.language import metric_suffix, prepare_text_data
+from training.text.loader import TokenWindows
+from training.text.prepare import load_prepared
 
 MODELS = ("learned", "alibi")
 CANNOT_RUN = "cannot run"

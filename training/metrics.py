@@ -12,10 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only: no display on servers and CI
-import matplotlib.pyplot as plt  # noqa: E402
+from training.figures import plt
 
 
 class MetricsLog:

@@ -114,10 +114,7 @@ def _format_table(rows: list[dict], columns: list[str]) -> str:
 
 
 def _plot(rows: list[dict], on_gpu: bool, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from training.figures import plt
 
     key, title = (("fwd_bwd_speedup", "measured speedup, forward+backward") if on_gpu
                   else ("fwd_bwd_traffic_ratio", "modelled DRAM traffic, reference / ours, forward+backward"))

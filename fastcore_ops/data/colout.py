@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fastcore_ops.checks import check_number
+from fastcore_ops.checks import check_number, check_tensor
 
 
 def check_colout_args(p_row: object, p_col: object) -> None:
@@ -56,8 +56,7 @@ def colout_batch(images: torch.Tensor, *, p_row: float = 0.15, p_col: float = 0.
     >>> colout_batch(torch.zeros(4, 3, 32, 32), p_row=0.25, p_col=0.5, generator=g).shape
     torch.Size([4, 3, 24, 16])
     """
-    if not isinstance(images, torch.Tensor):
-        raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
+    check_tensor("images", images, floating=False)
     if images.dim() < 2:
         raise ValueError(f"images must have at least 2 dims (..., H, W), got shape {tuple(images.shape)}")
     check_colout_args(p_row, p_col)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from fastcore_ops.checks import check_bool, check_number
+from fastcore_ops.checks import check_bool, check_number, check_tensor
 from fastcore_ops.data.colout import ColOutOptions, colout_batch
 from fastcore_ops.data.padded_crop import PaddedCropOptions, padded_crop_batch
 from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
@@ -33,8 +33,7 @@ def flip_batch(images: torch.Tensor, *, p: float = 0.5, generator: torch.Generat
     >>> flip_batch(torch.arange(6.0).view(2, 1, 1, 3), p=1.0, generator=g).flatten().tolist()
     [2.0, 1.0, 0.0, 5.0, 4.0, 3.0]
     """
-    if not isinstance(images, torch.Tensor):
-        raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
+    check_tensor("images", images, floating=False)
     if images.dim() < 2:
         raise ValueError(f"images must be a batch (N, ..., W), got shape {tuple(images.shape)}")
     check_number("p", p, low=0, high=1)

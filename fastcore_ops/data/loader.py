@@ -13,7 +13,7 @@ import warnings
 
 import torch
 
-from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number
+from fastcore_ops.checks import check_bool, check_choice, check_device, check_int, check_interval, check_number
 from fastcore_ops.data.colout import ColOutOptions
 from fastcore_ops.data.padded_crop import PaddedCropOptions
 from fastcore_ops.data.dali_backend import DaliBackend, dali_available
@@ -203,7 +203,7 @@ def build_loader(
     check_number("eval_crop_fraction", eval_crop_fraction, low=0, high=1, low_open=True)
     _check_progressive(progressive_resize, epochs, train, image_size)
     check_choice("backend", backend, BACKENDS)
-    device = _checked_device(device)
+    device = torch.device("cpu") if device is None else check_device("device", device)
     rank, world_size = _shard(rank, world_size)
     stage = DeviceAugment(train=train, flip=flip, randaugment=randaugment, colout=colout, padded_crop=padded_crop,
                           channels_last=channels_last)
@@ -253,23 +253,6 @@ def _check_progressive(progressive_resize, epochs, train: bool, image_size: int)
         raise ValueError("progressive_resize needs epochs (the length of the run) to know how far training is; pass epochs=")
     _check_epochs(epochs)
     progressive_resize.size(image_size, 0.0)  # raises now if image_size does not fit the schedule
-
-
-def _checked_device(device) -> torch.device:
-    if device is None:
-        return torch.device("cpu")
-    accepted = "a torch.device or a name like 'cpu' or 'cuda:0'"
-    if not isinstance(device, (torch.device, str)):
-        raise TypeError(f"device must be {accepted}, got {type(device).__name__} {device!r}")
-    try:
-        device = torch.device(device)
-    except RuntimeError as error:
-        raise ValueError(f"device must be {accepted}, got {device!r}") from error
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {str(device)!r} asked for, but CUDA is not available here; pass device='cpu'")
-    if device.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be a CPU or CUDA device, got {str(device)!r}")
-    return device
 
 
 def _shard(rank, world_size) -> tuple[int, int]:

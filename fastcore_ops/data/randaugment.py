@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from fastcore_ops.checks import check_int, check_number
+from fastcore_ops.checks import check_int, check_number, check_tensor
 
 # Largest magnitudes (severity 10). Enhancement factors span 1 +/- 0.9, rotations 30 degrees,
 # shears 0.3 and translations 45% of the side, as in the common RandAugment tables.
@@ -267,8 +267,7 @@ class RandAugmentOptions:
 
 
 def _check_images(images: object) -> None:
-    if not isinstance(images, torch.Tensor):
-        raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
+    check_tensor("images", images, floating=False)
     if not (images.is_floating_point() or images.dtype == torch.uint8):
         raise TypeError(f"images must be floating point in [0, 1] or uint8 in [0, 255], got dtype {images.dtype}")
     if images.dim() != 4 or images.shape[1] != 3:

@@ -22,7 +22,7 @@ import torch
 from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2.functional import resize
 
-from fastcore_ops.checks import check_int, check_number
+from fastcore_ops.checks import check_int, check_number, check_tensor
 
 
 def _output_size(size: object) -> tuple[int, int]:
@@ -44,8 +44,7 @@ def resize_batch(images: torch.Tensor, size: int | tuple[int, int], *, antialias
     >>> resize_batch(torch.rand(2, 3, 64, 64), 32).shape
     torch.Size([2, 3, 32, 32])
     """
-    if not isinstance(images, torch.Tensor):
-        raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
+    check_tensor("images", images, floating=False)
     if images.dim() != 4:
         raise ValueError(f"images must be N x C x H x W, got shape {tuple(images.shape)}")
     if not (images.is_floating_point() or images.dtype == torch.uint8):

@@ -303,7 +303,7 @@ BAD_ARGUMENTS = [
     (dict(rank=2, world_size=2), ValueError, "rank must be < world_size=2"),
     (dict(rank=0, world_size=0), ValueError, "world_size must be an int >= 1, got 0"),
     (dict(rank="0", world_size=2), TypeError, "rank must be an int >= 0"),
-    (dict(device="toaster"), ValueError, "device must be a torch.device or a name"),
+    (dict(device="toaster"), ValueError, "device 'toaster' is not a device name; use cpu, cuda or cuda:N"),
     (dict(device=0.5), TypeError, "device must be a torch.device or a name.*got float 0.5"),
     (dict(flip="no"), TypeError, "flip must be a bool"),
 ]
@@ -325,7 +325,7 @@ def test_bad_arguments_are_named_before_any_work(options, error, message, tmp_pa
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on machines without CUDA")
 def test_cuda_without_a_gpu_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="CUDA is not available here; pass device='cpu'"):
+    with pytest.raises(ValueError, match="CUDA is not available here; use cpu"):
         build_loader(tmp_path, batch_size=4, train=True, image_size=16, device="cuda")
 
 

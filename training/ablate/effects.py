@@ -11,15 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+from training.figures import plt
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from training.tradeoff.analysis import Spread, SpeedupRow, describe_speedup  # noqa: E402
-from training.tradeoff.metric import Metric  # noqa: E402
-from training.tradeoff.results import Run, RunRecord, common_metric, split_runs  # noqa: E402
-from training.tradeoff.tables import Table  # noqa: E402
+from training.tradeoff.analysis import Spread, SpeedupRow, describe_speedup
+from training.tradeoff.metric import Metric
+from training.tradeoff.results import Run, RunRecord, common_metric, split_runs
+from training.tradeoff.tables import Table
 
 TTA_METRIC = "top1_tta"
 

@@ -12,14 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
+from training.figures import plt
 
-matplotlib.use("Agg")  # files only, never a window: the tool runs on servers
-import matplotlib.pyplot as plt  # noqa: E402
-
-from training.tradeoff.analysis import BreakdownRow, Spread, group_runs  # noqa: E402
-from training.tradeoff.curves import pareto_frontier  # noqa: E402
-from training.tradeoff.results import RunRecord, common_metric  # noqa: E402
+from training.tradeoff.analysis import BreakdownRow, Spread, group_runs
+from training.tradeoff.curves import pareto_frontier
+from training.tradeoff.results import RunRecord, common_metric
 
 
 def _machines(keys) -> list[str]:

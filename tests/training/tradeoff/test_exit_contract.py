@@ -74,7 +74,7 @@ REFUSALS = [
     ("ablate", ["--base", "cifar_baseline", "--set", "seed=3"], None, "use --seeds and --budgets instead"),
     ("ablate", ["--base", "cifar_baseline", "--budgets", "0"], None, "'0' is not a budget"),
     ("ablate", ["--base", "cifar_baseline", "--seeds", "two"], None, "invalid int value: 'two'"),
-    ("ablate", ["--base", "gpt_baseline", "--methods", "cutout"], None, "variant gpt_baseline+cutout: methods.cutout="),
+    ("ablate", ["--base", "gpt_baseline", "--methods", "cutout"], None, "--methods: cutout applies to task "),
     ("ablate", SWEEP_ARGS["ablate"], _stranger, "did not write (it has no .fastcore_ops-ablate)"),
     ("ablate", SWEEP_ARGS["ablate"], _owned_by("tradeoff"), "did not write (it has no .fastcore_ops-ablate)"),
     ("ablate", SWEEP_ARGS["ablate"], _a_file, "is a file, not a folder"),
