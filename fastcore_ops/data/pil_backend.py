@@ -10,6 +10,7 @@ worker writes a whole batch into one uint8 array.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import io
@@ -25,6 +26,7 @@ import torch
 from PIL import Image, features
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from fastcore_ops.data.crop_cache import CropCache
 from fastcore_ops.data.crops import CropPlan, crop_rng
 from fastcore_ops.data.device_stage import DeviceAugment
 from fastcore_ops.data.decoded import DecodedBatch, RunPlan, give_up_if_nothing_decodes, replacement_candidates
@@ -101,6 +103,12 @@ def decode_crop(data: bytes, plan: CropPlan, rng: random.Random, *, known_whole:
     >>> crop.shape, crop.dtype                                                                      # doctest: +SKIP
     ((176, 176, 3), dtype('uint8'))
     """
+    image = open_for_crop(data)
+    return crop_at(data, image, plan.box(*image.size, rng), plan.size, known_whole=known_whole)
+
+
+def open_for_crop(data: bytes) -> Image.Image:
+    """The image in ``data`` with only its header read (its size and format), or UnusableImage."""
     reason = unusable_reason(data)
     if reason is not None:
         raise UnusableImage(reason)
@@ -109,11 +117,22 @@ def decode_crop(data: bytes, plan: CropPlan, rng: random.Random, *, known_whole:
             "WebP, which this Pillow build cannot decode; install libwebp-dev and rebuild Pillow-SIMD "
             "(delete .venv/pillow-simd and run `python tools/install_pillow_simd.py`), or use the dali backend"
         )
-    try:
-        image = Image.open(io.BytesIO(data))  # reads the header only
-        image, box = _decoded_for_crop(image, data, plan.box(*image.size, rng), plan.size, known_whole)
-        crop = image.resize((plan.size, plan.size), Image.Resampling.BILINEAR, box=box, reducing_gap=REDUCING_GAP)
+    with _unusable_on_any_error():
+        return Image.open(io.BytesIO(data))
+
+
+def crop_at(data: bytes, image: Image.Image, box: Box, size: int, *, known_whole: bool = False) -> np.ndarray:
+    """The (size, size, 3) uint8 RGB crop of ``box`` in ``image`` (from :func:`open_for_crop` of ``data``)."""
+    with _unusable_on_any_error():
+        decoded, box = _decoded_for_crop(image, data, box, size, known_whole)
+        crop = decoded.resize((size, size), Image.Resampling.BILINEAR, box=box, reducing_gap=REDUCING_GAP)
         return np.asarray(crop)[..., :3]  # RGB, or RGBX from the region decoder
+
+
+@contextlib.contextmanager
+def _unusable_on_any_error():
+    try:
+        yield
     except UnusableImage:
         raise
     # Pillow's format plugins raise many exception types on malformed files (OSError,
@@ -216,11 +235,14 @@ class _RunDecoding(Dataset):
     """
 
     def __init__(self, plan: CropPlan, seed: int, stage: DeviceAugment | None, refill: bool,
-                 slots: SharedBatchSlots | None):
+                 slots: SharedBatchSlots | None, crop_cache_bytes: int = 0):
         self.plan, self.seed, self.stage, self.refill, self.slots = plan, seed, stage, refill, slots
         # The files this process decoded without finding them truncated (each worker has its own
         # copy); a truncated file never gets in, so it is checked, and skipped, every epoch.
         self.known_whole: set[str | ShardMember] = set()
+        # Crops whose box repeats every epoch (crop_cache.py); random-resized crops' boxes do not.
+        repeats = not plan.train or plan.scale == (1.0, 1.0)
+        self.cache = CropCache(crop_cache_bytes if repeats else 0)
 
     def __getitem__(self, run: _Run) -> tuple[DecodedBatch, int | None]:
         size = run.plan.size
@@ -251,11 +273,25 @@ class _RunDecoding(Dataset):
         return DecodedBatch(images, batch.labels, batch.skipped, augmented=True), slot
 
     def decode(self, path: str | ShardMember, epoch: int, key: tuple[int, ...], size: int) -> np.ndarray:
-        """One file's (3, size, size) uint8 crop, or UnusableImage / OSError."""
+        """One file's (3, size, size) uint8 crop (kept ones are shared: do not write to it), or UnusableImage / OSError."""
+        rng = crop_rng(self.seed, epoch, key)
         plan = self.plan if size == self.plan.size else replace(self.plan, size=size)
-        crop = decode_crop(read_encoded(path), plan, crop_rng(self.seed, epoch, key), known_whole=path in self.known_whole)
+        image_size = self.cache.image_size(path)
+        if image_size is not None:
+            box = plan.box(*image_size, rng)
+            kept = self.cache.get(path, box, size)
+            if kept is not None:
+                return kept
+            data = read_encoded(path)
+            image = open_for_crop(data)
+        else:
+            data = read_encoded(path)
+            image = open_for_crop(data)
+            box = plan.box(*image.size, rng)
+        crop = crop_at(data, image, box, size, known_whole=path in self.known_whole).transpose(2, 0, 1)
         self.known_whole.add(path)
-        return crop.transpose(2, 0, 1)
+        self.cache.put(path, image.size, box, size, crop)
+        return crop
 
 
 def _keep_freed_memory(worker_id: int) -> None:
@@ -305,6 +341,7 @@ class PilBackend:
         crop_ratio: tuple[float, float] = (3 / 4, 4 / 3),
         eval_crop_fraction: float = 0.875,
         stage: DeviceAugment | None = None,
+        crop_cache_mb: int = 0,
     ):
         warn_if_no_pillow_simd()
         warn_if_missing()
@@ -323,7 +360,7 @@ class PilBackend:
         # cost per epoch) and receive each epoch's runs through the sampler. PyTorch gives each
         # worker one intra-op thread, so a stage run there never oversubscribes the cores.
         self._loader = DataLoader(
-            _RunDecoding(plan, seed, stage, self._refill, self._slots),
+            _RunDecoding(plan, seed, stage, self._refill, self._slots, crop_cache_bytes=crop_cache_mb * 2**20),
             sampler=self._runs,
             batch_size=None,  # items are already batches
             num_workers=self.num_workers,

@@ -306,6 +306,7 @@ BAD_ARGUMENTS = [
     (dict(device="toaster"), ValueError, "device 'toaster' is not a device name; use cpu, cuda or cuda:N"),
     (dict(device=0.5), TypeError, "device must be a torch.device or a name.*got float 0.5"),
     (dict(flip="no"), TypeError, "flip must be a bool"),
+    (dict(crop_cache_mb=-1), ValueError, "crop_cache_mb must be an int >= 0, got -1"),
 ]
 
 
