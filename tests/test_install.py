@@ -4,6 +4,8 @@ Where Triton is not installed (macOS, Windows, CPU-only images) the tests run a 
 interpreter in which ``import triton`` fails, as it does there.
 """
 
+import ast
+import importlib.metadata
 import os
 import re
 import subprocess
@@ -15,6 +17,7 @@ import pytest
 import torch
 import torchvision
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,8 +134,36 @@ def test_setup_declares_a_pytorch_range_that_keeps_the_installed_one(tmp_path):
         assert any(s.operator == "<" for s in specifier), f"{name} has no upper bound: {specifier}"
         installed = Version(module.__version__.split("+")[0])
         assert specifier.contains(installed), f"the installed {name} {installed} is outside {specifier}"
-    names = {r.name for block in [required, *extras.values()] for r in block}
-    assert "kornia" not in names  # never imported
     assert {r.name for r in extras["dali-cuda12"]} == {"nvidia-dali-cuda120"}
     assert {r.name for r in extras["dali-cuda13"]} == {"nvidia-dali-cuda130"}
+
+
+def _imported_modules() -> set[str]:
+    """The top-level names every Python file of the repository imports, wherever in the file."""
+    names = set()
+    for path in [ROOT / "setup.py", ROOT / "conftest.py",
+                 *(p for folder in ("fastcore_ops", "training", "benchmarks", "tests", "tools")
+                   for p in (ROOT / folder).rglob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def test_every_declared_dependency_installed_here_is_used(tmp_path):
+    required, extras = _declared_requirements(tmp_path)
+    modules_of = {}  # distribution -> the top-level modules it installs
+    for module, distributions in importlib.metadata.packages_distributions().items():
+        for distribution in distributions:
+            modules_of.setdefault(canonicalize_name(distribution), set()).add(module)
+    plugins = {canonicalize_name(ep.dist.name): ep.name for ep in importlib.metadata.entry_points(group="pytest11")}
+    imported, pytest_options = _imported_modules(), (ROOT / "pytest.ini").read_text()
+    declared = {canonicalize_name(r.name) for block in [required, *extras.values()] for r in block}
+    installed = declared & set(modules_of)
+    assert declared - installed == {"nvidia-dali-cuda120"}  # make installs the rest: DALI for CUDA 13 only
+    unused = [name for name in sorted(installed) if not modules_of[name] & imported
+              and not (name in plugins and f"--{plugins[name]}" in pytest_options)]
+    assert not unused, f"declared in setup.py but never imported (nor a pytest plugin that pytest.ini uses): {unused}"
     assert {"dev", "gpt", "data"} <= set(extras)  # what the Makefile installs
