@@ -130,6 +130,24 @@ def test_a_language_model_trains_sharded_by_fsdp_as_it_does_replicated(torchrun_
     assert state["model"]["wte.weight"].shape == (256, 32)
 
 
+def test_two_processes_train_a_language_model_as_one_process_of_their_global_batch(torchrun_runs, micro_text,
+                                                                                    tmp_path):
+    """Each rank takes every other window of the epoch's order, so the two ranks' batches of 44 are, step
+    by step, the one process's batch of 88, and the LR follows the global batch: without BatchNorm the
+    runs differ only in bf16 rounding and summation order (2e-4 of the loss here; a rank that kept its
+    own gradient, or an LR for the wrong batch, moves it by far more). The CIFAR recipes' BatchNorm
+    normalizes each rank's batch alone, so they cannot match one process this way."""
+    _, out = torchrun_runs
+    recipe, assignments = _tiny("gpt_baseline")
+    one = tmp_path / "one"
+    assert main(["--recipe", recipe, *_set_flags([*assignments, "data.batch_size=88"]), "--epochs", "1",
+                 "--eval-every", "0", "--no-progress", "--data", str(micro_text), "--out", str(one)]) == 0
+    alone, together = (json.loads((folder / "summary.json").read_text()) for folder in (one, out / "gpt_baseline"))
+    assert alone["steps"] == together["steps"] == 2
+    for name, value in alone["metrics"].items():
+        assert together["metrics"][name] == pytest.approx(value, rel=1e-3), name
+
+
 def test_swa_trains_under_torchrun(torchrun_runs):
     # SWA recomputes BatchNorm statistics on each rank's own shard; evaluation takes rank 0's.
     _check_trained(torchrun_runs, "cifar_baseline_swa")

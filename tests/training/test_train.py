@@ -2,6 +2,7 @@
 
 import errno
 import json
+import math
 import os
 import signal
 import subprocess
@@ -165,7 +166,10 @@ def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
     assert finished.returncode == 0, finished.stderr[-3000:]
     summary = _summary(out)
     assert summary["steps"] == (600 // 2) // 32, "each rank trains on its half of the data"
-    assert 0 <= summary["metrics"]["top1"] <= 1
+    # It learned: below the loss of a uniform guess (here 2.22 after one epoch). That two processes train
+    # as one process of their global batch is tests/training/test_distributed.py's language-model test
+    # (BatchNorm, which normalizes each rank's batch alone, rules out an exact match here).
+    assert summary["metrics"]["eval_loss"] < math.log(10), summary["metrics"]
 
 
 @pytest.mark.parametrize("args, message", [
