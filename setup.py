@@ -16,7 +16,9 @@ setup(
     version="0.1.0",
     description="Cheaper neural-network training: Triton kernels, model surgery, GPU data loading and efficient recipes",
     python_requires=">=3.10",
-    packages=find_packages(include=["fastcore_ops*", "training*", "benchmarks*"]),
+    # The library only: training/, benchmarks/ and tools/ run from the repository (python -m training.train
+    # from its root), so a wheel puts no generic name such as `training` beside a user's own packages.
+    packages=find_packages(include=["fastcore_ops*"]),
     ext_modules=[JPEG_REGION],
     install_requires=[
         # A range, not a pin, so that installing the library keeps the user's PyTorch. The floor:

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,14 @@ def test_every_declared_dependency_installed_here_is_used(tmp_path):
               and not (name in plugins and f"--{plugins[name]}" in pytest_options)]
     assert not unused, f"declared in setup.py but never imported (nor a pytest plugin that pytest.ini uses): {unused}"
     assert {"dev", "gpt", "data"} <= set(extras)  # what the Makefile installs
+
+
+def test_a_built_wheel_holds_the_library_only(tmp_path):
+    """No generic top-level name (training, benchmarks) beside a user's packages, and no conftest.py."""
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path)], cwd=ROOT, check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("fastcore_ops-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    (metadata,) = {name.split("/")[0] for name in names} - {"fastcore_ops"}
+    assert metadata.startswith("fastcore_ops-") and metadata.endswith(".dist-info")
+    assert "fastcore_ops/kernels/bce.py" in names and not any(name.endswith("conftest.py") for name in names)

@@ -44,21 +44,18 @@ from training.tasks.language import check_text_size, keep_run_tokenizer, prepare
 from training.text.prepare import SPLITS
 from training.trainer import FitResult, TrainingInterrupted
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-
-
 def child_environment(**extra: str) -> dict[str, str]:
     """The environment in which to start this command as a child process, at full speed.
 
     Kernels never go through Triton's interpreter (a test process switches it on, and its times
-    would mean nothing), and the project is importable from any working directory.
+    would mean nothing). The child finds ``training`` as its parent did: from the working
+    directory (the repository's root) or the PYTHONPATH it inherits.
 
         >>> child_environment()["FASTCORE_OPS_INTERPRET"]
         '0'
     """
     environment = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
-    python_path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
-    return {**environment, "FASTCORE_OPS_INTERPRET": "0", "PYTHONPATH": python_path, **extra}
+    return {**environment, "FASTCORE_OPS_INTERPRET": "0", **extra}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,7 +16,9 @@ from training import checkpoint
 from training.assemble import build_trainer, lr_scaling_note
 from training.config import override
 from training.recipes import get_recipe, list_recipes
-from training.train import PROJECT_ROOT, child_environment, main
+from training.train import child_environment, main
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.train runs from here
 
 PROCESSES = 2
 RUN_MARK = "=== run "
@@ -89,7 +92,7 @@ def torchrun_runs(odd_cifar, micro_text, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={PROCESSES}",
                "-m", "tests.training.test_distributed", str(odd_cifar), str(micro_text), str(out), *RUNS]
-    finished = subprocess.run(command, cwd=PROJECT_ROOT, env=child_environment(OMP_NUM_THREADS="1"),
+    finished = subprocess.run(command, cwd=ROOT, env=child_environment(OMP_NUM_THREADS="1"),
                               capture_output=True, text=True, timeout=400)
     return finished, out
 

@@ -18,7 +18,9 @@ from training import checkpoint
 from training import train as train_module
 from training.config import override, to_dict
 from training.recipes import get_recipe
-from training.train import PROJECT_ROOT, child_environment, main, parse_args, resumed_run
+from training.train import child_environment, main, parse_args, resumed_run
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.train runs from here
 
 # Small and quick: 600 training images, batch 32 (so LR 0.2: the run scales the recipe's 0.8 from
 # its batch 128), three epochs; the references (not the interpreter) run the kernels so that the
@@ -29,7 +31,7 @@ QUICK = ["--recipe", "cifar_baseline", "--epochs", "3", "--set", "data.batch_siz
 
 def _run(*args, **popen):
     environment = child_environment()
-    return subprocess.Popen([sys.executable, "-m", "training.train", *args], cwd=PROJECT_ROOT, env=environment,
+    return subprocess.Popen([sys.executable, "-m", "training.train", *args], cwd=ROOT, env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
@@ -162,7 +164,7 @@ def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
     environment = child_environment(OMP_NUM_THREADS="1")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                "-m", "training.train", *QUICK, "--epochs", "1", "--data", str(tiny_cifar), "--out", str(out)]
-    finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True, timeout=300)
+    finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr[-3000:]
     summary = _summary(out)
     assert summary["steps"] == (600 // 2) // 32, "each rank trains on its half of the data"

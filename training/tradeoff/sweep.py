@@ -36,7 +36,7 @@ from training.checkpoint import existing as existing_checkpoints
 from training.run_folder import CONFIG_NAME, run_files_in
 from training.tasks.classification import ImageClassification
 from training.tasks.language import CausalLanguageModeling
-from training.train import PROJECT_ROOT, child_environment
+from training.train import child_environment
 from training.tradeoff.metric import Metric
 from training.tradeoff.results import FAILED, MACHINE_FILE, FailedRun, Run, judge, read_machine, read_run
 
@@ -223,8 +223,8 @@ def _train(run: PlannedRun, out: Path, options: TrainOptions, forwarder: _Forwar
     (folder / MACHINE_FILE).write_text(options.machine + "\n")
     with open(folder / STDOUT_LOG, "a") as stdout, open(folder / STDERR_LOG, "a") as stderr:
         # A session of its own, so a terminal's Ctrl-C reaches the child only once, through us.
-        forwarder.child = subprocess.Popen(train_command(run, folder, options, resume), cwd=PROJECT_ROOT,
-                                           env=child_environment(), stdout=stdout, stderr=stderr, start_new_session=True)
+        forwarder.child = subprocess.Popen(train_command(run, folder, options, resume), env=child_environment(),
+                                           stdout=stdout, stderr=stderr, start_new_session=True)
         code = forwarder.child.wait()
     forwarder.check(f"during {run.folder_name} (checkpointed)")
     return code
