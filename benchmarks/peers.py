@@ -4,9 +4,10 @@ Trains one image-classification recipe (default ``cifar_mild``) with ``python -m
 training.train`` and with Composer 0.32.1's Trainer (``benchmarks.composer_job``: the same
 model, methods, optimizer and steps; its images through torchvision's DataLoader as its users
 write it, or through ours with ``--composer-loader ours``), in alternating pairs: ours first
-in even pairs, Composer first in odd ones, so that a drift of the machine weighs on both. Each run is a
-process of its own and writes its folder under ``OUT/runs/``; a run whose ``summary.json`` is
-there is not run again, so an interrupted benchmark continues where it stopped.
+in even pairs, Composer first in odd ones, so that a drift of the machine weighs on both. Each
+run is a process of its own and writes its folder under ``OUT/runs/``; a run whose
+``summary.json`` is there is not run again, so an interrupted benchmark continues where it
+stopped. A run that fails ends the benchmark with exit status 1 and the path of its log.
 
 Then the floor: the recipe's model as our trainer trains it (its surgeries, patch-whitened
 stem, memory format and precision), forward plus backward on random batches already in
@@ -47,6 +48,10 @@ from .timing import device_name
 REPOSITORY = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPOSITORY.parent / "shared" / "datasets" / "cifar10-jpeg"
 TRAINERS = ("ours", "composer")
+
+
+class JobFailed(Exception):
+    """A run (or the floor) exited with an error; the message names its log."""
 
 
 def composer_version(peers: Path) -> str | None:
@@ -91,7 +96,7 @@ def run_job(trainer: str, name: str, args) -> dict:
             done = subprocess.run(job_command(trainer, args, folder), cwd=REPOSITORY, env=child_environment(),
                                   stdout=output, stderr=subprocess.STDOUT)
         if done.returncode != 0:
-            raise RuntimeError(f"{name} failed (exit {done.returncode}); see {log}")
+            raise JobFailed(f"{name} failed (exit {done.returncode}); see {log}")
     return json.loads(summary_file.read_text())
 
 
@@ -120,6 +125,10 @@ def summary_table(rows: list[dict], floor: dict) -> str:
                      f"(pairs: {', '.join(f'{r:.3f}x' for r in ratios)}).")
     mine = [seconds / floor["train_seconds"] for seconds in ours.values()]
     lines.append(f"Our time over the floor: median {statistics.median(mine):.3f}x.")
+    for row in (row for row in rows if row["trainer"] == "ours"):
+        spent = ", ".join(f"{name.removeprefix('phase.')} {seconds:.1f} s" for name, seconds in row.items()
+                          if name.startswith("phase."))
+        lines.append(f"Where our pair {row['pair']} run's {row['train_seconds']:.1f} s went: {spent}.")
     return "\n".join(lines)
 
 
@@ -182,8 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     if version is None:
         print(f"Composer cannot be imported from {args.peers} (make peers installs it): timing ours and the floor only")
     trainers = TRAINERS if version else ("ours",)
-    rows = [run_pair_job(trainer, pair, args) for pair, trainer in run_order(args.pairs, trainers)]
-    floor = {"trainer": "floor", "pair": None, **run_job("floor", "floor", args)}
+    try:
+        rows = [run_pair_job(trainer, pair, args) for pair, trainer in run_order(args.pairs, trainers)]
+        floor = {"trainer": "floor", "pair": None, **run_job("floor", "floor", args)}
+    except JobFailed as error:
+        print(cli.error_line(error), file=sys.stderr)
+        return 1
     table = summary_table(rows, floor)
     machine = device_name(args.device)
     header = (f"{args.recipe} on {args.data.name}{f' (--subset {args.subset})' if args.subset else ''}, "

@@ -1,6 +1,7 @@
 """benchmarks.peers: our trainer against Composer's on the same job, and the forward-plus-backward floor."""
 
 import json
+import sys
 
 import pytest
 import torch
@@ -58,6 +59,14 @@ def test_composer_trains_the_same_steps_with_its_own_algorithms(micro_cifar, tmp
     assert [run["trainer"] for run in report["runs"]] == ["ours", "composer"]
     assert all(run["steps"] == 2 and 0 <= run["top1"] <= 1 for run in report["runs"])
     assert "Composer's time over ours: median" in (out / "peers.md").read_text()
+
+
+def test_a_failed_run_ends_the_benchmark_with_one_line_naming_its_log(micro_cifar, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(peers, "job_command", lambda *_: [sys.executable, "-c", "raise SystemExit(3)"])
+    out = tmp_path / "out"
+    assert peers.main(["--data", str(micro_cifar), "--peers", str(tmp_path / "empty"), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: ours-0 failed (exit 3); see {out / 'runs' / 'ours-0.log'}\n"
 
 
 def test_composer_s_torchvision_loader_crops_and_flips_as_the_recipe_does(micro_cifar):
