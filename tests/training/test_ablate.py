@@ -10,7 +10,6 @@ from training.ablate.cli import ablation_report, main, parse_methods, variants
 from training.ablate.effects import method_effects
 from training.config import override, validate
 from training.recipes import get_recipe
-from training.tradeoff.metric import TOP1
 from training.tradeoff.results import FailedRun, RunRecord
 
 
@@ -61,10 +60,8 @@ def test_all_means_the_methods_of_the_base_s_task_and_a_gpt_ablation_takes_alibi
 
 
 def _record(variant, seed, seconds, top1, steps=100, budget=1.0, machine="m/cpu"):
-    return RunRecord(machine=machine, recipe=variant, budget=budget, seed=seed, metric=TOP1.name,
-                     higher_is_better=True, metric_label=TOP1.label, metrics={"top1": top1}, train_seconds=seconds,
-                     first_epoch_seconds=1.0, samples_per_second=1.0, sample_unit="images", steps=steps,
-                     config_hash="0" * 12)
+    return RunRecord.made_up(variant, budget, seed, quality=top1, seconds=seconds, steps=steps, machine=machine,
+                             first_epoch_seconds=1.0, samples_per_second=1.0, config_hash="0" * 12)
 
 
 def test_effects_pair_the_variant_with_the_base_seed_by_seed():

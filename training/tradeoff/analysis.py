@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from training.tradeoff.curves import CurvePoint, Reach, quality_at_time, time_to_quality
-from training.tradeoff.metric import TOP1, Metric
+from training.tradeoff.metric import Metric
 from training.tradeoff.results import FailedRun, RunRecord, common_metric, split_runs
 
 CurveKey = tuple[str, str]  # (machine, recipe)
@@ -75,7 +75,7 @@ def mixed_curves(records: Sequence[RunRecord]) -> list[CurveKey]:
     """The (machine, recipe) curves whose runs differ in more than seed and budget (e.g. other --set values).
 
     Example:
-        >>> mixed_curves([_record(seconds=1, quality=0.5), _record(budget=2.0, seconds=2, quality=0.6)])
+        >>> mixed_curves([RunRecord.made_up(seconds=1, quality=0.5), RunRecord.made_up(budget=2.0, seconds=2, quality=0.6)])
         []
     """
     setups: dict[CurveKey, set[str]] = defaultdict(set)
@@ -89,7 +89,7 @@ def mean_curve(by_budget: dict[float, list[RunRecord]]) -> list[CurvePoint]:
     """One point per budget: the seeds' mean training seconds and mean quality.
 
     Example:
-        >>> runs = {1.0: [_record(seconds=10, quality=0.5), _record(seconds=12, quality=0.7)]}
+        >>> runs = {1.0: [RunRecord.made_up(seconds=10, quality=0.5), RunRecord.made_up(seconds=12, quality=0.7)]}
         >>> mean_curve(runs)
         [CurvePoint(budget=1.0, seconds=11.0, quality=0.6)]
     """
@@ -148,17 +148,17 @@ def speedup_table(records: Sequence[RunRecord], baseline: str) -> list[SpeedupRo
 
     Raises ValueError when the records do not share one metric. Example (hand-checkable: the
     recipe reaches the baseline's 60% at 5 s, not 10 s):
-        >>> base = [_record("base", 1.0, seconds=10, quality=0.6)]
-        >>> fast = [_record("fast", 0.5, seconds=4, quality=0.5), _record("fast", 1.0, seconds=6, quality=0.7)]
+        >>> base = [RunRecord.made_up("base", 1.0, seconds=10, quality=0.6)]
+        >>> fast = [RunRecord.made_up("fast", 0.5, seconds=4, quality=0.5), RunRecord.made_up("fast", 1.0, seconds=6, quality=0.7)]
         >>> row, = speedup_table(base + fast, baseline="base")
         >>> row.speedup, row.gain
         (2.0, None)
 
     Lower is better reads the same way (the recipe reaches the baseline's loss of 2.0 at 5 s):
         >>> loss = Metric("eval_loss", higher_is_better=False, label="validation loss (nats/token)")
-        >>> base = [_record("base", 1.0, seconds=10, quality=2.0, metric=loss)]
-        >>> fast = [_record("fast", 0.5, seconds=4, quality=2.5, metric=loss),
-        ...         _record("fast", 1.0, seconds=6, quality=1.5, metric=loss)]
+        >>> base = [RunRecord.made_up("base", 1.0, seconds=10, quality=2.0, metric=loss)]
+        >>> fast = [RunRecord.made_up("fast", 0.5, seconds=4, quality=2.5, metric=loss),
+        ...         RunRecord.made_up("fast", 1.0, seconds=6, quality=1.5, metric=loss)]
         >>> speedup_table(base + fast, baseline="base")[0].speedup
         2.0
     """
@@ -211,7 +211,7 @@ def baseline_gaps(records: Sequence[RunRecord], left_out: Sequence[FailedRun], b
 
     Example:
         >>> lost = FailedRun("m", "base", 2.0, 0, "diverged", "eval_loss is nan")
-        >>> baseline_gaps([_record("base"), _record("fast")], [lost], "base")[0].describe()
+        >>> baseline_gaps([RunRecord.made_up("base"), RunRecord.made_up("fast")], [lost], "base")[0].describe()
         'no speedup: every run of base at x2 diverged'
     """
     usable = {(record.machine, record.budget) for record in records if record.recipe == baseline}
@@ -230,6 +230,7 @@ def describe_speedup(row: SpeedupRow) -> str:
     """The speedup in words, e.g. "1.90x faster to 85.0% top-1" or "2.00x faster to 1.23 nats/token validation loss".
 
     Example:
+        >>> from training.tradeoff.metric import TOP1
         >>> row = SpeedupRow("m", "r", 1.0, 0.85, 19.0, 10.0, False, 1.9, (), 1, None, TOP1)
         >>> describe_speedup(row)
         '1.90x faster to 85.0% top-1'
@@ -248,6 +249,7 @@ def verdicts(rows: Sequence[SpeedupRow]) -> dict[CurveKey, str]:
 
     Each ends with the headline: the speedup at the baseline's full budget (x1, else its largest).
     Example:
+        >>> from training.tradeoff.metric import TOP1
         >>> row = SpeedupRow("m", "slow", 1.0, 0.6, 10.0, None, False, None, (), 1, -0.1, TOP1)
         >>> verdicts([row])[("m", "slow")]
         "does not beat the baseline: it reaches the baseline's top-1 sooner at no budget and is better at none of the baseline's times (at x1: does not reach 60.0% top-1)"
@@ -303,7 +305,7 @@ def time_breakdown(records: Sequence[RunRecord]) -> list[BreakdownRow]:
     """Per (machine, recipe), the summed phase seconds of all its runs over their summed steps.
 
     Example:
-        >>> run = _record(seconds=1.0, phases={"data": 0.2, "forward": 0.3, "backward": 0.4, "optimizer": 0.05,
+        >>> run = RunRecord.made_up(seconds=1.0, phases={"data": 0.2, "forward": 0.3, "backward": 0.4, "optimizer": 0.05,
         ...                                    "methods": 0.04, "methods.sam": 0.03}, steps=10)
         >>> {k: round(v, 3) for k, v in time_breakdown([run])[0].ms_per_step.items()}
         {'data': 20.0, 'forward': 30.0, 'backward': 40.0, 'optimizer': 5.0, 'methods.sam': 3.0, 'methods (other)': 1.0, 'other': 1.0}
@@ -330,13 +332,3 @@ def time_breakdown(records: Sequence[RunRecord]) -> list[BreakdownRow]:
             first_epoch_share=statistics.fmean(run.first_epoch_seconds / max(run.train_seconds, 1e-12)
                                                for run in runs)))
     return rows
-
-
-def _record(recipe: str = "r", budget: float = 1.0, *, seconds: float = 1.0, quality: float = 0.5, seed: int = 0,
-            phases: dict | None = None, steps: int = 1, metric: Metric = TOP1) -> RunRecord:
-    """A record with only what the examples above need (for the docstring examples)."""
-    return RunRecord(machine="m", recipe=recipe, budget=budget, seed=seed, metric=metric.name,
-                     higher_is_better=metric.higher_is_better, metric_label=metric.label,
-                     metrics={metric.name: quality}, train_seconds=seconds, first_epoch_seconds=seconds,
-                     samples_per_second=0.0, sample_unit="samples", steps=steps, config_hash="0" * 12,
-                     phase_seconds=phases or {})

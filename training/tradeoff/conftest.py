@@ -2,16 +2,12 @@
 
 import pytest
 
-from training.tradeoff.metric import TOP1
 from training.tradeoff.results import RunRecord
 
 
 def _record(recipe: str, budget: float, seed: int, seconds: float, top1: float) -> RunRecord:
-    return RunRecord(machine="laptop/cpu", recipe=recipe, budget=budget, seed=seed, metric=TOP1.name,
-                     higher_is_better=TOP1.higher_is_better, metric_label=TOP1.label,
-                     metrics={"top1": top1, "eval_loss": 1.0}, train_seconds=seconds, first_epoch_seconds=seconds / 10,
-                     samples_per_second=200.0, sample_unit="images", steps=100, config_hash="0123456789ab",
-                     phase_seconds={"forward": seconds / 3, "backward": seconds / 2})
+    return RunRecord.made_up(recipe, budget, seed, quality=top1, seconds=seconds, machine="laptop/cpu",
+                             metrics={"eval_loss": 1.0}, phases={"forward": seconds / 3, "backward": seconds / 2})
 
 
 # Two seeds of a baseline and of a recipe that reaches the same top-1 in less time.

@@ -125,6 +125,25 @@ class RunRecord(RunId):
             raise ValueError(f"run {self.key}: its metric {self.metric!r} is not among its metrics "
                              f"({', '.join(self.metrics) or 'none'}); name one of those as the metric")
 
+    @classmethod
+    def made_up(cls, recipe: str = "r", budget: float = 1.0, seed: int = 0, *, quality: float = 0.5,
+                seconds: float = 100.0, metric: Metric = TOP1, machine: str = "m", steps: int = 100,
+                first_epoch_seconds: float | None = None, samples_per_second: float = 200.0,
+                sample_unit: str = "images", metrics: dict[str, float] | None = None,
+                phases: dict[str, float] | None = None, config_hash: str = "0123456789ab") -> RunRecord:
+        """A run nobody trained, for examples and tests: ``quality`` in ``metric`` (beside any other
+        ``metrics``) after ``seconds`` of training; the first epoch a tenth of it unless given.
+
+            >>> RunRecord.made_up("cifar_mild", 0.5, quality=0.7).quality
+            0.7
+        """
+        return cls(machine=machine, recipe=recipe, budget=budget, seed=seed, metric=metric.name,
+                   higher_is_better=metric.higher_is_better, metric_label=metric.label,
+                   metrics={metric.name: quality, **(metrics or {})}, train_seconds=seconds,
+                   first_epoch_seconds=seconds / 10 if first_epoch_seconds is None else first_epoch_seconds,
+                   samples_per_second=samples_per_second, sample_unit=sample_unit, steps=steps,
+                   config_hash=config_hash, phase_seconds=phases or {})
+
     @property
     def quality(self) -> float:
         """The value of the run's own metric."""

@@ -11,7 +11,6 @@ from pathlib import Path
 from training.config import override, to_dict
 from training.recipes import get_recipe
 from training.tradeoff import sweep
-from training.tradeoff.metric import TOP1
 from training.tradeoff.results import RunRecord
 
 FINISH, FAIL, NAN, INF, ZERO, CORRUPT = "finish", "fail", "nan", "inf", "zero", "corrupt"
@@ -19,11 +18,9 @@ FINISH, FAIL, NAN, INF, ZERO, CORRUPT = "finish", "fail", "nan", "inf", "zero", 
 
 def record(recipe, budget, seconds, top1, seed=0, loss=1.0):
     """A finished top-1 run on machine m/cpu."""
-    return RunRecord(machine="m/cpu", recipe=recipe, budget=budget, seed=seed, metric=TOP1.name,
-                     higher_is_better=True, metric_label=TOP1.label, metrics={"top1": top1, "eval_loss": loss},
-                     train_seconds=seconds, first_epoch_seconds=seconds / 4, samples_per_second=100.0,
-                     sample_unit="images", steps=10, config_hash="0123456789ab",
-                     phase_seconds={"forward": seconds / 3, "backward": seconds / 2})
+    return RunRecord.made_up(recipe, budget, seed, quality=top1, seconds=seconds, machine="m/cpu", steps=10,
+                             first_epoch_seconds=seconds / 4, samples_per_second=100.0, metrics={"eval_loss": loss},
+                             phases={"forward": seconds / 3, "backward": seconds / 2})
 
 
 # The fast recipe reaches each of the baseline's top-1s in half the time.

@@ -17,18 +17,15 @@ LOSS = Metric("eval_loss", higher_is_better=False, label="validation loss (nats/
 
 
 def record(recipe, budget, seed, seconds, top1, machine="m1", phases=None, steps=10, first=None):
-    return RunRecord(machine=machine, recipe=recipe, budget=budget, seed=seed, metric="top1", higher_is_better=True,
-                     metric_label="top-1 (%)", metrics={"top1": top1, "eval_loss": 1.0}, train_seconds=seconds,
-                     first_epoch_seconds=seconds if first is None else first, samples_per_second=100.0,
-                     sample_unit="images", steps=steps, config_hash="abc", phase_seconds=phases or {})
+    return RunRecord.made_up(recipe, budget, seed, quality=top1, seconds=seconds, machine=machine, steps=steps,
+                             first_epoch_seconds=seconds if first is None else first, samples_per_second=100.0,
+                             metrics={"eval_loss": 1.0}, phases=phases, config_hash="abc")
 
 
 def lm_record(recipe, budget, seed, seconds, loss, machine="m1"):
-    return RunRecord(machine=machine, recipe=recipe, budget=budget, seed=seed, metric="eval_loss",
-                     higher_is_better=False, metric_label=LOSS.label,
-                     metrics={"eval_loss": loss, "bits_per_byte": 1.44 * loss, "perplexity": 2.718 ** loss},
-                     train_seconds=seconds, first_epoch_seconds=seconds / 3, samples_per_second=5120.0,
-                     sample_unit="tokens", steps=100, config_hash="abc")
+    return RunRecord.made_up(recipe, budget, seed, quality=loss, seconds=seconds, metric=LOSS, machine=machine,
+                             first_epoch_seconds=seconds / 3, samples_per_second=5120.0, sample_unit="tokens",
+                             metrics={"bits_per_byte": 1.44 * loss, "perplexity": 2.718 ** loss}, config_hash="abc")
 
 
 BASE = [record("base", 1.0, s, 10.0, a) for s, a in enumerate((0.60, 0.62, 0.64))] + \

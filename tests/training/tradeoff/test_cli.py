@@ -81,13 +81,11 @@ LOSS = Metric("eval_loss", higher_is_better=False, label="validation loss (nats/
 
 
 def _record(machine, recipe, budget, seconds, quality, metric=TOP1):
-    return RunRecord(machine=machine, recipe=recipe, budget=budget, seed=0, metric=metric.name,
-                     higher_is_better=metric.higher_is_better, metric_label=metric.label,
-                     metrics={metric.name: quality}, train_seconds=seconds, first_epoch_seconds=seconds / 4,
-                     samples_per_second=50.0, sample_unit="images" if metric == TOP1 else "tokens", steps=100,
-                     config_hash=f"{recipe}{budget}"[:12],
-                     phase_seconds={"data": 0.1 * seconds, "forward": 0.3 * seconds, "backward": 0.5 * seconds,
-                                    "optimizer": 0.05 * seconds, "methods": 0.05 * seconds})
+    return RunRecord.made_up(recipe, budget, quality=quality, seconds=seconds, metric=metric, machine=machine,
+                             first_epoch_seconds=seconds / 4, samples_per_second=50.0,
+                             sample_unit="images" if metric == TOP1 else "tokens", config_hash=f"{recipe}{budget}"[:12],
+                             phases={"data": 0.1 * seconds, "forward": 0.3 * seconds, "backward": 0.5 * seconds,
+                                     "optimizer": 0.05 * seconds, "methods": 0.05 * seconds})
 
 
 def test_merge_rebuilds_every_output_and_keeps_each_machine_apart(tmp_path, capsys):
