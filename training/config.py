@@ -47,15 +47,13 @@ from training.methods.patch_whitening import PatchWhiteningOptions
 from training.methods.selective_backprop import SelectiveBackpropOptions
 from training.methods.seq_length_warmup import SeqLengthWarmupOptions
 from training.methods.tta import TTAOptions
+from training.models import is_known_model
+from training.models.registry import TASKS, names
 
-TASKS = ("image_classification", "language_model")
 PRECISIONS = ("fp32", "amp", "amp_bf16", "amp_fp16")
 LOSSES = ("ce", "bce")
 OPTIMIZERS = ("sgd", "adamw", "lamb", "lars")
 TOKENIZERS = ("bytes", "bpe")
-# The models of the language_model task: training.models.gpt.GPT (options: GPTConfig's fields)
-# and transformers' GPT2LMHeadModel (options: GPT2Config's fields).
-LANGUAGE_MODELS = ("gpt", "hf_gpt2")
 
 
 def _surgery_entry(entry) -> tuple[str, dict] | None:
@@ -100,7 +98,7 @@ class ModelConfig:
     """
 
     # image_classification: a torchvision classifier ("resnet50", ...) or one of training.models
-    # ("cifar_resnet20", ...); language_model: one of LANGUAGE_MODELS.
+    # ("cifar_resnet20", ...); language_model: a registered language model (training.models).
     name: str = "resnet50"
     # Keyword options of the model's builder: GPTConfig's fields for "gpt", GPT2Config's for
     # "hf_gpt2"; the image classifiers take none. JSON values, so that config.json restores them.
@@ -216,7 +214,7 @@ class TextConfig:
 class TrainConfig:
     name: str = "custom"
     # "image_classification": an ImageFolder tree, model.name a classifier; "language_model": the
-    # text section's corpus, model.name one of LANGUAGE_MODELS.
+    # text section's corpus, model.name a registered language model.
     task: str = "image_classification"
     model: ModelConfig = field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
@@ -486,11 +484,10 @@ def _validate_model(model: ModelConfig, task: str) -> None:
     if not restored:
         raise ValueError(f"model.options must hold JSON values (str keys; numbers, strings, booleans, None, lists "
                          f"and dicts of them) so that config.json restores them, got {model.options!r}")
-    if task == "language_model" and model.name not in LANGUAGE_MODELS:
-        raise ValueError(f"model.name must be one of {', '.join(LANGUAGE_MODELS)} for task 'language_model', "
-                         f"got {model.name!r}; set it with the task (--set model.name=gpt)")
+    if task == "language_model" and model.name not in names("language_model"):
+        raise ValueError(f"model.name must be one of {', '.join(names('language_model'))} for task "
+                         f"'language_model', got {model.name!r}; set it with the task (--set model.name=gpt)")
     if task == "image_classification":
-        from training.models import is_known_model  # here: the models import torchvision, configs need not
 
         if not is_known_model(model.name):
             raise ValueError(f"model.name must be one of training.models' models or a torchvision classifier "

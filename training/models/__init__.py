@@ -14,15 +14,15 @@ from torch import nn
 
 from fastcore_ops.checks import check_int
 
+from . import language  # noqa: F401  (registers the language models)
 from .cifar_resnet import CifarResNet, cifar_resnet, cifar_resnet20, cifar_resnet56
 from .gpt import GPT, GPTConfig
+from .registry import get, names, register_model
 
 __all__ = [
     "GPT", "GPTConfig", "CifarResNet", "build_model", "cifar_resnet", "cifar_resnet20", "cifar_resnet56",
-    "is_known_model", "model_names",
+    "is_known_model", "model_names", "register_model",
 ]
-
-_OWN_MODELS = {"cifar_resnet20": cifar_resnet20, "cifar_resnet56": cifar_resnet56}
 
 
 def _torchvision_classifiers() -> list[str]:
@@ -38,7 +38,7 @@ def model_names() -> list[str]:
         >>> "resnet50" in model_names() and "cifar_resnet56" in model_names()
         True
     """
-    return sorted(_OWN_MODELS) + _torchvision_classifiers()
+    return names("image_classification") + _torchvision_classifiers()
 
 
 def is_known_model(name: str) -> bool:
@@ -47,7 +47,7 @@ def is_known_model(name: str) -> bool:
     >>> is_known_model("cifar_resnet20"), is_known_model("resnet5O")
     (True, False)
     """
-    return name in _OWN_MODELS or name in _torchvision_classifiers()
+    return name in names("image_classification") or name in _torchvision_classifiers()
 
 
 def build_model(name: str, num_classes: int) -> nn.Module:
@@ -64,11 +64,12 @@ def build_model(name: str, num_classes: int) -> nn.Module:
     if not isinstance(name, str):
         raise TypeError(f"name must be a model name (str), got {type(name).__name__}")
     check_int("num_classes", num_classes, low=1)
-    if name in _OWN_MODELS:
-        return _OWN_MODELS[name](num_classes=num_classes)
+    registered = get(name)
+    if registered is not None and registered.task == "image_classification":
+        return registered.build(num_classes=num_classes)
     if is_known_model(name):
         return torchvision.models.get_model(name, weights=None, num_classes=num_classes)
-    examples = sorted(_OWN_MODELS) + ["resnet18", "resnet50", "convnext_tiny", "vit_b_16"]
+    examples = names("image_classification") + ["resnet18", "resnet50", "convnext_tiny", "vit_b_16"]
     raise ValueError(
         f"name must be one of this package's models or a torchvision classification model, got {name!r}; "
         f"for example {', '.join(examples)} (model_names() lists all {len(model_names())})"

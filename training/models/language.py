@@ -19,8 +19,9 @@ import dataclasses
 import torch
 from torch import nn
 
-from training.config import LANGUAGE_MODELS
 from training.models.gpt import GPT, GPTConfig
+from training.models.registry import get, names, register_model
+
 # GPT-2's config defaults dropout to 0.1 for fine-tuning; pretraining small models on plenty
 # of text does better without, and our GPT's default is 0 too. Options can still set them.
 _GPT2_DEFAULTS = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
@@ -32,19 +33,29 @@ def build_language_model(name: str, *, vocab_size: int, sequence_length: int, op
     sequence_length: the training length L; learned position tables get exactly L rows.
     options: the model's own fields (``GPTConfig``'s for "gpt", ``GPT2Config``'s for "hf_gpt2").
     """
-    if name == "gpt":
-        known = {f.name for f in dataclasses.fields(GPTConfig)} - {"vocab_size", "max_sequence_length"}
-        _check_options(name, options, known)
-        return GPT(GPTConfig(vocab_size=vocab_size, max_sequence_length=sequence_length, **options))
-    if name == "hf_gpt2":
-        import transformers  # here: only runs that name GPT-2 need transformers installed
+    model = get(name)
+    if model is None or model.task != "language_model":
+        raise ValueError(f"model.name must be one of {', '.join(names('language_model'))} for a language model, "
+                         f"got {name!r}")
+    return model.build(vocab_size=vocab_size, sequence_length=sequence_length, options=options)
 
-        settings = {**_GPT2_DEFAULTS, **options, "vocab_size": vocab_size, "n_positions": sequence_length,
-                    "bos_token_id": None, "eos_token_id": None}
-        known = set(transformers.GPT2Config().to_dict()) - {"vocab_size", "n_positions"}
-        _check_options(name, options, known)
-        return transformers.GPT2LMHeadModel(transformers.GPT2Config(**settings))
-    raise ValueError(f"model.name must be one of {', '.join(LANGUAGE_MODELS)} for a language model, got {name!r}")
+
+@register_model("language_model", "gpt")
+def _gpt(*, vocab_size: int, sequence_length: int, options: dict) -> GPT:
+    known = {f.name for f in dataclasses.fields(GPTConfig)} - {"vocab_size", "max_sequence_length"}
+    _check_options("gpt", options, known)
+    return GPT(GPTConfig(vocab_size=vocab_size, max_sequence_length=sequence_length, **options))
+
+
+@register_model("language_model", "hf_gpt2")
+def _hf_gpt2(*, vocab_size: int, sequence_length: int, options: dict) -> nn.Module:
+    import transformers  # here: only runs that name GPT-2 need transformers installed
+
+    settings = {**_GPT2_DEFAULTS, **options, "vocab_size": vocab_size, "n_positions": sequence_length,
+                "bos_token_id": None, "eos_token_id": None}
+    known = set(transformers.GPT2Config().to_dict()) - {"vocab_size", "n_positions"}
+    _check_options("hf_gpt2", options, known)
+    return transformers.GPT2LMHeadModel(transformers.GPT2Config(**settings))
 
 
 def _check_options(name: str, options: dict, known: set[str]) -> None:

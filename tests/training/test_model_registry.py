@@ -1,0 +1,27 @@
+"""training.models' registry: each model registered where it is defined, under one task, once."""
+
+import pytest
+
+from training.config import TrainConfig, override, validate
+from training.models import build_model, model_names
+from training.models.language import build_language_model
+from training.models.registry import get, names, register_model
+
+
+def test_each_model_is_found_under_its_own_task_only():
+    assert names("language_model") == ["gpt", "hf_gpt2"]
+    assert {"cifar_resnet20", "cifar_resnet56"} <= set(names("image_classification")) <= set(model_names())
+    with pytest.raises(ValueError, match="model.name must be one of gpt, hf_gpt2 for a language model"):
+        build_language_model("cifar_resnet20", vocab_size=256, sequence_length=8, options={})
+    with pytest.raises(ValueError, match="got 'gpt'"):
+        build_model("gpt", num_classes=10)
+    with pytest.raises(ValueError, match="model.name must be one of gpt, hf_gpt2 for task 'language_model'"):
+        validate(override(TrainConfig(task="language_model"), ["model.name=cifar_resnet20"]))
+
+
+def test_a_second_model_under_a_taken_name_is_refused():
+    with pytest.raises(ValueError, match="model 'gpt' is registered twice"):
+        register_model("language_model", "gpt")(lambda **_: None)
+    assert get("gpt").build.__module__ == "training.models.language"
+    with pytest.raises(ValueError, match="task must be one of"):
+        register_model("speech")
