@@ -2,8 +2,9 @@
 
 The recipe's model as our trainer trains it (its surgeries, patch-whitened stem, memory format
 and precision) runs forward, loss and backward on random batches already in memory, at every
-image size the run trains at; each size's median step time, times the number of steps the run
-trains at that size, summed. No loader, no optimizer step, no methods: a training run's time
+image size the run trains at; each size's fastest step (of at least five, after a warm-up: the
+floor is what a step costs when nothing interrupts it), times the number of steps the run trains
+at that size, summed. No loader, no optimizer step, no methods: a training run's time
 over this floor is what everything else costs.
 
     python -m benchmarks.step_floor --recipe cifar_mild --data ../shared/datasets/cifar10-jpeg --out runs/floor
@@ -61,7 +62,7 @@ def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subs
             loss.backward()
             model.zero_grad(set_to_none=True)
 
-        per_size[size] = time_ms(step, device) / 1e3
+        per_size[size] = time_ms(step, device, best=True) / 1e3
     return {"train_seconds": sum(per_size[size] * count for size, count in sizes.items()), "steps": total_steps,
             "sizes": {str(size): {"steps": sizes[size], "step_seconds": per_size[size]} for size in sorted(sizes)}}
 

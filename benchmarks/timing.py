@@ -9,24 +9,25 @@ from typing import Callable
 import torch
 
 
-def time_ms(fn: Callable[[], object], device: torch.device, cpu_budget_s: float = 2.0) -> float:
-    """Median wall time of ``fn`` in milliseconds.
+def time_ms(fn: Callable[[], object], device: torch.device, cpu_budget_s: float = 2.0, best: bool = False) -> float:
+    """Median wall time of ``fn`` in milliseconds; with ``best``, the fastest call (a floor: what ``fn``
+    costs when nothing interrupts it).
 
     On CUDA: ``triton.testing.do_bench`` (CUDA events, cache flushed between runs).
-    On the CPU: one warm-up call, then repeats until ``cpu_budget_s`` is spent (at least 3).
+    On the CPU: one warm-up call, then repeats until ``cpu_budget_s`` is spent (at least 3; 5 for ``best``).
     """
     if device.type == "cuda":
         import triton.testing
 
-        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="min" if best else "median")
     fn()
     samples = []
     deadline = time.perf_counter() + cpu_budget_s
-    while len(samples) < 3 or (time.perf_counter() < deadline and len(samples) < 50):
+    while len(samples) < (5 if best else 3) or (time.perf_counter() < deadline and len(samples) < 50):
         start = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(samples)
+    return min(samples) if best else statistics.median(samples)
 
 
 def peak_memory_mb(fn: Callable[[], object], device: torch.device) -> float | None:
