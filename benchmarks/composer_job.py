@@ -23,6 +23,7 @@ evaluation), ``steps`` and ``metrics`` (top-1 and loss on the evaluation images)
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import sys
@@ -170,9 +171,17 @@ def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | 
             "fit_seconds": fit_seconds, "train_seconds": task.setup_seconds + fit_seconds}
 
 
+def composer_folder(text: str) -> Path:
+    """An argparse type: a folder holding the ``composer`` package."""
+    if not (Path(text) / "composer" / "__init__.py").is_file():
+        raise argparse.ArgumentTypeError(f"{text} holds no composer package; install it there with `make peers`")
+    return Path(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = job_parser("python -m benchmarks.composer_job", __doc__.splitlines()[0])
-    parser.add_argument("--peers", type=Path, required=True, help="the folder Composer is installed in (make peers)")
+    parser.add_argument("--peers", type=composer_folder, required=True,
+                        help="the folder Composer is installed in (make peers)")
     parser.add_argument("--loader", choices=LOADERS, default="torchvision",
                         help="the training images through torchvision's DataLoader (default) or through ours")
 

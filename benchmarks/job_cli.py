@@ -18,6 +18,7 @@ import torch
 from fastcore_ops import cli
 from training.config import TrainConfig, override
 from training.recipes import get_recipe
+from training.tasks.classification import split_folders
 
 
 def job_parser(prog: str, description: str) -> cli.ArgumentParser:
@@ -42,6 +43,7 @@ def job_main(parser: cli.ArgumentParser, argv: list[str] | None, check: Callable
         args.device = cli.check_device(args.device)
         args.config = override(get_recipe(args.recipe), args.assignments)
         check(args.config)
+        split_folders(args.data)  # a missing folder, or one without train/ and val/ (or test/), is refused here
         if args.out.exists() and any(args.out.iterdir()):
             raise ValueError(f"--out {args.out} is not empty; give a new folder")
     except cli.REFUSALS as error:

@@ -77,6 +77,10 @@ def _stranger(folder):
     ("peers", ["--pairs", "0"], "argument --pairs: invalid positive_int value: '0'"),
     ("peers", ["--data", "{missing}"], "is not a folder; give one with train/ and val/"),
     ("peers", ["--out", "{stranger}"], "holds files that python -m benchmarks.peers did not write"),
+    ("step_floor", ["--recipe", "cifar_mild", "--data", "{missing}"], "no such folder; pass a folder holding train/"),
+    ("step_floor", ["--recipe", "gpt_baseline", "--data", "{missing}"], "the floor is measured for image classification"),
+    ("composer_job", ["--recipe", "cifar_mild", "--data", "{missing}", "--peers", "{missing}"],
+     "holds no composer package; install it there with `make peers`"),
 ])
 def test_a_refused_benchmark_says_why_in_one_line_and_writes_nothing(command, arguments, message, tmp_path, capsys):
     stranger, out = _stranger(tmp_path / "stranger"), tmp_path / "out"

@@ -4,7 +4,7 @@ Where a crop's box does not change between epochs, neither do its pixels: an eva
 crop, and a training crop of the whole image (``crop_scale=(1, 1)``, CIFAR's recipes) of a
 square image, at each size progressive resizing asks for. Reading, parsing and decoding a 32 px
 JPEG costs a worker far more than copying its 3 KB of pixels: on a 2-core AMD EPYC, a CIFAR
-image took about 150 us of CPU with the batch stage, and 30 us with its crop kept. Those workers
+image took about 145 us of CPU with the batch stage, and 30 us with its crop kept. Those workers
 share the cores with training. So each worker keeps
 every crop it makes, keyed by (file, box, size), up to a byte budget, and later epochs copy the
 kept pixels: the same bytes a decode would give, so the batches do not change. Random-resized

@@ -282,11 +282,9 @@ class _RunDecoding(Dataset):
             kept = self.cache.get(path, box, size)
             if kept is not None:
                 return kept
-            data = read_encoded(path)
-            image = open_for_crop(data)
-        else:
-            data = read_encoded(path)
-            image = open_for_crop(data)
+        data = read_encoded(path)
+        image = open_for_crop(data)
+        if image_size is None:
             box = plan.box(*image.size, rng)
         crop = crop_at(data, image, box, size, known_whole=path in self.known_whole).transpose(2, 0, 1)
         self.known_whole.add(path)
