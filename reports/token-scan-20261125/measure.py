@@ -1,7 +1,7 @@
 """What scanning a token file's ids when it is opened costs (``load_prepared``'s check that every id is below the
 vocabulary size): seconds per 100 MB.
 
-    python reports/token-scan-20261125/measure.py 512 /tmp/token-scan > reports/token-scan-20261125/output.txt
+    PYTHONPATH=. python reports/token-scan-20261125/measure.py 512 /tmp/token-scan > reports/token-scan-20261125/output.txt
 
 Writes SIZE_MB of random ids below 4096 (``--dtype``, uint16 by default) to FOLDER/train.bin,
 then times ``training.text.prepare.largest_token_id`` on it, the scan ``load_prepared`` runs

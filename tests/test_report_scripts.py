@@ -1,0 +1,176 @@
+"""Every script in reports/ runs on a tiny input, so that none of them rots.
+
+Python scripts run in this process through their main(argv), so imports are paid once. The shell
+script and the children some scripts start run as processes of their own. Everything runs on one
+thread: on a busy 2-core machine spinning OpenMP threads make each small step hundreds of times
+slower.
+"""
+
+import csv
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.data.conftest import DATASETS
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "reports"
+CIFAR = DATASETS / "cifar10-jpeg"
+
+
+def load(relative: str):
+    """reports/<relative> as a module (not run: each script starts from main())."""
+    name = "report_script_" + relative.replace("/", "_").replace("-", "_").removesuffix(".py")
+    spec = importlib.util.spec_from_file_location(name, REPORTS / relative)
+    module = importlib.util.module_from_spec(spec)
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__ in reports/
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = writes_bytecode
+    return module
+
+
+@pytest.fixture(scope="module")
+def ten_jpegs(tmp_path_factory):
+    """train/ and test/ ImageFolders of the first CIFAR-10 image of each class (symlinks): 10 JPEGs each."""
+    assert CIFAR.is_dir(), f"the shared CIFAR-10 images are missing: expected {CIFAR} (see the project README)"
+    root = tmp_path_factory.mktemp("ten-jpegs")
+    for split in ("train", "test"):
+        for class_dir in sorted((CIFAR / split).iterdir()):
+            (root / split / class_dir.name).mkdir(parents=True)
+            image = sorted(class_dir.iterdir())[0]
+            (root / split / class_dir.name / image.name).symlink_to(image)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    """One thread, here and in children; children find the project's packages."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def children_compute(monkeypatch):
+    """Children run kernels as users do, not through Triton's interpreter (only for tests that run none here)."""
+    monkeypatch.setenv("FASTCORE_OPS_INTERPRET", "0")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+
+
+def test_crop_search_collect(tmp_path):
+    runs = tmp_path / "runs"
+    (runs / "m8").mkdir(parents=True)
+    (runs / "m8" / "summary.json").write_text(json.dumps({"metrics": {"top1": 0.5168}, "train_seconds": 38.12,
+                                                          "steps": 312}))
+    (runs / "m8" / "config.json").write_text(json.dumps({"name": "cifar_mild", "schedule": {"epochs": 8.0}}))
+    (runs / "log.txt").write_text("m8 | --set schedule.epochs=8 | cifar_mild: top-1 51.68% | 312 steps\n"
+                                  "bad | data.x=1 | python -m training.train: error: unrecognized arguments\n")
+    load("cifar-crop-search-20261124/collect.py").main(["--runs", str(runs), "--out", str(tmp_path / "out"),
+                                                        "--copy-runs"])
+    rows = list(csv.reader((tmp_path / "out" / "search.csv").open()))
+    assert rows[1:] == [["m8", "cifar_mild", "schedule.epochs=8", "8.0", "51.68", "38.1", "312"]]
+    assert (tmp_path / "out" / "runs" / "m8" / "summary.json").is_file()
+
+
+def test_host_memory_run_once(tmp_path, ten_jpegs, children_compute):
+    results = tmp_path / "keep.txt"
+    command = [str(REPORTS / "cifar-host-memory-20261124/run_once.sh"), str(results), "--data", str(ten_jpegs),
+               "--epochs", "1", "--eval-every", "0", "--set", "data.batch_size=10"]
+    finished = subprocess.run(command, cwd=ROOT, env={**os.environ, "PYTHON": sys.executable}, capture_output=True,
+                              text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    assert set(json.loads(results.read_text())) == {"train_seconds", "top1"}
+
+
+@pytest.mark.parametrize("variant", ["none", "strided", "current"])
+def test_mild_speed_blurpool_paths(variant, capsys):
+    load("cifar-mild-speed-20261124/probes/blurpool_paths.py").main(
+        [variant, "8", "--batch-size", "2", "--warmup", "1", "--steps", "1"])
+    assert "ms/step" in capsys.readouterr().out
+
+
+def test_mild_speed_step_time(capsys):
+    load("cifar-mild-speed-20261124/probes/step_time.py").main(["cl_bf16", "8", "--batch-size", "2", "--warmup", "1",
+                                                                  "--steps", "1"])
+    assert "ms/step" in capsys.readouterr().out
+
+
+def test_openmp_wait(capsys, children_compute):
+    """Its children are the step timer, "cifar-step-compute-20261125/measure.py", one per policy and round."""
+    load("cifar-openmp-wait-20261125/measure.py").main(["--rounds", "1", "--policies", "PASSIVE", "--batch-size", "2",
+                                                        "--warmup", "0", "--steps", "1"])
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert len(rows) == 10 and {row["OpenMP wait policy"] for row in rows} == {"PASSIVE"}
+
+
+def test_crop_cache(ten_jpegs, capsys):
+    load("crop-cache-20261125/measure.py").main([str(ten_jpegs / "train"), "--per-class", "1", "--batch-size", "5",
+                                                 "--epochs", "2", "--cache-mb", "1"])
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert [(row["crop_cache_mb"], row["epoch"]) for row in rows] == [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1")]
+
+
+def test_dataloader_memory_flip_time(capsys):
+    load("dataloader-memory-20261124/probes/flip_time.py").main(["--batch-size", "4", "--size", "8", "--repeats", "1"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["cur", "v2", "v3", "v4"]
+    assert all(line.endswith("True") for line in lines)
+
+
+def test_dataloader_memory_loader_epochs(ten_jpegs, capsys):
+    load("dataloader-memory-20261124/probes/loader_epochs.py").main(
+        [str(ten_jpegs / "train"), "--epochs", "1", "--randaugment", "--batch-size", "5", "--size", "16",
+         "--workers", "0"])
+    assert capsys.readouterr().out.split() == ["10"]
+
+
+def test_dataloader_memory_stage_memory(capsys):
+    load("dataloader-memory-20261124/probes/stage_memory.py").main(["--keep", "--batch-size", "2", "--size", "8",
+                                                                    "--batches", "1"])
+    assert capsys.readouterr().out.count("ms per image") == 6
+
+
+def test_dataloader_memory_worker_time(ten_jpegs, capsys):
+    load("dataloader-memory-20261124/probes/worker_time.py").main([str(ten_jpegs / "train"), "16", "--batch-size", "5",
+                                                                   "--profile-lines", "2"])
+    assert "16px:" in capsys.readouterr().out
+
+
+def test_dataloader_memory_entropy_floor(ten_jpegs, capsys):
+    pytest.importorskip("fastcore_ops.data._jpeg_region", reason="the region decoder was not built")
+    load("dataloader-memory-20261124/probes/entropy_floor.py").main([str(ten_jpegs / "train"), "--repeats", "1"])
+    assert capsys.readouterr().out.count("ms per photo") == 3
+
+
+def test_shard_checksum(ten_jpegs, tmp_path, capsys):
+    load("shard-checksum-20261125/measure.py").main(
+        [str(ten_jpegs / "train"), str(tmp_path), "--per-class", "1", "--max-side", "32", "--shard-size", "5",
+         "--image-size", "16", "--batch-size", "5", "--workers", "0", "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert "10 images in 2 shards" in out and "median whole first epoch" in out
+
+
+def test_token_scan(tmp_path, capsys):
+    assert load("token-scan-20261125/measure.py").main(["1", str(tmp_path), "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "warm: median" in out and out.count("peak resident memory") == 2
+    assert not (tmp_path / "train.bin").exists()
+
+
+def test_every_script_in_reports_is_tested():
+    """A script added to reports/ needs a test here."""
+    source = Path(__file__).read_text()
+    scripts = sorted(path.relative_to(REPORTS).as_posix() for path in REPORTS.rglob("*")
+                     if path.suffix in (".py", ".sh"))
+    assert [script for script in scripts if f'"{script}' not in source] == []
