@@ -38,7 +38,8 @@ from torchvision import transforms
 from fastcore_ops.data.device_stage import IMAGENET_MEAN, IMAGENET_STD
 from fastcore_ops.data.pil_backend import default_num_workers
 from training.assemble import effective_lr, scaled
-from training.config import MethodsConfig, TrainConfig
+from training.config import TrainConfig
+from training.methods.registry import active
 from training.optim import build_optimizer
 from training.tasks.classification import build_image_classification, first_per_class, split_folders
 from training.trainer import autocast_dtype
@@ -47,7 +48,15 @@ from .job_cli import job_main, job_parser
 
 LOADERS = ("torchvision", "ours")
 # What this job can hand to Composer's algorithms; a recipe with anything else is refused.
-SUPPORTED_SURGERIES = {"blurpool", "channels_last"}
+# Our methods in Composer's terms: each turned into its Composer algorithm (a translation to another
+# library, not a list of our methods); the BCE loss and patch whitening are set up as ours are.
+_COMPOSER_ALGORITHMS = {
+    "blurpool": lambda options: ("BlurPool", {}),
+    "channels_last": lambda options: ("ChannelsLast", {}),
+    "label_smoothing": lambda options: ("LabelSmoothing", {"smoothing": options.smoothing}),
+    "progressive_resize": lambda options: ("ProgressiveResizing", dataclasses.asdict(options)),
+}
+_SET_UP_AS_OURS = {"bce_loss", "patch_whitening"}
 
 
 class AutocastForward(nn.Module):
@@ -65,37 +74,24 @@ class AutocastForward(nn.Module):
 
 
 def check_supported(config: TrainConfig) -> None:
-    """ValueError unless every surgery and method of ``config`` is one this job hands to Composer."""
-    methods = config.methods
-    handled = MethodsConfig(loss=methods.loss, label_smoothing=methods.label_smoothing,
-                            patch_whitening=methods.patch_whitening)
-    others = [field.name for field in dataclasses.fields(methods)
-              if getattr(methods, field.name) != getattr(handled, field.name)]
-    names = [entry if isinstance(entry, str) else entry[0] for entry in config.model.surgeries]
-    others += [name for name in names if name not in SUPPORTED_SURGERIES]
+    """ValueError unless every method of ``config`` is one this job hands to Composer or sets up as ours."""
+    handled = _COMPOSER_ALGORITHMS.keys() | _SET_UP_AS_OURS
+    others = [f"methods.{method.name}" for method, _ in active(config.methods) if method.name not in handled]
     others += [f"task {config.task!r}"] * (config.task != "image_classification") + ["compile"] * config.compile
     if others:
         raise ValueError(f"recipe {config.name!r} has {', '.join(others)}: the Composer job sets up image "
-                         f"classification with the surgeries {', '.join(sorted(SUPPORTED_SURGERIES))}, the loss, "
-                         f"label smoothing, progressive resizing and patch whitening only")
+                         f"classification with {', '.join(sorted(handled))} only")
 
 
 def composer_algorithms(config: TrainConfig) -> list:
-    """Composer's algorithms for ``config``'s surgeries and methods, with the recipe's settings."""
-    from composer.algorithms import BlurPool, ChannelsLast, LabelSmoothing, ProgressiveResizing
+    """Composer's algorithms for ``config``'s methods, with the recipe's settings."""
+    import composer.algorithms
 
     algorithms = []
-    if config.model.has_surgery("blurpool"):
-        algorithms.append(BlurPool())
-    if config.model.has_surgery("channels_last"):
-        algorithms.append(ChannelsLast())
-    if config.methods.label_smoothing:
-        algorithms.append(LabelSmoothing(smoothing=config.methods.label_smoothing))
-    resize = config.data.progressive_resize
-    if resize is not None:
-        algorithms.append(ProgressiveResizing(initial_scale=resize.initial_scale, delay_fraction=resize.delay_fraction,
-                                              finetune_fraction=resize.finetune_fraction,
-                                              size_increment=resize.size_increment))
+    for method, options in active(config.methods):
+        if method.name in _COMPOSER_ALGORITHMS:
+            name, arguments = _COMPOSER_ALGORITHMS[method.name](options)
+            algorithms.append(getattr(composer.algorithms, name)(**arguments))
     return algorithms
 
 
@@ -109,16 +105,17 @@ def torchvision_loader(config: TrainConfig, train_root: Path, subset: int | None
         >>> loader.dataset.transform.transforms[:2]  # doctest: +SKIP
         [Resize(size=(32, 32), interpolation=bilinear, max_size=None, antialias=True), RandomHorizontalFlip(p=0.5)]
     """
-    d = config.data
-    if d.randaugment is not None or d.colout is not None:
+    d, methods = config.data, config.methods
+    if methods.randaugment is not None or methods.colout is not None:
         raise ValueError(f"recipe {config.name!r}: --loader torchvision applies crops and flips only; "
                          f"use --loader ours for RandAugment and ColOut")
     size = (d.train_size, d.train_size)
     crop = transforms.Resize(size) if d.crop_scale == (1.0, 1.0) else transforms.RandomResizedCrop(size, d.crop_scale)
     steps = [crop]
-    if d.padded_crop is not None:
-        steps.append(transforms.RandomCrop(size, padding=round(d.padded_crop.fraction * d.train_size),
-                                           padding_mode="constant" if d.padded_crop.fill == "zero" else "reflect"))
+    if methods.padded_crop is not None:
+        padding = round(methods.padded_crop.fraction * d.train_size)
+        steps.append(transforms.RandomCrop(size, padding=padding,
+                                           padding_mode="constant" if methods.padded_crop.fill == "zero" else "reflect"))
     steps += [transforms.RandomHorizontalFlip()] * d.flip
     steps += [transforms.ToTensor(), transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
     dataset = torchvision.datasets.ImageFolder(str(train_root), transforms.Compose(steps))
@@ -140,8 +137,8 @@ def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | 
     config = scaled(config)
     torch.manual_seed(config.seed)  # the initial weights training.train starts from
     # Our loader at the full size, without our surgeries or resizing: Composer's algorithms do those.
-    plain = dataclasses.replace(config, model=dataclasses.replace(config.model, surgeries=[]),
-                                data=dataclasses.replace(config.data, progressive_resize=None))
+    plain = dataclasses.replace(config, methods=dataclasses.replace(
+        config.methods, **{name: None for name in _COMPOSER_ALGORITHMS if name != "label_smoothing"}))
     model, train_loader, task = build_image_classification(plain, data=data, device=device, subset=subset)
     if loader == "torchvision":
         train_loader.close()
@@ -149,7 +146,7 @@ def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | 
     optimizer = build_optimizer(model, dataclasses.replace(config.optimizer, lr=effective_lr(config, 1)))
     steps = max(1, round(config.schedule.epochs * len(train_loader)))
     warmup = round(config.schedule.warmup_epochs * len(train_loader))
-    loss_fn = binary_cross_entropy_with_logits if config.methods.loss == "bce" else soft_cross_entropy
+    loss_fn = soft_cross_entropy if config.methods.bce_loss is None else binary_cross_entropy_with_logits
     wrapped = AutocastForward(model, device, autocast_dtype(config.precision, device))
     trainer = Trainer(
         model=ComposerClassifier(wrapped, num_classes=task.num_classes, loss_fn=loss_fn),

@@ -49,7 +49,7 @@ def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subs
     sizes = steps_at_sizes(loader, total_steps)
     loader.close()
     dtype = autocast_dtype(config.precision, device)
-    memory_format = torch.channels_last if config.model.has_surgery("channels_last") else torch.contiguous_format
+    memory_format = torch.channels_last if config.methods.channels_last is not None else torch.contiguous_format
     model.train()
     per_size = {}
     for size in sorted(sizes):

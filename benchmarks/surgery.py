@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from fastcore_ops import apply_surgery, cli, list_surgeries
 from fastcore_ops.owned_folder import check_claimable, claim_folder
+from training.methods.registry import methods_of
 
 from .timing import device_name
 
@@ -42,14 +43,18 @@ class Workload:
     unit: str  # what the throughput counts
 
 
+def _surgeries_for(task: str) -> list[str]:
+    """The surgeries the method registry declares for ``task``, in the order they apply."""
+    return [method.name for method in methods_of("surgery") if method.applies_to(task)]
+
+
 def _resnet50(batch_size: int, image_size: int) -> Workload:
     def batch(device):
         x = torch.randn(batch_size, 3, image_size, image_size, device=device)
         return x.contiguous(memory_format=torch.channels_last), torch.randint(0, 1000, (batch_size,), device=device)
 
     return Workload(
-        "resnet50", torchvision.models.resnet50,
-        ["blurpool", "squeeze_excite", "stochastic_depth", "ghost_batchnorm", "channels_last"], batch,
+        "resnet50", torchvision.models.resnet50, _surgeries_for("image_classification"), batch,
         lambda model, b: nn.functional.cross_entropy(model(b[0]), b[1]), "images/s",
     )
 
@@ -63,7 +68,8 @@ def _gpt2(batch_size: int, sequence: int) -> Workload:
     def loss(model, b):
         return model(input_ids=b[0], labels=b[0]).loss
 
-    return Workload("gpt2-small", lambda: GPT2LMHeadModel(GPT2Config()), ["alibi"], batch, loss, "tokens/s")
+    return Workload("gpt2-small", lambda: GPT2LMHeadModel(GPT2Config()), _surgeries_for("language_model"), batch, loss,
+                    "tokens/s")
 
 
 def _step_flops(model: nn.Module, loss_fn, batch) -> int:

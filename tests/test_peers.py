@@ -70,7 +70,7 @@ def test_a_failed_run_ends_the_benchmark_with_one_line_naming_its_log(micro_cifa
 
 
 def test_composer_s_torchvision_loader_crops_and_flips_as_the_recipe_does(micro_cifar):
-    recipe = override(get_recipe("cifar_baseline"), ['data.padded_crop={"fill": "reflect"}'])
+    recipe = override(get_recipe("cifar_baseline"), ['methods.padded_crop={"fill": "reflect"}'])
     loader = torchvision_loader(recipe, micro_cifar / "train", subset=1)
     resize, crop, flip = loader.dataset.transform.transforms[:3]
     assert (resize.size, crop.padding, crop.padding_mode) == ((32, 32), 4, "reflect") and flip.p == 0.5
@@ -81,7 +81,8 @@ def test_composer_s_torchvision_loader_crops_and_flips_as_the_recipe_does(micro_
 
 def test_a_composer_job_names_the_methods_it_cannot_hand_over():
     check_supported(get_recipe("cifar_mild"))
-    with pytest.raises(ValueError, match="has mixup_alpha, sam_rho, sam_interval, ema_half_life_steps, stochastic_depth"):
+    with pytest.raises(ValueError, match="has methods.stochastic_depth, methods.randaugment, methods.colout, "
+                                         "methods.mixup, methods.sam, methods.ema: the Composer job sets up"):
         check_supported(get_recipe("resnet50_hot"))
     with pytest.raises(ValueError, match="task 'language_model'"):
         check_supported(get_recipe("gpt_baseline"))

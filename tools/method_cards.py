@@ -3,7 +3,9 @@
 Each card is the "Method card" section of the docstring of the module that implements the method
 (what it does, when it helps, what it costs, its options and defaults), how to turn it on (the
 ``--set`` values ``python -m training.ablate`` tries, from its catalog), and what the committed
-ablation measured for it, row by row from its ``ablation.csv``. Nothing is written by hand twice.
+ablation measured for it, row by row from its ``ablation.csv``. The methods are the registry's
+(:mod:`training.methods.registry`), each card in the module it registered from. Nothing is
+written by hand twice.
 
     python tools/method_cards.py           # write every card and the index
     python tools/method_cards.py --check   # exit 1 naming each card that differs from its sources
@@ -25,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere: the catalog is the project's own
 
 from training.ablate.catalog import METHODS  # noqa: E402
+from training.config import TrainConfig  # noqa: E402
+from training.methods.registry import all_methods  # noqa: E402
 
 CARDS_FOLDER = ROOT / "docs" / "methods"
 
@@ -53,44 +57,25 @@ FIELD = re.compile(r"^    (?P<label>[A-Z][^:]*): (?P<text>.*)$")  # "    What: .
 
 @dataclass(frozen=True)
 class CardSource:
-    """Where a method's card comes from: its module (and the card's name there, when the module
-    holds several), and, for methods outside the ablation's catalog, how to turn it on and where
-    it is measured."""
+    """Where a card comes from: a module's docstring (and the card's name there, when the module holds
+    several), and how to turn the thing on."""
 
     module: str
     section: str = ""
     turn_on: str = ""
-    measured: str = ""
 
 
-GPT_SWEEP = "reports/gpt-tradeoff-20261124/ (as part of gpt_alibi and gpt_alibi_long_warmup)"
-SOURCES: dict[str, CardSource] = {
-    "bce_loss": CardSource("training/losses.py", "bce_loss"),
-    "label_smoothing": CardSource("training/losses.py", "label_smoothing"),
-    "mixup": CardSource("training/methods/mixup.py"),
-    "cutmix": CardSource("training/methods/cutmix.py"),
-    "cutout": CardSource("training/methods/cutout.py"),
-    "augmix": CardSource("training/methods/augmix.py"),
-    "randaugment": CardSource("fastcore_ops/data/randaugment.py"),
-    "colout": CardSource("fastcore_ops/data/colout.py"),
-    "padded_crop": CardSource("fastcore_ops/data/padded_crop.py"),
-    "progressive_resize": CardSource("fastcore_ops/data/resize.py"),
-    "sam": CardSource("training/methods/sam.py"),
-    "ema": CardSource("training/methods/ema.py"),
-    "swa": CardSource("training/methods/swa.py"),
-    "layer_freezing": CardSource("training/methods/layer_freezing.py"),
-    "selective_backprop": CardSource("training/methods/selective_backprop.py"),
-    "patch_whitening": CardSource("training/methods/patch_whitening.py"),
-    "blurpool": CardSource("fastcore_ops/surgery/blurpool.py"),
-    "squeeze_excite": CardSource("fastcore_ops/surgery/squeeze_excite.py"),
-    "stochastic_depth": CardSource("fastcore_ops/surgery/stochastic_depth.py"),
-    "channels_last": CardSource("fastcore_ops/surgery/channels_last.py"),
-    "tta": CardSource("training/methods/tta.py", turn_on="--set methods.tta={}",
-                      measured="every image run of the ablation (top1_tta beside top1; see ablation.md)"),
-    "seq_length_warmup": CardSource("training/methods/seq_length_warmup.py",
-                                    turn_on="--set methods.seq_length_warmup={}", measured=GPT_SWEEP),
-    "alibi": CardSource("fastcore_ops/surgery/alibi.py", turn_on="--set \"model.surgeries=['alibi']\"",
-                        measured=GPT_SWEEP),
+def _method_source(method) -> CardSource:
+    """A registered method's card: in the module it registered from; turned on as the ablation does."""
+    module = method.module.replace(".", "/") + ".py"
+    if method.name in METHODS:
+        _, assignments = METHODS[method.name].toggle(TrainConfig(task=method.tasks[0]))
+        return CardSource(module, turn_on=" ".join(f'--set "{value}"' for value in assignments))
+    return CardSource(module, turn_on=f'--set "methods.{method.name}={{}}"')
+
+
+# Every registered method's card, then the cards of settings that are not methods.
+SOURCES: dict[str, CardSource] = {method.name: _method_source(method) for method in all_methods()} | {
     "lamb_lars": CardSource("training/optim.py", "lamb_lars", turn_on="--set optimizer.name=lamb (or lars)"),
     "gradient_clipping": CardSource("training/optim.py", "gradient_clipping",
                                     turn_on="--set optimizer.grad_clip_norm=1.0"),
@@ -132,9 +117,7 @@ def measured_rows(name: str) -> tuple[Ablation | None, list[dict[str, str]]]:
     return None, []
 
 
-def _measured_text(name: str, source: CardSource) -> str:
-    if source.measured:
-        return f"Measured in {source.measured}."
+def _measured_text(name: str) -> str:
     ablation, rows = measured_rows(name)
     if ablation is None:
         folders = ", ".join(f"`{a.csv.parent.relative_to(ROOT)}/`" for a in ABLATIONS)
@@ -149,22 +132,13 @@ def _measured_text(name: str, source: CardSource) -> str:
     return "\n".join(lines)
 
 
-def _turn_on(name: str, source: CardSource) -> str:
-    if source.turn_on:
-        return source.turn_on
-    switch = METHODS[name]
-    if switch.surgery is not None:
-        return f"add {switch.surgery!r} to model.surgeries"
-    return " ".join(f'--set "{value}"' for value in switch.on)
-
-
 def render(name: str) -> str:
     """The Markdown card of method ``name``."""
     source = SOURCES[name]
     title, fields = card_section(source)
     body = "\n\n".join(f"**{label}.** {text}" for label, text in fields)
-    return (f"# {name}\n\n{title}\n\n{body}\n\n**Turn it on** (as the ablation does): `{_turn_on(name, source)}`\n\n"
-            f"**Measured effect.** {_measured_text(name, source)}\n\n"
+    return (f"# {name}\n\n{title}\n\n{body}\n\n**Turn it on**: `{source.turn_on}`\n\n"
+            f"**Measured effect.** {_measured_text(name)}\n\n"
             f"*Written by `tools/method_cards.py` from `{source.module}`; edit the card there.*\n")
 
 

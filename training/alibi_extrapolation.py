@@ -35,8 +35,9 @@ from fastcore_ops import cli
 from fastcore_ops.checks import check_int, check_number
 from fastcore_ops.cli import check_device
 from fastcore_ops.owned_folder import check_claimable, claim_folder
+from fastcore_ops.surgery.alibi import ALiBiOptions
 from training.assemble import build_trainer
-from training.config import (DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TextConfig,
+from training.config import (DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TextConfig,
                              TrainConfig, validate)
 from training.figures import plt
 from training.tasks.language import metric_suffix, prepare_text_data
@@ -98,26 +99,27 @@ def train_config(config: ExtrapolationConfig, kind: str, steps_per_epoch: int) -
     """The trainer's configuration of one model: ``learned``, or the same GPT after the ``alibi`` surgery.
 
     Example:
-        >>> train_config(ExtrapolationConfig(), "alibi", steps_per_epoch=700).model.surgeries
-        [('alibi', {'max_sequence_length': 8192})]
+        >>> train_config(ExtrapolationConfig(), "alibi", steps_per_epoch=700).methods.alibi
+        ALiBiOptions(max_sequence_length=8192)
     """
     if kind not in MODELS:
         raise ValueError(f"kind must be one of {MODELS}, got {kind!r}")
     epochs = config.steps / steps_per_epoch  # the trainer counts in epochs; this is exactly ``steps`` steps
     # The product's path: a learned-position model operated on, not GPT(position="alibi").
-    surgeries = [["alibi", {"max_sequence_length": max(8192, config.eval_lengths[-1])}]] if kind == "alibi" else []
+    alibi = ALiBiOptions(max_sequence_length=max(8192, config.eval_lengths[-1])) if kind == "alibi" else None
     # Learned positions stop at L: the longer lengths are reported as "cannot run" for it.
     multiples = config.length_multiples if kind == "alibi" else (1,)
     trained = TrainConfig(
         name=f"alibi_extrapolation_{kind}", task="language_model", precision="fp32", seed=config.seed,
         model=ModelConfig(name="gpt", options={"n_layer": config.n_layer, "n_head": config.n_head,
-                                               "n_embd": config.n_embd}, surgeries=surgeries),
+                                               "n_embd": config.n_embd}),
         optimizer=OptimizerConfig(name="adamw", lr=config.lr, reference_batch=config.batch_size, betas=(0.9, 0.99),
                                   weight_decay=config.weight_decay, no_decay_norm_and_bias=True,
                                   grad_clip_norm=config.grad_clip),
         schedule=ScheduleConfig(epochs=epochs, warmup_epochs=config.warmup_fraction * epochs,
                                 final_lr_fraction=config.final_lr_fraction),
         data=DataConfig(batch_size=config.batch_size),
+        methods=MethodsConfig(alibi=alibi),
         text=TextConfig(sequence_length=config.train_length, eval_length_multiples=multiples,
                         eval_batch_tokens=max(65536, config.eval_lengths[-1])))
     validate(trained)

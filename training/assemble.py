@@ -30,8 +30,8 @@ import torch.distributed as dist
 from training import parallel
 from training.checkpoint import CheckpointPolicy
 from training.config import TrainConfig
-from training.methods import (EMA, SAM, SWA, AugMix, CutMix, Cutout, LayerFreezing, Method, MixUp, SelectiveBackprop,
-                              SequenceLengthWarmup)
+from training.methods import Method
+from training.methods.registry import active
 from training.optim import build_optimizer
 from training.tasks.classification import build_image_classification
 from training.tasks.language import build_language_modeling
@@ -80,30 +80,13 @@ def lr_scaling_note(config: TrainConfig, world_size: int) -> str:
 
 
 def build_methods(config: TrainConfig) -> list[Method]:
-    methods_config, seed = config.methods, config.seed
-    methods: list[Method] = []
-    if methods_config.augmix:
-        methods.append(AugMix(methods_config.augmix, seed=seed))  # first: the ops want the loader's own images
-    if methods_config.cutout:
-        methods.append(Cutout(methods_config.cutout, seed=seed))  # before mixing: each image masked, then mixed
-    if methods_config.mixup_alpha:
-        methods.append(MixUp(methods_config.mixup_alpha, seed=seed))
-    if methods_config.cutmix_alpha:
-        methods.append(CutMix(methods_config.cutmix_alpha, seed=seed))
-    if methods_config.sam_rho:
-        methods.append(SAM(methods_config.sam_rho, interval=methods_config.sam_interval))
-    if methods_config.freeze_level:
-        methods.append(LayerFreezing(methods_config.freeze_start, methods_config.freeze_level))
-    if methods_config.ema_half_life_steps:
-        methods.append(EMA(methods_config.ema_half_life_steps))
-    if methods_config.swa:
-        methods.append(SWA(methods_config.swa_start, methods_config.swa_end, methods_config.swa_lr))
-    if methods_config.seq_length_warmup:
-        methods.append(SequenceLengthWarmup.from_options(config.text.sequence_length, methods_config.seq_length_warmup))
-    if methods_config.selective_backprop:
-        # Last: it ranks the batch every other method has shaped (masked, mixed, shortened).
-        methods.append(SelectiveBackprop(methods_config.selective_backprop))
-    return methods
+    """The event hooks of the run's step methods, in their registered order.
+
+        >>> from training.recipes import get_recipe
+        >>> build_methods(get_recipe("cifar_medium"))
+        [MixUp(seed=0, alpha=0.2), SAM(rho=0.05, interval=10), EMA(half_life_steps=25, decay=0.9726549474122855)]
+    """
+    return [options.attach(config) for _, options in active(config.methods, "step")]
 
 
 def world_size_from_environment() -> int:
@@ -111,29 +94,20 @@ def world_size_from_environment() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-# Methods that keep whole copies of the weights or change which parameters train: what FSDP
-# shards away (EMA, SWA) or fixes when it shards (frozen parameters), and SAM's in-place
-# perturbation of parameters, untested on sharded ones.
-_UNSHARDABLE_METHODS = {"ema_half_life_steps": "EMA", "swa": "SWA", "freeze_level": "layer freezing",
-                        "sam_rho": "SAM"}
-
-
 def check_distributed_support(config: TrainConfig, strategy: str = "ddp") -> None:
     """Refuse, before any work, what the distributed strategy cannot train."""
     if strategy not in parallel.STRATEGIES:
         raise ValueError(f"--strategy must be one of {', '.join(parallel.STRATEGIES)}, got {strategy!r}")
-    if world_size_from_environment() > 1 and config.methods.freeze_level > 0:
-        # DDP fixes its gradient buckets when it wraps the model; parameters frozen later break them.
-        raise ValueError("methods.freeze_level > 0 (layer freezing) does not work with several processes "
-                         "(DistributedDataParallel); train with one process or set methods.freeze_level=0")
-    if strategy == "fsdp":
-        if config.task != "language_model":
-            raise ValueError("--strategy fsdp shards language models (their transformer blocks); image classifiers "
-                             "train with --strategy ddp")
-        for field, name in _UNSHARDABLE_METHODS.items():
-            if getattr(config.methods, field):
-                raise ValueError(f"methods.{field} ({name}) does not work with --strategy fsdp; turn it off "
-                                 f"or use --strategy ddp")
+    if strategy == "fsdp" and config.task != "language_model":
+        raise ValueError("--strategy fsdp shards language models (their transformer blocks); image classifiers "
+                         "train with --strategy ddp")
+    for method, _ in active(config.methods):
+        if world_size_from_environment() > 1 and not method.ddp:
+            raise ValueError(f"methods.{method.name} does not work with several processes (DistributedDataParallel); "
+                             f"train with one process or set methods.{method.name}=None")
+        if strategy == "fsdp" and not method.fsdp:
+            raise ValueError(f"methods.{method.name} does not work with --strategy fsdp; set methods.{method.name}=None "
+                             f"or use --strategy ddp")
 
 
 def joined_world_size() -> int:
@@ -163,7 +137,7 @@ def may_leave_parameters_unused(config: TrainConfig) -> bool:
         >>> may_leave_parameters_unused(get_recipe("cifar_hot")), may_leave_parameters_unused(get_recipe("cifar_mild"))
         (True, False)
     """
-    return config.model.has_surgery("stochastic_depth")
+    return any(method.leaves_parameters_unused for method, _ in active(config.methods))
 
 
 def init_distributed(device: torch.device) -> torch.device:

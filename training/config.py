@@ -1,26 +1,23 @@
 """A training run's configuration: typed dataclasses, overridable field by field from the command line.
 
 Recipes are instances of :class:`TrainConfig` (see ``training/recipes/``); nothing else decides
-how a run trains. Each option is declared once: a model's surgeries are the list
-:func:`fastcore_ops.apply_surgery` takes, the augmentations are ``fastcore_ops.data``'s own
-option dataclasses. The effective configuration is saved with the run (``config.json``) and
-hashed to name it.
+how a run trains. Each option is declared once: the ``methods`` section has one field per
+registered method (:mod:`training.methods.registry`), holding that method's options dataclass,
+or None when the method is off. The effective configuration is saved with the run
+(``config.json``) and hashed to name it.
 
 ``--set section.field=value`` overrides any field with a Python literal of its type (a str
-field takes the text as it is), lists and dicts included. An option group
-(``data.randaugment``, ``data.colout``, ``data.padded_crop``, ``data.progressive_resize``,
-``methods.cutout``, ``methods.augmix``, ``methods.tta``, ``methods.seq_length_warmup``,
-``methods.selective_backprop``, ``methods.patch_whitening``) is None when off:
-``--set data.randaugment={}`` turns it on with its defaults (or give a dict of some of its
-fields), ``--set data.randaugment.depth=2`` sets one field of a group that is on, and
-``--set data.randaugment=None`` turns it off.
+field takes the text as it is), lists and dicts included. ``--set methods.randaugment={}``
+turns a method on with its defaults (or give a dict of some of its options),
+``--set methods.randaugment.depth=2`` sets one option of a method that is on, and
+``--set methods.randaugment=None`` turns it off.
 
-    >>> config = override(TrainConfig(), ["optimizer.lr=0.4", "data.randaugment={}", "data.randaugment.depth=2",
-    ...                                   "model.surgeries=['blurpool', ['stochastic_depth', {'drop_rate': 0.1}]]"])
-    >>> config.optimizer.lr, config.data.randaugment
+    >>> config = override(TrainConfig(), ["optimizer.lr=0.4", "methods.randaugment={}", "methods.randaugment.depth=2",
+    ...                                   "methods.stochastic_depth={'drop_rate': 0.1}"])
+    >>> config.optimizer.lr, config.methods.randaugment
     (0.4, RandAugmentOptions(depth=2, severity=9.0))
-    >>> config.model.surgeries  # a pair is a tuple, however it was written: one form, one hash
-    ['blurpool', ('stochastic_depth', {'drop_rate': 0.1})]
+    >>> config.methods.stochastic_depth
+    StochasticDepthOptions(drop_rate=0.1, mode='block')
 """
 
 from __future__ import annotations
@@ -36,66 +33,20 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fastcore_ops import list_surgeries
 from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number, check_str
-from fastcore_ops.data import ColOutOptions, PaddedCropOptions, ProgressiveResize, RandAugmentOptions
 from fastcore_ops.data.loader import BACKENDS
-from fastcore_ops.surgery import check_surgeries
-from training.methods.augmix import AugMixOptions
-from training.methods.cutout import CutoutOptions
-from training.methods.patch_whitening import PatchWhiteningOptions
-from training.methods.selective_backprop import SelectiveBackpropOptions
-from training.methods.seq_length_warmup import SeqLengthWarmupOptions
-from training.methods.tta import TTAOptions
+from training.methods.registry import active, all_methods
 from training.models import is_known_model
 from training.models.registry import TASKS, names
 
 PRECISIONS = ("fp32", "amp", "amp_bf16", "amp_fp16")
-LOSSES = ("ce", "bce")
 OPTIMIZERS = ("sgd", "adamw", "lamb", "lars")
 TOKENIZERS = ("bytes", "bpe")
 
 
-def _surgery_entry(entry) -> tuple[str, dict] | None:
-    """(name, options) of a ``model.surgeries`` entry: a name, or a name and options as a tuple or list."""
-    if isinstance(entry, str):
-        return entry, {}
-    if isinstance(entry, (tuple, list)) and len(entry) == 2:
-        name, options = entry
-        if isinstance(name, str) and isinstance(options, dict):
-            return name, options
-    return None
-
-
-def _normalized_surgeries(surgeries):
-    """Each entry as a bare name or a ``(name, options)`` tuple; malformed ones are left for validate()."""
-    if not isinstance(surgeries, (list, tuple)):
-        return surgeries
-    normalized = []
-    for entry in surgeries:
-        parsed = _surgery_entry(entry)
-        if parsed is None:
-            normalized.append(entry)
-        else:
-            name, options = parsed
-            normalized.append((name, dict(options)) if options else name)
-    return normalized
-
-
 @dataclass
 class ModelConfig:
-    """The model, its builder's options, and the surgeries that rewrite it before training.
-
-    ``surgeries`` goes to :func:`fastcore_ops.apply_surgery` as it is, in order: each entry a
-    surgery name or a ``(name, {option: value})`` pair (``fastcore_ops.list_surgeries()`` lists
-    the surgeries and their options). JSON has no tuples, so a pair may be a list; either way
-    it is stored as a tuple, and a pair without options as the bare name.
-
-        >>> model = ModelConfig("cifar_resnet20",
-        ...                     surgeries=[["blurpool", {}], ["stochastic_depth", {"drop_rate": 0.1}]])
-        >>> model.surgeries, model.has_surgery("stochastic_depth"), model.has_surgery("channels_last")
-        (['blurpool', ('stochastic_depth', {'drop_rate': 0.1})], True, False)
-    """
+    """The model and its builder's options; the surgeries that rewrite it are methods (``methods.blurpool``, ...)."""
 
     # image_classification: a torchvision classifier ("resnet50", ...) or one of training.models
     # ("cifar_resnet20", ...); language_model: a registered language model (training.models).
@@ -103,14 +54,6 @@ class ModelConfig:
     # Keyword options of the model's builder: GPTConfig's fields for "gpt", GPT2Config's for
     # "hf_gpt2"; the image classifiers take none. JSON values, so that config.json restores them.
     options: dict[str, object] = field(default_factory=dict)
-    surgeries: list[str | tuple[str, dict]] = field(default_factory=list)
-
-    def __post_init__(self):
-        self.surgeries = _normalized_surgeries(self.surgeries)
-
-    def has_surgery(self, name: str) -> bool:
-        """Whether the surgery ``name`` is among :attr:`surgeries`, with options or without."""
-        return any(entry == name or (isinstance(entry, tuple) and entry[:1] == (name,)) for entry in self.surgeries)
 
 
 @dataclass
@@ -167,34 +110,19 @@ class DataConfig:
     backend: str = "auto"  # "pil", "dali", or "auto": DALI on a CUDA device where it runs, else pil
     num_workers: int = -1  # decoding workers; -1 = one per core
     flip: bool = True
-    # The device-stage augmentations, None = off; build_loader takes these option objects as they are.
-    randaugment: RandAugmentOptions | None = None
-    colout: ColOutOptions | None = None
-    padded_crop: PaddedCropOptions | None = None  # CIFAR's padded random crop; with crop_scale (1, 1)
-    progressive_resize: ProgressiveResize | None = None  # fractions of the run: they stretch with it
 
 
-@dataclass
-class MethodsConfig:
-    loss: str = "ce"  # "ce" (softmax cross-entropy) or "bce" (fused kernel, classifier bias -log C; images only)
-    label_smoothing: float = 0.0
-    mixup_alpha: float = 0.0  # 0 = off
-    cutmix_alpha: float = 0.0  # 0 = off; not together with MixUp
-    cutout: CutoutOptions | None = None  # images only; None = off
-    augmix: AugMixOptions | None = None  # images only; None = off
-    tta: TTAOptions | None = None  # images only: evaluation also reports top1_tta; None = off
-    sam_rho: float = 0.0  # 0 = off
-    sam_interval: int = 1  # SAM's second pass every this many steps
-    ema_half_life_steps: int = 0  # 0 = off; evaluation then uses the EMA weights
-    swa: bool = False
-    swa_start: float = 0.7  # fractions of training
-    swa_end: float = 1.0
-    swa_lr: float = 0.01
-    freeze_start: float = 0.0  # fraction of training where freezing begins
-    freeze_level: float = 0.0  # fraction of layers frozen by the end; 0 = off
-    seq_length_warmup: SeqLengthWarmupOptions | None = None  # language models only; None = off
-    selective_backprop: SelectiveBackpropOptions | None = None  # None = off
-    patch_whitening: PatchWhiteningOptions | None = None  # images only: the stem starts whitening; None = off
+def _methods_section() -> type:
+    """The ``methods`` section: one field per registered method, its options dataclass or None (off)."""
+    section = dataclasses.make_dataclass(
+        "MethodsConfig", [(method.name, method.options | None, field(default=None)) for method in all_methods()])
+    section.__module__ = __name__
+    section.__doc__ = ("Each registered method's options, or None when it is off (training.methods.registry). "
+                       "Stages run in order: surgeries, model, loader, loss, step, evaluation.")
+    return section
+
+
+MethodsConfig = _methods_section()
 
 
 @dataclass
@@ -405,10 +333,10 @@ def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
     ``"section.group.field=value"`` sets one field of an option group that is on. Any fault
     raises ValueError naming the assignment: what is wrong is the text given.
 
-        >>> override(TrainConfig(), ["data.colout.p_row=0.1"])
+        >>> override(TrainConfig(), ["methods.colout.p_row=0.1"])
         Traceback (most recent call last):
         ...
-        ValueError: --set data.colout.p_row=0.1: data.colout is off (None); turn it on first: --set data.colout={} ...
+        ValueError: --set methods.colout.p_row=0.1: methods.colout is off (None); turn it on first: --set methods.colout={} ...
     """
     config = dataclasses.replace(config)  # a copy, even with no assignments
     for assignment in assignments:
@@ -422,7 +350,7 @@ def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
             raise ValueError(f"--set {path}={text}: {error}") from None
     try:
         validate(config)
-    except TypeError as error:  # a value of the wrong type inside a list or dict (model.surgeries) is a bad text too
+    except TypeError as error:  # a value of the wrong type inside a list or dict (model.options) is a bad text too
         raise ValueError(str(error)) from None
     return config
 
@@ -432,25 +360,14 @@ def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
 # ----------------------------------------------------------------------------------------
 
 
-# Settings only one task can use, each with its value when off: validate() refuses them under
-# the other task rather than ignore them.
-_TASK_ONLY = {
-    "image_classification": (("data.randaugment", None), ("data.colout", None), ("data.padded_crop", None),
-                             ("data.progressive_resize", None),
-                             ("methods.mixup_alpha", 0.0), ("methods.cutmix_alpha", 0.0), ("methods.cutout", None),
-                             ("methods.augmix", None), ("methods.tta", None), ("methods.loss", "ce"),
-                             ("methods.patch_whitening", None)),
-    "language_model": (("methods.seq_length_warmup", None),),
-}
-
-
 def validate(config: TrainConfig) -> None:
     """Raise TypeError (wrong type) or ValueError (wrong value) naming the first field that cannot work.
 
-    >>> validate(TrainConfig(model=ModelConfig(surgeries=[("stochastic_depth", {"drop_rate": 1.5})])))
+    >>> from fastcore_ops.surgery.stochastic_depth import StochasticDepthOptions
+    >>> validate(TrainConfig(methods=MethodsConfig(stochastic_depth=StochasticDepthOptions(drop_rate=1.5))))
     Traceback (most recent call last):
     ...
-    ValueError: model.surgeries[0] ('stochastic_depth', {'drop_rate': 1.5}): drop_rate must be a number in [0, 1), ...
+    ValueError: methods.stochastic_depth: drop_rate must be a number in [0, 1), ...
     """
     if not isinstance(config.name, str):
         raise TypeError(f"name must be a str, got {type(config.name).__name__} {config.name!r}")
@@ -462,14 +379,8 @@ def validate(config: TrainConfig) -> None:
     _validate_optimizer(config.optimizer)
     _validate_schedule(config.schedule)
     _validate_data(config.data)
-    _validate_methods(config.methods)
     _validate_text(config.text)
-    _validate_task(config)
-
-
-def _check_group(name: str, value, kind: type) -> None:
-    if value is not None and not isinstance(value, kind):
-        raise TypeError(f"{name} must be None (off) or a {kind.__name__}, got {type(value).__name__} {value!r}")
+    _validate_methods(config)
 
 
 def _validate_model(model: ModelConfig, task: str) -> None:
@@ -496,31 +407,6 @@ def _validate_model(model: ModelConfig, task: str) -> None:
         if model.options:
             raise ValueError(f"model.options must be {{}} for an image classifier (training.models.build_model "
                              f"takes no options), got {model.options!r}")
-    _validate_surgeries(model.surgeries)
-
-
-def _validate_surgeries(surgeries) -> None:
-    example = "for example ['blurpool', ['stochastic_depth', {'drop_rate': 0.1}]]"
-    if not isinstance(surgeries, list):
-        raise TypeError(f"model.surgeries must be a list of surgery names and [name, {{options}}] pairs ({example}), "
-                        f"got {type(surgeries).__name__} {surgeries!r}")
-    names = [surgery["name"] for surgery in list_surgeries()]
-    seen = set()
-    for index, entry in enumerate(surgeries):
-        where = f"model.surgeries[{index}]"
-        parsed = _surgery_entry(entry)
-        if parsed is None:
-            raise TypeError(f"{where} must be a surgery name or a [name, {{option: value}}] pair, got {entry!r}; "
-                            f"{example}")
-        name, options = parsed
-        if name not in names:
-            raise ValueError(f"{where}: unknown surgery {name!r}; choose from: {', '.join(names)}")
-        if name in seen:
-            raise ValueError(f"{where}: surgery {name!r} is listed twice; list each surgery once")
-        seen.add(name)
-        # apply_surgery's own check of a surgery's options (names, types, ranges), which touches
-        # no model: a config that validates is one apply_surgery accepts.
-        _built(f"{where} {entry!r}", check_surgeries, [(name, options)])
 
 
 def _validate_optimizer(optimizer: OptimizerConfig) -> None:
@@ -568,50 +454,6 @@ def _validate_data(data: DataConfig) -> None:
     check_choice("data.backend", data.backend, BACKENDS)
     check_int("data.num_workers (-1 = one per core)", data.num_workers, low=-1)
     check_bool("data.flip", data.flip)
-    _check_group("data.randaugment", data.randaugment, RandAugmentOptions)
-    _check_group("data.colout", data.colout, ColOutOptions)
-    _check_group("data.padded_crop", data.padded_crop, PaddedCropOptions)
-    _check_group("data.progressive_resize", data.progressive_resize, ProgressiveResize)
-    # Checked here, not at the first resize halfway through the run.
-    if data.progressive_resize and data.train_size % data.progressive_resize.size_increment:
-        raise ValueError(f"data.progressive_resize.size_increment must divide data.train_size={data.train_size}, "
-                         f"got {data.progressive_resize.size_increment}")
-
-
-def _validate_methods(methods: MethodsConfig) -> None:
-    check_choice("methods.loss", methods.loss, LOSSES)
-    check_number("methods.label_smoothing", methods.label_smoothing, low=0, high=1, high_open=True)
-    check_number("methods.mixup_alpha", methods.mixup_alpha, low=0)
-    check_number("methods.cutmix_alpha", methods.cutmix_alpha, low=0)
-    if methods.cutmix_alpha and methods.mixup_alpha:
-        raise ValueError(f"methods.cutmix_alpha must be 0 when mixup_alpha is set (one batch mixing at a time), "
-                         f"got {methods.cutmix_alpha!r}")
-    _check_group("methods.cutout", methods.cutout, CutoutOptions)
-    _check_group("methods.augmix", methods.augmix, AugMixOptions)
-    if methods.augmix is not None and methods.augmix.jsd_weight:
-        # Its batch of 3N (clean + two views) for N labels is what these methods cannot take.
-        clashing = {"mixup_alpha": "MixUp", "cutmix_alpha": "CutMix", "sam_rho": "SAM",
-                    "selective_backprop": "selective backprop"}
-        for name, method in clashing.items():
-            if getattr(methods, name):
-                raise ValueError(f"methods.augmix.jsd_weight > 0 (AugMix's consistency loss) cannot be combined with "
-                                 f"methods.{name} ({method}); set one of them off")
-    _check_group("methods.tta", methods.tta, TTAOptions)
-    _check_group("methods.patch_whitening", methods.patch_whitening, PatchWhiteningOptions)
-    check_number("methods.sam_rho", methods.sam_rho, low=0)
-    check_int("methods.sam_interval", methods.sam_interval, low=1)
-    check_int("methods.ema_half_life_steps", methods.ema_half_life_steps, low=0)
-    check_bool("methods.swa", methods.swa)
-    check_number("methods.swa_start", methods.swa_start, low=0, high=1, high_open=True)
-    check_number("methods.swa_end", methods.swa_end, low=0, high=1)
-    if methods.swa_end <= methods.swa_start:
-        raise ValueError(f"methods.swa_end must be in (methods.swa_start={methods.swa_start}, 1], "
-                         f"got {methods.swa_end!r}")
-    check_number("methods.swa_lr", methods.swa_lr, low=0, low_open=True)
-    check_number("methods.freeze_start", methods.freeze_start, low=0, high=1, high_open=True)
-    check_number("methods.freeze_level", methods.freeze_level, low=0, high=1)
-    _check_group("methods.seq_length_warmup", methods.seq_length_warmup, SeqLengthWarmupOptions)
-    _check_group("methods.selective_backprop", methods.selective_backprop, SelectiveBackpropOptions)
 
 
 def _validate_text(text: TextConfig) -> None:
@@ -631,23 +473,24 @@ def _validate_text(text: TextConfig) -> None:
               text.eval_batch_tokens, low=longest)
 
 
-def _validate_task(config: TrainConfig) -> None:
-    for task, settings in _TASK_ONLY.items():
-        if task == config.task:
-            continue
-        for path, off in settings:
-            value = functools.reduce(getattr, path.split("."), config)
-            if value != off:
-                raise ValueError(f"{path}={value!r} applies to task {task!r} only, and this run's task is "
-                                 f"{config.task!r}; set {path}={off!r}")
-    selective = config.methods.selective_backprop
-    if config.task == "language_model" and selective is not None and selective.scale_factor != 1.0:
-        raise ValueError(f"methods.selective_backprop.scale_factor resizes images; a language model's batches are "
-                         f"token ids: set it to 1.0, got {selective.scale_factor}")
-    warmup = config.methods.seq_length_warmup
-    if warmup is not None and warmup.start_length > config.text.sequence_length:
-        raise ValueError(f"methods.seq_length_warmup.start_length must be <= text.sequence_length="
-                         f"{config.text.sequence_length}, got {warmup.start_length}")
+def _validate_methods(config: TrainConfig) -> None:
+    """Each method that is on: its options' type, its task, and what it declares about the rest of the run."""
+    for method in all_methods():
+        options = getattr(config.methods, method.name)
+        if options is not None and not isinstance(options, method.options):
+            raise TypeError(f"methods.{method.name} must be None (off) or a {method.options.__name__}, got "
+                            f"{type(options).__name__} {options!r}")
+    chosen = active(config.methods)
+    for method, options in chosen:
+        if not method.applies_to(config.task):
+            raise ValueError(f"methods.{method.name} applies to task {method.tasks[0]!r} only, and this run's task is "
+                             f"{config.task!r}; set methods.{method.name}=None")
+        if method.check is not None:
+            _built(f"methods.{method.name}", method.check, options, config)
+    mixing = [method.name for method, _ in chosen if method.mixes_batch]
+    if len(mixing) > 1:
+        raise ValueError(f"methods.{mixing[1]} must be None when methods.{mixing[0]} is on (one batch mixing at a "
+                         f"time)")
 
 
 # ----------------------------------------------------------------------------------------
@@ -668,6 +511,9 @@ def from_dict(values: dict) -> TrainConfig:
     """
     if not isinstance(values, dict):
         raise ValueError(f"a configuration must be an object of sections, got {type(values).__name__}")
+    if isinstance(values.get("model"), dict) and "surgeries" in values["model"]:
+        raise ValueError("it was written before methods had a registry (its surgeries are model.surgeries, not "
+                         "methods), and this version cannot train it as it was: start the run again in a new folder")
     config = _from_fields("", TrainConfig, values)
     validate(config)
     return config
@@ -693,19 +539,8 @@ def load_config(path: Path) -> TrainConfig:
         raise ValueError(f"the configuration {path} is not usable: {error}") from None
 
 
-_LATER_FIELD_DEFAULTS = {"compile": False, "data.padded_crop": None}  # dotted: a field of a section
-
-
 def config_hash(config: TrainConfig) -> str:
     """12 hex digits that change with any field (the run's name does not count)."""
     values = to_dict(config)
     values.pop("name")
-    # Fields added after runs were recorded leave those runs' hashes as they were while at their default.
-    for name, default in _LATER_FIELD_DEFAULTS.items():
-        *sections, field = name.split(".")
-        holder = values
-        for section in sections:
-            holder = holder[section]
-        if holder.get(field) == default:
-            holder.pop(field)
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]

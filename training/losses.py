@@ -1,22 +1,6 @@
 """The classification losses a recipe can choose, on class indices or mixed (soft) targets.
 
-Method card: label_smoothing
-    What: the target puts ``1 - label_smoothing`` on the true class and spreads the rest evenly
-        over all classes, so the model is not pushed towards infinite logits.
-    When it helps: image classification at almost any budget (every recipe of the recipe study
-        uses 0.08-0.13); it also calibrates.
-    Cost: none.
-    Options: ``methods.label_smoothing`` 0 (off); 0.1 is the usual value.
-
-Method card: bce_loss
-    What: binary cross-entropy on every class's logit (summed over classes, divided by the batch
-        size) instead of softmax cross-entropy, with the classifier's bias started at
-        -log(classes) so the first steps predict the class prior; the fused Triton kernel.
-    When it helps: the recipe study's ResNet-50 recipes all train with it, often with a lower
-        learning rate than the softmax loss (the CIFAR recipes: half to three quarters of the
-        baseline's).
-    Cost: none (one fused kernel on a GPU).
-    Options: ``methods.loss`` "ce" or "bce"; label smoothing applies to both.
+Their method cards are in ``training/methods/bce_loss.py`` and ``training/methods/label_smoothing.py``.
 
     >>> loss_fn = classification_loss("bce", label_smoothing=0.1)
     >>> loss = loss_fn(torch.randn(4, 10), torch.tensor([0, 3, 9, 1]))

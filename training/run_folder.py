@@ -96,9 +96,9 @@ def resume_differences(saved: TrainConfig, requested: TrainConfig) -> list[tuple
     """Every field whose value differs, as (dotted name, saved value, requested value), in field order.
 
         >>> from training.config import override
-        >>> saved = override(TrainConfig(), ["data.colout={}"])
-        >>> resume_differences(saved, override(saved, ["data.colout.p_row=0.1", "data.randaugment={}"]))
-        [('data.randaugment', None, {'depth': 1, 'severity': 9.0}), ('data.colout.p_row', 0.15, 0.1)]
+        >>> saved = override(TrainConfig(), ["methods.colout={}"])
+        >>> resume_differences(saved, override(saved, ["methods.colout.p_row=0.1", "methods.randaugment={}"]))
+        [('methods.randaugment', None, {'depth': 1, 'severity': 9.0}), ('methods.colout.p_row', 0.15, 0.1)]
     """
     return _differences(to_dict(saved), to_dict(requested))
 

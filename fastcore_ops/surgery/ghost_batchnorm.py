@@ -1,4 +1,14 @@
-"""Ghost BatchNorm surgery (Hoffer et al., 2017): batch statistics over small chunks of the batch."""
+"""Ghost BatchNorm surgery (Hoffer et al., 2017): batch statistics over small chunks of the batch.
+
+Method card
+    What: every BatchNorm1d/2d normalizes each chunk of ``ghost_batch_size`` samples of the batch
+        with that chunk's own mean and variance, as if the batch were several small ones; the
+        running statistics, weights and evaluation are the BatchNorm's as before.
+    When it helps: large batches (thousands of images), whose statistics are so exact that
+        BatchNorm stops regularizing; small chunks bring back the noise of a small batch.
+    Cost: one fused kernel per norm on a GPU, as a BatchNorm; nothing at evaluation.
+    Options: ``ghost_batch_size`` 32 (at least 2; the last chunk of a batch may be smaller).
+"""
 
 from __future__ import annotations
 

@@ -33,8 +33,11 @@ _SMALL_TEXT = ["precision=fp32", "model.options={'n_layer': 1, 'n_head': 2, 'n_e
 _EPOCHS = {"image_classification": 2.0, "language_model": 0.5}
 
 
-def fingerprint(recipe: str, cifar: Path, text: Path) -> str:
-    """12 hex digits of the trained weights (the model's and the evaluated one's) and the final metrics."""
+def fingerprint(recipe: str, cifar: Path, text: Path, extra: tuple[str, ...] = ()) -> str:
+    """12 hex digits of the trained weights (the model's and the evaluated one's) and the final metrics.
+
+    extra: ``--set`` assignments applied last.
+    """
     from training.assemble import build_trainer
     from training.config import override
     from training.recipes import get_recipe
@@ -43,10 +46,10 @@ def fingerprint(recipe: str, cifar: Path, text: Path) -> str:
     base = get_recipe(recipe)
     shorter = f"schedule.scale_schedule_ratio={_EPOCHS[base.task] / base.schedule.epochs!r}"
     if base.task == "language_model":
-        config = override(base, [*_SMALL_TEXT, shorter])
+        config = override(base, [*_SMALL_TEXT, shorter, *extra])
         data = prepare_text_data(config, text, progress=False)
     else:
-        config, data = override(base, [*_SMALL_IMAGES, shorter]), cifar
+        config, data = override(base, [*_SMALL_IMAGES, shorter, *extra]), cifar
     with tempfile.TemporaryDirectory() as out:
         trainer = build_trainer(config, data=data, out=Path(out) / "run", device=torch.device("cpu"), progress=False)
         result = trainer.fit()

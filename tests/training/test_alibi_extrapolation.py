@@ -30,7 +30,7 @@ def tiny_config(**overrides) -> ExtrapolationConfig:
 
 def test_both_models_share_every_setting_but_the_alibi_surgery():
     learned, alibi = (train_config(tiny_config(), kind, steps_per_epoch=30) for kind in ("learned", "alibi"))
-    assert learned.model.surgeries == [] and alibi.model.surgeries == [("alibi", {"max_sequence_length": 8192})]
+    assert learned.methods.alibi is None and alibi.methods.alibi.max_sequence_length == 8192
     assert learned.schedule.epochs == pytest.approx(3 / 30)  # exactly ``steps`` steps
     assert (learned.text.eval_length_multiples, alibi.text.eval_length_multiples) == ((1,), (1, 2, 4, 8))
     assert (learned.optimizer, learned.data, learned.text.sequence_length, learned.seed) == (

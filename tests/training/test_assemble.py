@@ -14,9 +14,8 @@ from training.recipes import get_recipe
 
 EPOCHS = 4
 # Warmup, progressive resizing, layer freezing and SWA all on, so that each one's timing is checked.
-SCHEDULED = ["data.batch_size=8", f"schedule.epochs={EPOCHS}", "schedule.warmup_epochs=1", "methods.swa=True",
-             "methods.swa_start=0.75", "methods.freeze_start=0.5", "methods.freeze_level=0.5",
-             "methods.ema_half_life_steps=0"]
+SCHEDULED = ["data.batch_size=8", f"schedule.epochs={EPOCHS}", "schedule.warmup_epochs=1",
+             "methods.swa={'start': 0.75}", "methods.layer_freezing={'start': 0.5, 'level': 0.5}", "methods.ema=None"]
 
 
 def _trainer(config, data):
@@ -66,8 +65,8 @@ def test_the_optimizer_peaks_at_the_lr_scaled_to_the_global_batch(world_size, ti
 
 def test_the_model_gets_the_configured_surgeries_with_their_options():
     config = override(get_recipe("cifar_baseline"), [
-        "model.surgeries=['blurpool', ('stochastic_depth', {'drop_rate': 0.2, 'mode': 'sample'}), "
-        "('ghost_batchnorm', {'ghost_batch_size': 4}), 'channels_last']"])
+        "methods.blurpool={}", "methods.stochastic_depth={'drop_rate': 0.2, 'mode': 'sample'}",
+        "methods.ghost_batchnorm={'ghost_batch_size': 4}", "methods.channels_last={}"])
     model = build_classifier(config, num_classes=10)
     kinds = {type(module) for module in model.modules()}
     assert {BlurConv2d, StochasticDepthBlock, GhostBatchNorm} <= kinds
@@ -78,9 +77,9 @@ def test_the_model_gets_the_configured_surgeries_with_their_options():
     assert not {BlurConv2d, StochasticDepthBlock, GhostBatchNorm} & {type(module) for module in plain.modules()}
 
 
-@pytest.mark.parametrize("surgeries, unused", [
-    ("[]", False), ("['blurpool', 'channels_last']", False), ("[('stochastic_depth', {'drop_rate': 0.1})]", True),
-    ("['stochastic_depth']", True),
+@pytest.mark.parametrize("assignments, unused", [
+    ([], False), (["methods.blurpool=None", "methods.channels_last=None"], False),
+    (["methods.stochastic_depth={'drop_rate': 0.1}"], True), (["methods.stochastic_depth={}"], True),
 ])
-def test_ddp_looks_for_unused_parameters_only_with_stochastic_depth(surgeries, unused):
-    assert may_leave_parameters_unused(override(get_recipe("cifar_mild"), [f"model.surgeries={surgeries}"])) is unused
+def test_ddp_looks_for_unused_parameters_only_with_stochastic_depth(assignments, unused):
+    assert may_leave_parameters_unused(override(get_recipe("cifar_mild"), assignments)) is unused

@@ -11,7 +11,7 @@ from training.recipes import get_recipe
 
 # cifar_mild's BlurPool and BCE custom ops at one input size (no progressive resizing: one compilation).
 # Small images, so that the interpreted Triton kernels take little time.
-SETTINGS = ["data.batch_size=10", "schedule.epochs=1", "data.progressive_resize=None", "methods.ema_half_life_steps=0",
+SETTINGS = ["data.batch_size=10", "schedule.epochs=1", "methods.progressive_resize=None", "methods.ema=None",
             "precision=fp32", "data.train_size=16", "data.eval_size=16", "data.eval_resize=16"]
 
 

@@ -7,8 +7,12 @@ import re
 import pytest
 
 from fastcore_ops.data import ColOutOptions, ProgressiveResize, RandAugmentOptions
-from training.config import (DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, SeqLengthWarmupOptions,
-                             TextConfig, TrainConfig, config_hash, from_dict, override, to_dict, validate)
+from fastcore_ops.surgery.blurpool import BlurPoolOptions
+from fastcore_ops.surgery.stochastic_depth import StochasticDepthOptions
+from training.config import (DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, TextConfig, TrainConfig,
+                             config_hash, from_dict, override, to_dict, validate)
+from training.methods import EMAOptions, MixUpOptions, SAMOptions, SeqLengthWarmupOptions
+from training.methods.registry import all_methods
 
 LANGUAGE_MODEL = ["task=language_model", "model.name=gpt"]
 
@@ -23,24 +27,33 @@ def test_override_sets_nested_fields_of_each_type_and_leaves_the_original_alone(
     assert original.optimizer.lr == 0.1 and original.model.name == "resnet50" and original.seed == 0
 
 
-def test_override_sets_lists_dicts_and_option_groups():
-    original = override(TrainConfig(), ["data.colout={}"])
+def test_override_turns_methods_on_sets_their_options_and_turns_them_off():
+    original = override(TrainConfig(), ["methods.colout={}"])
     changed = override(original, [
-        "model.surgeries=['blurpool', ['stochastic_depth', {'drop_rate': 0.1}]]",
-        "data.randaugment={'depth': 2}",  # on, with the other fields at their defaults
-        "data.randaugment.severity=5",
-        "data.colout.p_row=0.1",
-        "data.progressive_resize={}",
+        "methods.blurpool={}",
+        "methods.stochastic_depth={'drop_rate': 0.1}",
+        "methods.randaugment={'depth': 2}",  # on, with the other options at their defaults
+        "methods.randaugment.severity=5",
+        "methods.colout.p_row=0.1",
+        "methods.progressive_resize={}",
+        "methods.mixup={}",
     ])
-    assert changed.model.surgeries == ["blurpool", ("stochastic_depth", {"drop_rate": 0.1})]
-    assert changed.data.randaugment == RandAugmentOptions(depth=2, severity=5.0)
-    assert isinstance(changed.data.randaugment.severity, float)
-    assert changed.data.colout == ColOutOptions(p_row=0.1, p_col=0.15)
-    assert changed.data.progressive_resize == ProgressiveResize()
-    assert original.data.colout == ColOutOptions() and original.data.randaugment is None
-    assert original.model.surgeries == []
-    off = override(changed, ["data.randaugment=None", "model.surgeries=[]"])
-    assert off.data.randaugment is None and off.model.surgeries == []
+    assert changed.methods.blurpool == BlurPoolOptions()
+    assert changed.methods.stochastic_depth == StochasticDepthOptions(drop_rate=0.1)
+    assert changed.methods.randaugment == RandAugmentOptions(depth=2, severity=5.0)
+    assert isinstance(changed.methods.randaugment.severity, float)
+    assert changed.methods.colout == ColOutOptions(p_row=0.1, p_col=0.15)
+    assert changed.methods.progressive_resize == ProgressiveResize() and changed.methods.mixup == MixUpOptions()
+    assert original.methods.colout == ColOutOptions() and original.methods.randaugment is None
+    assert original.methods.blurpool is None
+    off = override(changed, ["methods.randaugment=None", "methods.blurpool=None"])
+    assert off.methods.randaugment is None and off.methods.blurpool is None
+
+
+def test_the_methods_section_has_one_field_per_registered_method_each_off_by_default():
+    names = [field.name for field in dataclasses.fields(MethodsConfig)]
+    assert names == [method.name for method in all_methods()]
+    assert all(getattr(MethodsConfig(), name) is None for name in names)
 
 
 def test_override_sets_the_language_model_fields():
@@ -68,28 +81,29 @@ def test_override_sets_the_language_model_fields():
     ("data.batch_size=32.5", "expected int, got float"),
     ("data.crop_scale=(0.3,)", "expected"),
     ("optimizer.lr=-1", "optimizer.lr must be a number > 0, got -1.0"),
-    ("methods.loss='mse'", "methods.loss must be one of"),
-    ("methods.cutmix_alpha=1.0", "0 when mixup_alpha is set"),
-    ("model.surgeries=blurpool", "not a Python literal; expected list"),
-    ("model.surgeries=['blurpool', 'blurpool']", "model.surgeries[1]: surgery 'blurpool' is listed twice"),
-    ("model.surgeries=['blur']", "model.surgeries[0]: unknown surgery 'blur'; choose from: alibi, blurpool, "),
-    ("model.surgeries=[5]", "model.surgeries[0] must be a surgery name or a [name, {option: value}] pair, got 5"),
-    ("model.surgeries=[('stochastic_depth', {'rate': 0.1})]",
-     "model.surgeries[0] ('stochastic_depth', {'rate': 0.1}): surgery 'stochastic_depth' has no option 'rate'; "
-     "its options are: drop_rate, mode"),
-    ("model.surgeries=[('ghost_batchnorm', {'ghost_batch_size': '32'})]",
-     "option 'ghost_batch_size' of surgery 'ghost_batchnorm' must be an int, got str '32'"),
+    ("methods.bce_loss=True", "methods.bce_loss must be None (off), a BCELossOptions or a dict of its fields (), "
+                              "got bool True"),
+    ("methods.cutmix={}", "methods.cutmix must be None when methods.mixup is on (one batch mixing at a time)"),
+    ("methods.blur={}", "unknown field 'blur'; fields here: alibi, blurpool, "),
+    ("methods.stochastic_depth={'rate': 0.1}", "unknown configuration field 'methods.stochastic_depth.rate'; fields "
+                                               "of methods.stochastic_depth: drop_rate, mode"),
+    ("methods.ghost_batchnorm={'ghost_batch_size': '32'}",
+     "methods.ghost_batchnorm: option 'ghost_batch_size' of surgery 'ghost_batchnorm' must be an int, got str '32'"),
+    ("methods.ghost_batchnorm={'ghost_batch_size': 1}",
+     "methods.ghost_batchnorm: ghost_batch_size must be at least 2"),
     ("model.options={'depth': 50}", "model.options must be {} for an image classifier"),
-    ("data.randaugment.depth=2", "data.randaugment is off (None); turn it on first: --set data.randaugment={} for "
-                                 "its defaults, or a dict of its fields (depth, severity)"),
-    ("data.randaugment={'depth': -1}", "--set data.randaugment={'depth': -1}: data.randaugment: depth must be an "
-                                       "int >= 0, got -1"),
-    ("data.randaugment={'deep': 1}", "unknown configuration field 'data.randaugment.deep'; fields of "
-                                     "data.randaugment: depth, severity"),
-    ("data.randaugment=1", "data.randaugment must be None (off), a RandAugmentOptions or a dict of its fields "
-                           "(depth, severity), got int 1"),
-    ("data.progressive_resize={'size_increment': 5}",
-     "data.progressive_resize.size_increment must divide data.train_size=176, got 5"),
+    ("methods.randaugment.depth=2", "methods.randaugment is off (None); turn it on first: --set "
+                                    "methods.randaugment={} for its defaults, or a dict of its fields (depth, severity)"),
+    ("methods.randaugment={'depth': -1}", "--set methods.randaugment={'depth': -1}: methods.randaugment: depth must "
+                                          "be an int >= 0, got -1"),
+    ("methods.randaugment={'deep': 1}", "unknown configuration field 'methods.randaugment.deep'; fields of "
+                                        "methods.randaugment: depth, severity"),
+    ("methods.randaugment=1", "methods.randaugment must be None (off), a RandAugmentOptions or a dict of its fields "
+                              "(depth, severity), got int 1"),
+    ("methods.progressive_resize={'size_increment': 5}",
+     "methods.progressive_resize: methods.progressive_resize.size_increment must divide data.train_size=176, got 5"),
+    ("methods.augmix={'jsd_weight': 12.0}", "methods.augmix: methods.augmix.jsd_weight > 0 (AugMix's consistency "
+                                            "loss) cannot be combined with methods.mixup; set one of them off"),
     ("data.flip.x=1", "data.flip is a field, not a section"),
     ("optimizer.name=adam", "optimizer.name must be one of 'sgd', 'adamw', 'lamb', 'lars', got 'adam'"),
     ("optimizer.betas=(0.9, 1.0)", "optimizer.betas[1] must be a number in [0, 1), got 1.0"),
@@ -102,51 +116,28 @@ def test_override_sets_the_language_model_fields():
     ("compile=1", "expected bool, got int"),
 ])
 def test_bad_overrides_name_the_field_and_what_it_accepts(assignment, message):
-    base = override(TrainConfig(), ["methods.mixup_alpha=0.2"]) if "cutmix" in assignment else TrainConfig()
+    mixing = "cutmix" in assignment or "augmix" in assignment
+    base = override(TrainConfig(), ["methods.mixup={}"]) if mixing else TrainConfig()
     with pytest.raises(ValueError, match=re.escape(message)):
         override(base, [assignment])
 
 
-def test_surgery_pairs_take_one_form_however_written():
-    spellings = [
-        ["blurpool", ("stochastic_depth", {"drop_rate": 0.1})],
-        [["blurpool", {}], ["stochastic_depth", {"drop_rate": 0.1}]],  # as JSON gives them back
-        (("blurpool", {}), ("stochastic_depth", {"drop_rate": 0.1})),
-    ]
-    configs = [TrainConfig(model=ModelConfig(surgeries=surgeries)) for surgeries in spellings]
-    assert all(config == configs[0] for config in configs)
-    assert configs[0].model.surgeries == ["blurpool", ("stochastic_depth", {"drop_rate": 0.1})]
-    assert len({config_hash(config) for config in configs}) == 1
-    given = {"drop_rate": 0.1}
-    model = ModelConfig(surgeries=[("stochastic_depth", given)])
-    given["drop_rate"] = 0.5  # the config holds its own copy of the options
-    assert model.surgeries == [("stochastic_depth", {"drop_rate": 0.1})]
-
-
-def test_has_surgery_finds_names_with_and_without_options():
-    model = ModelConfig(surgeries=["channels_last", ("stochastic_depth", {"drop_rate": 0.1})])
-    assert model.has_surgery("channels_last") and model.has_surgery("stochastic_depth")
-    assert not model.has_surgery("blurpool") and not model.has_surgery("drop_rate")
-
-
-def test_validation_leaves_the_model_alone_and_accepts_what_apply_surgery_accepts():
-    surgeries = ["blurpool", ("stochastic_depth", {"drop_rate": 0.2, "mode": "sample"}),
-                 ("ghost_batchnorm", {"ghost_batch_size": 16}), "channels_last"]
-    validate(TrainConfig(model=ModelConfig("cifar_resnet20", surgeries=surgeries)))
-    with pytest.raises(ValueError, match=re.escape("model.surgeries[1] ('ghost_batchnorm', {'ghost_batch_size': 1}): "
-                                                   "ghost_batch_size must be at least 2")):
-        validate(TrainConfig(model=ModelConfig(surgeries=["blurpool", ("ghost_batchnorm", {"ghost_batch_size": 1})])))
+def test_validation_accepts_what_apply_surgery_accepts():
+    validate(override(TrainConfig(model=ModelConfig("cifar_resnet20")), [
+        "methods.blurpool={}", "methods.stochastic_depth={'drop_rate': 0.2, 'mode': 'sample'}",
+        "methods.ghost_batchnorm={'ghost_batch_size': 16}", "methods.channels_last={}"]))
 
 
 def _full_config() -> TrainConfig:
     """A config with every kind of field set away from its default."""
     return TrainConfig(
         name="everything",
-        model=ModelConfig("cifar_resnet20", surgeries=["blurpool", ("stochastic_depth", {"drop_rate": 0.1})]),
+        model=ModelConfig("cifar_resnet20"),
         optimizer=OptimizerConfig(betas=(0.8, 0.9), no_decay_embeddings=True, grad_clip_norm=1.0),
-        data=DataConfig(crop_scale=(0.35, 1.0), randaugment=RandAugmentOptions(depth=2),
-                        colout=ColOutOptions(0.1, 0.2), progressive_resize=ProgressiveResize(initial_scale=0.6)),
-        methods=MethodsConfig(sam_rho=0.05),
+        data=DataConfig(crop_scale=(0.35, 1.0)),
+        methods=MethodsConfig(blurpool=BlurPoolOptions(), stochastic_depth=StochasticDepthOptions(drop_rate=0.1),
+                              randaugment=RandAugmentOptions(depth=2), colout=ColOutOptions(0.1, 0.2),
+                              progressive_resize=ProgressiveResize(initial_scale=0.6), sam=SAMOptions()),
         text=TextConfig(eval_length_multiples=(1, 3)),
     )
 
@@ -155,37 +146,37 @@ def test_saved_config_loads_back_equal_through_json_and_the_hash_follows_the_fie
     config = _full_config()
     restored = from_dict(json.loads(json.dumps(to_dict(config))))
     assert restored == config and config_hash(restored) == config_hash(config)
-    assert isinstance(restored.data.randaugment, RandAugmentOptions) and restored.text.eval_length_multiples == (1, 3)
-    assert restored.model.surgeries[1] == ("stochastic_depth", {"drop_rate": 0.1})
+    assert isinstance(restored.methods.randaugment, RandAugmentOptions) and restored.text.eval_length_multiples == (1, 3)
+    assert restored.methods.stochastic_depth == StochasticDepthOptions(drop_rate=0.1)
     language = override(TrainConfig(), [*LANGUAGE_MODEL, "model.options={'n_layer': 2}",
                                         "methods.seq_length_warmup={}"])
     assert from_dict(json.loads(json.dumps(to_dict(language)))) == language
     renamed = override(config, ["name=other"])
     assert config_hash(renamed) == config_hash(config)
-    for change in ("optimizer.lr=0.2", "data.randaugment.depth=1", "model.surgeries=['blurpool']",
+    for change in ("optimizer.lr=0.2", "methods.randaugment.depth=1", "methods.stochastic_depth=None",
                    "text.sequence_length=128", "compile=True"):
         assert config_hash(override(config, [change])) != config_hash(config), change
 
 
-def test_a_field_added_later_leaves_the_hash_of_a_config_at_its_default_unchanged():
-    """Runs recorded before ``compile`` existed keep their hash, so a resumed sweep still finds them."""
+def test_a_run_folder_of_the_layout_before_the_method_registry_is_refused_with_its_reason():
     values = to_dict(TrainConfig())
-    del values["compile"]
-    assert config_hash(from_dict(values)) == config_hash(TrainConfig())
+    values["model"]["surgeries"] = ["blurpool"]
+    with pytest.raises(ValueError, match=re.escape("written before methods had a registry")):
+        from_dict(values)
 
 
 def test_whole_numbers_in_float_fields_hash_as_floats():
     """RandAugmentOptions' severity defaults to the int 9: the config holds 9.0, as JSON gives it back."""
-    config = TrainConfig(data=DataConfig(randaugment=RandAugmentOptions()), optimizer=OptimizerConfig(lr=1))
-    assert isinstance(config.data.randaugment.severity, float) and isinstance(config.optimizer.lr, float)
+    config = TrainConfig(methods=MethodsConfig(randaugment=RandAugmentOptions()), optimizer=OptimizerConfig(lr=1))
+    assert isinstance(config.methods.randaugment.severity, float) and isinstance(config.optimizer.lr, float)
     assert config_hash(from_dict(json.loads(json.dumps(to_dict(config))))) == config_hash(config)
 
 
 @pytest.mark.parametrize("values, message", [
     ({"colour": 1}, "unknown configuration field 'colour'"),
-    ({"data": {"randaugment": {"depth": 1, "colour": 1}}}, "unknown configuration field 'data.randaugment.colour'"),
-    ({"model": {"blurpool": True}}, "unknown configuration field 'model.blurpool'; fields of model: name, options, "
-                                    "surgeries"),
+    ({"methods": {"randaugment": {"depth": 1, "colour": 1}}},
+     "unknown configuration field 'methods.randaugment.colour'"),
+    ({"model": {"blurpool": True}}, "unknown configuration field 'model.blurpool'; fields of model: name, options"),
     ({"data": {"randaugment_depth": 1}}, "unknown configuration field 'data.randaugment_depth'"),
 ])
 def test_from_dict_refuses_unknown_fields_at_every_level(values, message):
@@ -197,17 +188,18 @@ def test_from_dict_refuses_unknown_fields_at_every_level(values, message):
 
 
 @pytest.mark.parametrize("assignments, message", [
-    (["methods.mixup_alpha=0.2"], "methods.mixup_alpha=0.2 applies to task 'image_classification' only, and this "
-                                  "run's task is 'language_model'; set methods.mixup_alpha=0.0"),
-    (["methods.cutmix_alpha=1.0"], "methods.cutmix_alpha=1.0 applies to task 'image_classification' only"),
-    (["data.randaugment={}"], "data.randaugment=RandAugmentOptions(depth=1, severity=9.0) applies to task "
-                              "'image_classification' only"),
-    (["data.colout={}"], "set data.colout=None"),
-    (["data.progressive_resize={}"], "data.progressive_resize="),
-    (["methods.loss=bce"], "methods.loss='bce' applies to task 'image_classification' only"),
+    (["methods.mixup={}"], "methods.mixup applies to task 'image_classification' only, and this run's task is "
+                           "'language_model'; set methods.mixup=None"),
+    (["methods.cutmix={}"], "methods.cutmix applies to task 'image_classification' only"),
+    (["methods.randaugment={}"], "methods.randaugment applies to task 'image_classification' only"),
+    (["methods.colout={}"], "set methods.colout=None"),
+    (["methods.blurpool={}"], "methods.blurpool applies to task 'image_classification' only"),
+    (["methods.bce_loss={}"], "methods.bce_loss applies to task 'image_classification' only"),
+    (["methods.label_smoothing={}"], "methods.label_smoothing applies to task 'image_classification' only"),
     (["model.name=resnet50"], "model.name must be one of gpt, hf_gpt2 for task 'language_model', got 'resnet50'"),
     (["methods.seq_length_warmup={'start_length': 512}"],
-     "methods.seq_length_warmup.start_length must be <= text.sequence_length=256, got 512"),
+     "methods.seq_length_warmup: methods.seq_length_warmup.start_length must be <= text.sequence_length=256, "
+     "got 512"),
 ])
 def test_language_models_refuse_what_only_images_use(assignments, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -215,18 +207,16 @@ def test_language_models_refuse_what_only_images_use(assignments, message):
 
 
 def test_language_models_allow_the_methods_any_model_takes():
-    config = override(TrainConfig(), [*LANGUAGE_MODEL, "model.name=hf_gpt2", "methods.sam_rho=0.05",
-                                      "methods.swa=True", "methods.label_smoothing=0.1",
-                                      "methods.ema_half_life_steps=10",
-                                      "model.surgeries=[('alibi', {'max_sequence_length': 1024})]"])
-    assert config.model.has_surgery("alibi") and config.methods.swa
+    config = override(TrainConfig(), [*LANGUAGE_MODEL, "model.name=hf_gpt2", "methods.sam={}", "methods.swa={}",
+                                      "methods.ema={'half_life_steps': 10}", "methods.low_precision_norm={}",
+                                      "methods.alibi={'max_sequence_length': 1024}"])
+    assert config.methods.alibi.max_sequence_length == 1024 and config.methods.ema == EMAOptions(half_life_steps=10)
 
 
 def test_images_refuse_sequence_length_warmup():
-    with pytest.raises(ValueError, match=re.escape("methods.seq_length_warmup=SeqLengthWarmupOptions(start_length=8, "
-                                                   "duration=0.3, multiple_of=8, keep_tokens=True) applies to task "
-                                                   "'language_model' only, and this run's task is "
-                                                   "'image_classification'; set methods.seq_length_warmup=None")):
+    with pytest.raises(ValueError, match=re.escape("methods.seq_length_warmup applies to task 'language_model' only, and "
+                                                   "this run's task is 'image_classification'; set "
+                                                   "methods.seq_length_warmup=None")):
         override(TrainConfig(), ["methods.seq_length_warmup={}"])
 
 
@@ -262,10 +252,9 @@ def test_model_options_must_survive_json():
 
 
 def test_configs_share_no_lists_or_dicts_with_their_sources():
-    options, surgeries = {"n_layer": [2]}, ["blurpool"]
+    options = {"n_layer": [2]}
     config = override(TrainConfig(), LANGUAGE_MODEL)
-    config = dataclasses.replace(config, model=ModelConfig("gpt", options=options, surgeries=surgeries))
+    config = dataclasses.replace(config, model=ModelConfig("gpt", options=options))
     copy = override(config, [])
     copy.model.options["n_layer"].append(3)
-    copy.model.surgeries.append("channels_last")
-    assert config.model.options == options == {"n_layer": [2]} and config.model.surgeries == surgeries == ["blurpool"]
+    assert config.model.options == options == {"n_layer": [2]}

@@ -34,13 +34,8 @@ TINY_TEXT = ["data.batch_size=44", "text.sequence_length=16", "text.eval_batch_t
 # The runs of the torchrun below: every recipe, SWA (in no recipe) for its BatchNorm pass, and a
 # language model sharded by FSDP2: {run: (recipe, assignments, other command-line arguments)}.
 RUNS = {**{name: (name, [], []) for name in list_recipes()},
-        "cifar_baseline_swa": ("cifar_baseline", ["methods.swa=True", "methods.swa_start=0.0"], []),
+        "cifar_baseline_swa": ("cifar_baseline", ["methods.swa={'start': 0.0}"], []),
         "gpt_alibi_fsdp": ("gpt_alibi", [], ["--strategy", "fsdp"])}
-
-
-def _with_surgery_option(surgeries, name: str, **options) -> list:
-    return [(entry[0], {**entry[1], **options}) if isinstance(entry, tuple) and entry[0] == name else entry
-            for entry in surgeries]
 
 
 def _tiny(run: str) -> tuple[str, list[str]]:
@@ -50,9 +45,7 @@ def _tiny(run: str) -> tuple[str, list[str]]:
     if config.task == "language_model":
         return recipe, TINY_TEXT + assignments
     # The recipes' stochastic depth (0.05-0.1) may skip no block in two steps; 0.9 surely skips some.
-    skipping = []
-    if config.model.has_surgery("stochastic_depth"):
-        skipping = [f"model.surgeries={_with_surgery_option(config.model.surgeries, 'stochastic_depth', drop_rate=0.9)!r}"]
+    skipping = ["methods.stochastic_depth.drop_rate=0.9"] if config.methods.stochastic_depth is not None else []
     return recipe, TINY + skipping + assignments
 
 
@@ -174,7 +167,7 @@ def test_evaluation_counts_each_image_once(torchrun_runs, odd_cifar):
 @pytest.mark.parametrize("assignment, message", [
     # 10 images, 5 per process: a batch of 8 leaves no full batch on any rank.
     ("data.batch_size=8", "lower it (--set data.batch_size=5), or use fewer processes or more data"),
-    ("methods.freeze_level=0.5", "layer freezing) does not work with several processes"),
+    ("methods.layer_freezing={}", "methods.layer_freezing does not work with several processes"),
 ], ids=["shard-smaller-than-a-batch", "layer-freezing"])
 def test_a_refused_run_says_so_once_and_every_rank_exits_2(assignment, message, odd_cifar, tmp_path,
                                                            monkeypatch, capsys):

@@ -185,7 +185,7 @@ def test_a_broken_token_cache_or_damaged_tokens_are_refused_before_anything_is_w
 
 @pytest.mark.parametrize("args, message", [
     (["--recipe", "cifar_baseline"], "--strategy fsdp shards language models"),
-    (["--recipe", "gpt_baseline", "--set", "methods.ema_half_life_steps=10"], "(EMA) does not work with --strategy fsdp"),
+    (["--recipe", "gpt_baseline", "--set", "methods.ema={}"], "methods.ema does not work with --strategy fsdp"),
 ], ids=["images", "ema"])
 def test_what_fsdp_cannot_shard_is_refused_before_anything_is_written(args, message, tmp_path, capsys):
     assert main([*args, "--strategy", "fsdp", "--out", str(tmp_path / "run")]) == 2
@@ -194,8 +194,8 @@ def test_what_fsdp_cannot_shard_is_refused_before_anything_is_written(args, mess
 
 
 def test_ema_and_layer_freezing_apply_to_a_language_model(tiny_text, reference_kernels):
-    config = _tiny_config("gpt_baseline", "schedule.epochs=0.05", "methods.ema_half_life_steps=5",
-                          "methods.freeze_start=0.5", "methods.freeze_level=0.5")
+    config = _tiny_config("gpt_baseline", "schedule.epochs=0.05", "methods.ema={'half_life_steps': 5}",
+                          "methods.layer_freezing={'start': 0.5, 'level': 0.5}")
     data = prepare_text_data(config, tiny_text, progress=False)
     trainer = build_trainer(config, data=data, out=None, device=torch.device("cpu"), progress=False, eval_every=0)
     metrics = trainer.fit().metrics

@@ -11,7 +11,10 @@ import torch
 import training.tasks.classification
 from fastcore_ops.data import ColOutOptions, ProgressiveResize, RandAugmentOptions
 from training.assemble import effective_lr, may_leave_parameters_unused
-from training.config import OptimizerConfig, TrainConfig, config_hash, from_dict, override, to_dict, validate
+from training.config import (MethodsConfig, OptimizerConfig, TrainConfig, config_hash, from_dict, override, to_dict,
+                             validate)
+from training.methods import LabelSmoothingOptions, SWAOptions
+from training.methods.registry import active
 from training.models import model_names
 from training.recipes import get_recipe, list_recipes
 
@@ -70,12 +73,20 @@ def test_resnet50_recipes_share_the_table_optimizer(name):
     assert config.data.eval_size == 224
 
 
+def _surgeries(config: TrainConfig) -> list:
+    """The surgeries a recipe applies, each a name or a (name, options that differ from the defaults) pair."""
+    entries = []
+    for method, options in active(config.methods, "surgery"):
+        changed = {key: value for key, value in dataclasses.asdict(options).items()
+                   if value != getattr(method.options(), key)}
+        entries.append((method.name, changed) if changed else method.name)
+    return entries
+
+
 def test_resnet50_baseline_uses_no_speedup_method():
     config = get_recipe("resnet50_baseline")
     assert (config.data.train_size, config.data.eval_resize) == (224, 256)
-    assert (config.methods.loss, config.methods.label_smoothing) == ("ce", 0.1)
-    assert config.model.surgeries == [] and config.data.progressive_resize is None
-    assert config.methods.ema_half_life_steps == config.methods.mixup_alpha == config.methods.sam_rho == 0
+    assert config.methods == MethodsConfig(label_smoothing=LabelSmoothingOptions(0.1))
 
 
 TABLE_1 = {
@@ -92,14 +103,14 @@ TABLE_1 = {
 def test_mosaic_recipes_carry_table_1(name):
     config = get_recipe(name)
     m, d = config.methods, config.data
-    resize = d.progressive_resize
-    got = (m.label_smoothing, m.mixup_alpha, m.sam_rho, m.sam_interval, d.randaugment and d.randaugment.depth,
-           d.colout and d.colout.p_row, (resize.initial_scale, resize.delay_fraction, resize.finetune_fraction),
-           config.model.surgeries)
+    resize = m.progressive_resize
+    got = (m.label_smoothing.smoothing, m.mixup and m.mixup.alpha or 0.0, m.sam and m.sam.rho or 0.0,
+           m.sam and m.sam.interval or 1, m.randaugment and m.randaugment.depth, m.colout and m.colout.p_row,
+           (resize.initial_scale, resize.delay_fraction, resize.finetune_fraction), _surgeries(config))
     assert got == TABLE_1[name]
-    assert d.colout is None or d.colout.p_col == d.colout.p_row  # Table 1's one fraction, for rows and columns
+    assert m.colout is None or m.colout.p_col == m.colout.p_row  # Table 1's one fraction, for rows and columns
     assert (d.train_size, d.eval_resize) == (176, 232)
-    assert m.loss == "bce" and m.ema_half_life_steps > 0
+    assert m.bce_loss is not None and m.ema.half_life_steps > 0
 
 
 def test_mosaic_recipe_durations_sit_in_their_regimes():
@@ -120,25 +131,25 @@ def test_cifar_baseline_is_plain_sgd():
     config = get_recipe("cifar_baseline")
     assert config.optimizer == OptimizerConfig(lr=0.8, reference_batch=128, momentum=0.9, nesterov=True,
                                                weight_decay=5e-4)
-    assert (config.data.batch_size, config.methods.loss) == (128, "ce")
-    assert config.model.surgeries == [] and config.data.progressive_resize is None
-    assert config.methods == type(config.methods)(loss="ce")  # no method switched on
+    assert config.data.batch_size == 128
+    assert config.methods == MethodsConfig()  # no method switched on
 
 
 def test_cifar_recipes_add_methods_in_the_mosaic_order():
     mild, medium, hot = (get_recipe(n) for n in CIFAR[1:])
     baseline = get_recipe("cifar_baseline")
     assert mild.schedule.epochs < baseline.schedule.epochs == medium.schedule.epochs < hot.schedule.epochs
-    assert (mild.methods.loss, mild.methods.label_smoothing, mild.methods.mixup_alpha) == ("bce", 0.08, 0.0)
-    assert mild.model.surgeries == medium.model.surgeries == ["blurpool", "channels_last"]
-    assert mild.methods.ema_half_life_steps == 0 < medium.methods.ema_half_life_steps == hot.methods.ema_half_life_steps
+    assert mild.methods.bce_loss is not None and mild.methods.label_smoothing.smoothing == 0.08
+    assert mild.methods.mixup is None
+    assert _surgeries(mild) == _surgeries(medium) == ["blurpool", "channels_last"]
+    assert mild.methods.ema is None and medium.methods.ema == hot.methods.ema and medium.methods.ema.half_life_steps > 0
     assert medium.optimizer == hot.optimizer == dataclasses.replace(baseline.optimizer, lr=0.4)
     assert mild.optimizer == dataclasses.replace(baseline.optimizer, lr=0.6, weight_decay=1e-3)
-    assert mild.data.progressive_resize == ProgressiveResize(initial_scale=0.5, size_increment=4)
-    assert (medium.methods.mixup_alpha, medium.methods.sam_rho, medium.methods.sam_interval) == (0.2, 0.05, 10)
-    assert hot.model.surgeries == ["blurpool", ("stochastic_depth", {"drop_rate": 0.05}), "channels_last"]
-    assert (hot.data.randaugment, hot.data.colout) == (RandAugmentOptions(depth=1), ColOutOptions(0.05, 0.05))
-    assert (hot.methods.sam_rho, hot.methods.sam_interval) == (0.05, 5)
+    assert mild.methods.progressive_resize == ProgressiveResize(initial_scale=0.5, size_increment=4)
+    assert (medium.methods.mixup.alpha, medium.methods.sam.rho, medium.methods.sam.interval) == (0.2, 0.05, 10)
+    assert _surgeries(hot) == ["blurpool", ("stochastic_depth", {"drop_rate": 0.05}), "channels_last"]
+    assert (hot.methods.randaugment, hot.methods.colout) == (RandAugmentOptions(depth=1), ColOutOptions(0.05, 0.05))
+    assert (hot.methods.sam.rho, hot.methods.sam.interval) == (0.05, 5)
 
 
 # The LR each recipe trains at on one process of its default batch: the CIFAR recipes' own LR
@@ -194,6 +205,34 @@ DELIBERATE_CHANGES["cifar_mild"] |= {"methods.ema_half_life_steps": 0,
                                       "optimizer.lr": 0.6, "optimizer.weight_decay": 1e-3}
 
 
+def _recorded_methods(config: TrainConfig) -> dict[str, object]:
+    """Today's ``methods`` section in the recording's flat fields (before the registry: numbers with 0 for
+    off, a loss name, SWA's and layer freezing's settings as fields of their own)."""
+    m = config.methods
+    swa = m.swa or SWAOptions()  # the recording's SWA fields at their defaults then: 0.7, 1.0, 0.01
+    return {
+        "methods.loss": "ce" if m.bce_loss is None else "bce",
+        "methods.label_smoothing": m.label_smoothing.smoothing if m.label_smoothing else 0.0,
+        "methods.mixup_alpha": m.mixup.alpha if m.mixup else 0.0,
+        "methods.cutmix_alpha": m.cutmix.alpha if m.cutmix else 0.0,
+        "methods.sam_rho": m.sam.rho if m.sam else 0.0, "methods.sam_interval": m.sam.interval if m.sam else 1,
+        "methods.ema_half_life_steps": m.ema.half_life_steps if m.ema else 0,
+        "methods.swa": m.swa is not None, "methods.swa_start": swa.start, "methods.swa_end": swa.end,
+        "methods.swa_lr": swa.lr,
+        "methods.freeze_start": m.layer_freezing.start if m.layer_freezing else 0.0,
+        "methods.freeze_level": m.layer_freezing.level if m.layer_freezing else 0.0,
+        **{f"methods.{name}": _as_json(getattr(m, name)) and dataclasses.asdict(getattr(m, name))
+           for name in ("cutout", "augmix", "tta", "seq_length_warmup", "selective_backprop", "patch_whitening")},
+    }
+
+
+def _recorded_fields(config: TrainConfig) -> dict[str, object]:
+    """Each field of ``config`` by its dotted name, the methods in the recording's flat fields."""
+    fields = _fields(_as_json(to_dict(config)))
+    return {key: value for key, value in fields.items() if not key.startswith("methods.")} | _as_json(
+        _recorded_methods(config))
+
+
 def _as_json(value):
     """``value`` as the fixture holds it: JSON, option dataclasses as their fields plus their type's name."""
     if dataclasses.is_dataclass(value):
@@ -231,23 +270,23 @@ def _loader_arguments(config: TrainConfig, root: Path, monkeypatch) -> dict[str,
 @pytest.mark.parametrize("name", RESNET50 + CIFAR)
 def test_recipes_train_with_the_values_they_had_before_the_options_moved(name, tmp_path, monkeypatch):
     before, config = BEFORE[name], get_recipe(name)
-    assert _as_json(config.model.surgeries) == before["surgeries"]
+    assert _as_json(_surgeries(config)) == before["surgeries"]
     # A deliberately changed data field reaches the training loader as the argument of its name.
     train_loader = before["build_loader"]["train"]
     changed_arguments = {field.removeprefix("data."): value for field, value in DELIBERATE_CHANGES.get(name, {}).items()
                          if field.startswith("data.") and field.removeprefix("data.") in train_loader}
     expected_loaders = before["build_loader"] | {"train": train_loader | changed_arguments}
     loaders = _loader_arguments(config, tmp_path, monkeypatch)
-    # Loader arguments added since the recording (data.padded_crop) must be off: None.
+    # Loader arguments added since the recording (padded_crop) must be off: None.
     added = {(which, key): value for which, arguments in loaders.items() for key, value in arguments.items()
              if key not in expected_loaders[which]}
-    assert added and set(added.values()) == {None}
+    assert added == {("train", "padded_crop"): None}
     assert {which: {k: v for k, v in arguments.items() if (which, k) not in added}
             for which, arguments in loaders.items()} == expected_loaders
     assert may_leave_parameters_unused(config) == before["may_leave_parameters_unused"]
-    old, new = _fields(before["config"]) | DELIBERATE_CHANGES.get(name, {}), _fields(_as_json(to_dict(config)))
+    old, new = _fields(before["config"]) | DELIBERATE_CHANGES.get(name, {}), _recorded_fields(config)
     assert {key: new.get(key) for key in old.keys() - REPLACED} == {key: old[key] for key in old.keys() - REPLACED}
-    # The fields added since are at their defaults, but for the two checked above.
-    defaults = _fields(_as_json(to_dict(TrainConfig())))
-    added = new.keys() - old.keys() - {"model.surgeries", "data.randaugment"}
+    # The fields added since are at their defaults.
+    defaults = _recorded_fields(TrainConfig())
+    added = new.keys() - old.keys()
     assert added and {key: new[key] for key in added} == {key: defaults[key] for key in added}

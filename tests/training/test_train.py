@@ -192,9 +192,9 @@ def test_bad_configuration_is_refused_before_training(args, message, tiny_cifar,
 
 def test_layer_freezing_is_refused_under_ddp_before_training(tiny_cifar, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
-    args = ["--recipe", "cifar_baseline", "--set", "methods.freeze_level=0.5", "--data", str(tiny_cifar)]
+    args = ["--recipe", "cifar_baseline", "--set", "methods.layer_freezing={}", "--data", str(tiny_cifar)]
     assert main([*args, "--out", str(tmp_path / "run")]) == 2
-    assert "layer freezing" in capsys.readouterr().err
+    assert "methods.layer_freezing does not work with several processes" in capsys.readouterr().err
 
 
 def test_a_missing_data_folder_and_an_existing_run_are_refused(reference_run, tmp_path, capsys):
@@ -212,16 +212,16 @@ BAD_VALUES = [
     ("data.backend=tpu", "data.backend"),
     ("data.train_size=0", "data.train_size"),
     ("data.eval_size=0", "data.eval_size"),
-    ("model.surgeries=[('stochastic_depth', {'drop_rate': 1.5})]", "model.surgeries[0]"),
-    ("model.surgeries=[('ghost_batchnorm', {'ghost_batch_size': 1})]", "model.surgeries[0]"),
+    ("methods.stochastic_depth={'drop_rate': 1.5}", "methods.stochastic_depth"),
+    ("methods.ghost_batchnorm={'ghost_batch_size': 1}", "methods.ghost_batchnorm"),
     ("model.name=resnet5O", "model.name"),
-    ("data.randaugment={'depth': -1}", "depth"),
-    ("data.randaugment={'severity': 11.0}", "severity"),
-    ("data.colout={'p_row': 1.0}", "p_row"),
-    ("data.progressive_resize={'initial_scale': 0.0}", "initial_scale"),
-    ("data.progressive_resize={'delay_fraction': 0.9}", "delay_fraction"),
-    ("data.progressive_resize={'size_increment': 0}", "size_increment"),
-    ("methods.swa_end=0.5", "methods.swa_end"),
+    ("methods.randaugment={'depth': -1}", "depth"),
+    ("methods.randaugment={'severity': 11.0}", "severity"),
+    ("methods.colout={'p_row': 1.0}", "p_row"),
+    ("methods.progressive_resize={'initial_scale': 0.0}", "initial_scale"),
+    ("methods.progressive_resize={'delay_fraction': 0.9}", "delay_fraction"),
+    ("methods.progressive_resize={'size_increment': 0}", "size_increment"),
+    ("methods.swa={'start': 0.7, 'end': 0.5}", "methods.swa"),
     ("optimizer.nesterov=True", "optimizer.nesterov"),
     ("seed=-1", "seed"),
 ]

@@ -68,15 +68,15 @@ def parse_methods(text: str, base: TrainConfig) -> list[str]:
     Example:
         >>> parse_methods("cutout, mixup", get_recipe("cifar_baseline"))
         ['cutout', 'mixup']
-        >>> parse_methods("all", get_recipe("gpt_alibi"))[-2:]
-        ['seq_length_warmup', 'alibi']
+        >>> parse_methods("all", get_recipe("gpt_alibi"))
+        ['alibi', 'low_precision_norm', 'sam', 'layer_freezing', 'ema', 'swa', 'seq_length_warmup', 'selective_backprop']
     """
     if text.strip() == "all":
         return [name for name, switch in METHODS.items() if switch.applies_to(base)]
     names = parse_names(text, list(METHODS), "--methods", "method")
     for name in names:
         if not METHODS[name].applies_to(base):
-            raise ValueError(f"--methods: {name} applies to task {METHODS[name].task!r} only, and the base's task "
+            raise ValueError(f"--methods: {name} applies to task {METHODS[name].method.tasks[0]!r} only, and the base's task "
                              f"is {base.task!r}; leave it out")
     return names
 

@@ -1,47 +1,42 @@
-"""Training methods: small classes that attach to the trainer's events, and their pure functions.
+"""Training methods, one module each, registered in :mod:`training.methods.registry`.
 
-    >>> methods = [MixUp(alpha=0.2), EMA(half_life_steps=500)]
+A method's module holds its options (``methods.<name>`` of a run's configuration), its
+functional form for any training loop, its event hooks for our trainer and its method card.
+They live here, beside the trainer, and not in ``fastcore_ops``: their hooks are written against
+this trainer's events and state, and the configuration names them. What does not depend on a
+trainer is in the library already (surgeries, kernels, the loader's augmentations: registered
+in :mod:`training.methods.library`), and each module's functional form imports nothing of the
+trainer, so ``from training.methods import mixup_batch`` serves any loop.
+
+    >>> from training.methods import MixUpOptions, mixup_batch
+    >>> MixUpOptions(alpha=0.2)
+    MixUpOptions(alpha=0.2)
 """
 
 from training.methods.augmix import AugMix, AugMixOptions
 from training.methods.base import Event, Method, SeededMethod, TrainState
-from training.methods.cutmix import CutMix, cutmix_batch
+from training.methods.bce_loss import BCELossOptions
+from training.methods.cutmix import CutMix, CutMixOptions, cutmix_batch
 from training.methods.cutout import Cutout, CutoutOptions, cutout_batch
-from training.methods.ema import EMA
-from training.methods.layer_freezing import LayerFreezing, freeze_layers
-from training.methods.mixup import MixUp, mixup_batch
+from training.methods.ema import EMA, EMAOptions
+from training.methods.label_smoothing import LabelSmoothingOptions, smoothed_targets
+from training.methods.library import surgery_request
+from training.methods.layer_freezing import LayerFreezing, LayerFreezingOptions, freeze_layers
+from training.methods.low_precision_norm import LowPrecisionNorm, LowPrecisionNormOptions, low_precision_norms_
+from training.methods.mixup import MixUp, MixUpOptions, mixup_batch
 from training.methods.patch_whitening import PatchWhiteningOptions, whiten_stem_
-from training.methods.sam import SAM
+from training.methods.sam import SAM, SAMOptions
 from training.methods.selective_backprop import SelectiveBackprop, SelectiveBackpropOptions
-from training.methods.seq_length_warmup import SequenceLengthWarmup, shorten_batch
-from training.methods.swa import SWA
+from training.methods.seq_length_warmup import SeqLengthWarmupOptions, SequenceLengthWarmup, shorten_batch
+from training.methods.swa import SWA, SWAOptions
 from training.methods.tta import TTAOptions, tta_probabilities
 
 __all__ = [
-    "AugMix",
-    "AugMixOptions",
-    "CutMix",
-    "Cutout",
-    "CutoutOptions",
-    "EMA",
-    "Event",
-    "LayerFreezing",
-    "Method",
-    "MixUp",
-    "PatchWhiteningOptions",
-    "SAM",
-    "SWA",
-    "SelectiveBackprop",
-    "SelectiveBackpropOptions",
-    "SeededMethod",
-    "SequenceLengthWarmup",
-    "TTAOptions",
-    "TrainState",
-    "cutmix_batch",
-    "cutout_batch",
-    "freeze_layers",
-    "mixup_batch",
-    "shorten_batch",
-    "tta_probabilities",
+    "AugMix", "AugMixOptions", "BCELossOptions", "CutMix", "CutMixOptions", "Cutout", "CutoutOptions", "EMA",
+    "EMAOptions", "Event", "LabelSmoothingOptions", "LayerFreezing", "LayerFreezingOptions", "LowPrecisionNorm",
+    "LowPrecisionNormOptions", "Method", "MixUp", "MixUpOptions", "PatchWhiteningOptions", "SAM", "SAMOptions", "SWA",
+    "SWAOptions", "SelectiveBackprop", "SelectiveBackpropOptions", "SeededMethod", "SeqLengthWarmupOptions",
+    "SequenceLengthWarmup", "TTAOptions", "TrainState", "cutmix_batch", "cutout_batch", "freeze_layers",
+    "low_precision_norms_", "mixup_batch", "shorten_batch", "smoothed_targets", "surgery_request", "tta_probabilities",
     "whiten_stem_",
 ]

@@ -32,9 +32,23 @@ from torch.nn import functional as F
 from fastcore_ops.checks import check_number
 from fastcore_ops.data.augmix import augmix_batch, check_augmix_args
 from fastcore_ops.data.device_stage import IMAGENET_MEAN, IMAGENET_STD
-from training.methods.base import SeededMethod, TrainState
+from training.methods.base import Method, SeededMethod, TrainState
+from training.methods.registry import IMAGES, active, register_method
 
 
+def _check_consistency_loss(options: AugMixOptions, config) -> None:
+    """AugMix's consistency loss triples each batch's inputs, which methods that mix samples or need one
+    target per input cannot take."""
+    if not options.jsd_weight:
+        return
+    for method, _ in active(config.methods):
+        if method.mixes_batch or method.one_target_per_input:
+            raise ValueError(f"methods.augmix.jsd_weight > 0 (AugMix's consistency loss) cannot be combined with "
+                             f"methods.{method.name}; set one of them off")
+
+
+# First of the step methods: its ops want the loader's own images.
+@register_method("augmix", stage="step", order=10, tasks=IMAGES, check=_check_consistency_loss)
 @dataclass(frozen=True)
 class AugMixOptions:
     """AugMix's augmentation settings (see :func:`augmix_batch`) and the consistency loss's weight.
@@ -54,6 +68,9 @@ class AugMixOptions:
     def __post_init__(self) -> None:
         check_augmix_args(self.width, self.depth, self.severity, self.alpha)
         check_number("jsd_weight", self.jsd_weight, low=0)
+
+    def attach(self, config) -> Method:
+        return AugMix(self, seed=config.seed)
 
 
 def jensen_shannon(*logits: torch.Tensor) -> torch.Tensor:

@@ -21,10 +21,13 @@ Method card
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
+from training.methods.base import Method
 from training.methods.mixup import BatchMixing, as_probabilities, check_alpha, check_batch, sample_mixing_weight
+from training.methods.registry import IMAGES, register_method
 
 
 def cutmix_box(height: int, width: int, lam: float, generator: torch.Generator) -> tuple[int, int, int, int]:
@@ -88,3 +91,17 @@ class CutMix(BatchMixing):
     """
 
     mix_batch = staticmethod(cutmix_batch)
+
+
+@register_method("cutmix", stage="step", order=40, tasks=IMAGES, mixes_batch=True)
+@dataclass(frozen=True)
+class CutMixOptions:
+    """CutMix's one setting; ``methods.cutmix``."""
+
+    alpha: float = 1.0  # lam uniform, the usual choice
+
+    def __post_init__(self) -> None:
+        check_alpha(self.alpha)
+
+    def attach(self, config) -> Method:
+        return CutMix(self.alpha, seed=config.seed)

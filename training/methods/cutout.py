@@ -23,9 +23,11 @@ from dataclasses import dataclass
 import torch
 
 from fastcore_ops.checks import check_int, check_number
-from training.methods.base import SeededMethod, TrainState
+from training.methods.base import Method, SeededMethod, TrainState
+from training.methods.registry import IMAGES, register_method
 
 
+@register_method("cutout", stage="step", order=20, tasks=IMAGES)  # before mixing: each image masked, then mixed
 @dataclass(frozen=True)
 class CutoutOptions:
     """How many squares each image loses, and how large.
@@ -42,6 +44,9 @@ class CutoutOptions:
     def __post_init__(self) -> None:
         check_int("holes", self.holes, low=1)
         check_number("side_fraction", self.side_fraction, low=0, high=1, low_open=True)
+
+    def attach(self, config) -> Method:
+        return Cutout(self, seed=config.seed)
 
 
 def cutout_keep_mask(images: torch.Tensor, options: CutoutOptions, generator: torch.Generator) -> torch.Tensor:

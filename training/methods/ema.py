@@ -19,13 +19,30 @@ Method card
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-from fastcore_ops.checks import check_number
+from fastcore_ops.checks import check_int, check_number
 from training.methods.base import Method, TrainState
+from training.methods.registry import register_method
+
+
+# A whole copy of the weights, which FSDP shards away.
+@register_method("ema", stage="step", order=70, fsdp=False, try_with={"half_life_steps": 25})
+@dataclass(frozen=True)
+class EMAOptions:
+    """The average's half-life, in optimizer steps; ``methods.ema``."""
+
+    half_life_steps: int = 500  # about 1-5% of a run's steps is typical
+
+    def __post_init__(self) -> None:
+        check_int("half_life_steps", self.half_life_steps, low=1)
+
+    def attach(self, config) -> Method:
+        return EMA(self.half_life_steps)
 
 
 class EMA(Method):

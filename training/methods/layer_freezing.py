@@ -3,15 +3,16 @@
 Method card
     What: the model's layers are the modules that own parameters, in registration order (for
         a ResNet the forward order: stem first, classifier last; for a GPT the embeddings, then
-        the blocks). From ``freeze_start`` of the run on, after every 1% of the run's steps (so
-        runs shorter than an epoch, as language models train, freeze too) the first
-        ``floor(L * freeze_level * (progress - freeze_start) / (1 - freeze_start))`` layers are
-        frozen: no gradient, out of the optimizer and its state, for the rest of the run.
+        the blocks). From ``start`` of the run on, after every 1% of the run's steps (so runs
+        shorter than an epoch, as language models train, freeze too) the first
+        ``floor(L * level * (progress - start) / (1 - start))`` layers are frozen: no gradient,
+        out of the optimizer and its state, for the rest of the run.
     When it helps: early layers converge first, so late in training their backward pass and
         update are mostly wasted work; freezing them cuts step time for a small accuracy cost.
         Worth it on tight budgets; on long runs for best accuracy, leave it off.
-    Hyperparameters: ``freeze_start`` in [0, 1), the fraction of the run where freezing begins;
-        ``freeze_level`` in [0, 1], the fraction of layers frozen by the end of the run.
+    Options (``LayerFreezingOptions``): ``start`` in [0, 1), the fraction of the run where
+        freezing begins (0.5); ``level`` in (0, 1], the fraction of layers frozen by the end of
+        the run (0.5).
     Composition: apply after model surgery (it reads the final module tree). Frozen weights
         still enter EMA/SWA averages (unchanged from then on) and SAM skips them. Not for
         DistributedDataParallel, whose gradient buckets are fixed when it wraps the model.
@@ -23,11 +24,31 @@ Method card
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
 from fastcore_ops.checks import check_int, check_number
 from training.methods.base import Method, TrainState
+from training.methods.registry import register_method
+
+
+# DDP fixes its gradient buckets when it wraps the model, and FSDP its shards: parameters frozen
+# later break both.
+@register_method("layer_freezing", stage="step", order=60, ddp=False, fsdp=False)
+@dataclass(frozen=True)
+class LayerFreezingOptions:
+    """Where freezing begins and how much of the model is frozen by the end; ``methods.layer_freezing``."""
+
+    start: float = 0.5  # fraction of the run
+    level: float = 0.5  # fraction of the layers
+
+    def __post_init__(self) -> None:
+        check_number("start", self.start, low=0, high=1, high_open=True)
+        check_number("level", self.level, low=0, high=1, low_open=True)
+
+    def attach(self, config) -> Method:
+        return LayerFreezing(self.start, self.level)
 
 
 def parameterised_layers(model: torch.nn.Module) -> list[list[torch.nn.Parameter]]:

@@ -17,13 +17,15 @@ Method card
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 import torch
 
 from fastcore_ops.checks import check_int, check_number
-from training.methods.base import SeededMethod, TrainState
+from training.methods.base import Method, SeededMethod, TrainState
+from training.methods.registry import IMAGES, register_method
 
 
 def check_alpha(alpha: object) -> float:
@@ -130,3 +132,23 @@ class MixUp(BatchMixing):
     """
 
     mix_batch = staticmethod(mixup_batch)
+
+
+@register_method("mixup", stage="step", order=30, tasks=IMAGES, mixes_batch=True)
+@dataclass(frozen=True)
+class MixUpOptions:
+    """MixUp's one setting; ``methods.mixup``.
+
+        >>> MixUpOptions(alpha=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: alpha must be a number > 0, got 0
+    """
+
+    alpha: float = 0.2  # a common choice for ImageNet
+
+    def __post_init__(self) -> None:
+        check_alpha(self.alpha)
+
+    def attach(self, config) -> Method:
+        return MixUp(self.alpha, seed=config.seed)

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from fastcore_ops.checks import check_bool, check_int
+from training.methods.registry import IMAGES, register_method
 
 # Added to each eigenvalue before its square root: keeps the filters of the faintest components
 # from growing without bound (patches of pixels normalized to unit variance have eigenvalues from
@@ -43,6 +44,8 @@ from fastcore_ops.checks import check_bool, check_int
 EIGENVALUE_FLOOR = 1e-2
 
 
+# After the surgeries: it sets the stem of the model they leave.
+@register_method("patch_whitening", stage="model", order=10, tasks=IMAGES)
 @dataclass(frozen=True)
 class PatchWhiteningOptions:
     """How many training images estimate the patches' covariance, and whether the stem then trains.

@@ -22,11 +22,32 @@ Method card
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import torch
 
 from fastcore_ops.checks import check_int, check_number
 from training.methods.base import Method, TrainState
+from training.methods.registry import register_method
+
+
+# Its second pass recomputes the loss on the batch as it is: one target per input. Its in-place
+# perturbation of the parameters is untested on FSDP's sharded ones.
+@register_method("sam", stage="step", order=50, fsdp=False, one_target_per_input=True,
+                 try_with={"interval": 10})
+@dataclass(frozen=True)
+class SAMOptions:
+    """SAM's radius and how often it takes its second pass; ``methods.sam``."""
+
+    rho: float = 0.05  # typical for ImageNet-scale SGD
+    interval: int = 1  # the second pass on every interval-th step
+
+    def __post_init__(self) -> None:
+        check_number("rho", self.rho, low=0, low_open=True)
+        check_int("interval", self.interval, low=1)
+
+    def attach(self, config) -> Method:
+        return SAM(self.rho, interval=self.interval)
 
 
 class SAM(Method):

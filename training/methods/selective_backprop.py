@@ -33,8 +33,19 @@ from torch.nn import functional as F
 
 from fastcore_ops.checks import check_int, check_number
 from training.methods.base import Method, TrainState
+from training.methods.registry import register_method
 
 
+def _check_scale_factor(options: SelectiveBackpropOptions, config) -> None:
+    if config.task == "language_model" and options.scale_factor != 1.0:
+        raise ValueError(f"methods.selective_backprop.scale_factor resizes images; a language model's batches are "
+                         f"token ids: set it to 1.0, got {options.scale_factor}")
+
+
+# Last of the step methods: it ranks the batch every other method has shaped (masked, mixed,
+# shortened); it trains on a selection of the inputs, each with its own target.
+@register_method("selective_backprop", stage="step", order=100, one_target_per_input=True,
+                 check=_check_scale_factor)
 @dataclass(frozen=True)
 class SelectiveBackpropOptions:
     """Which share of the batch trains, and when.
@@ -59,6 +70,9 @@ class SelectiveBackpropOptions:
             raise ValueError(f"end must be in (start={self.start}, 1], got {self.end}")
         check_int("interrupt", self.interrupt, low=0)
         check_number("scale_factor", self.scale_factor, low=0, high=1, low_open=True)
+
+    def attach(self, config) -> Method:
+        return SelectiveBackprop(self)
 
 
 @contextlib.contextmanager

@@ -35,8 +35,16 @@ import torch
 
 from fastcore_ops.checks import check_bool, check_int, check_number
 from training.methods.base import Method, TrainState
+from training.methods.registry import TEXT, register_method
 
 
+def _check_start_length(options: SeqLengthWarmupOptions, config) -> None:
+    if options.start_length > config.text.sequence_length:
+        raise ValueError(f"methods.seq_length_warmup.start_length must be <= text.sequence_length="
+                         f"{config.text.sequence_length}, got {options.start_length}")
+
+
+@register_method("seq_length_warmup", stage="step", order=90, tasks=TEXT, check=_check_start_length)
 @dataclass(frozen=True)
 class SeqLengthWarmupOptions:
     """Sequence-length warmup settings (the full length is the run's ``text.sequence_length``).
@@ -60,6 +68,9 @@ class SeqLengthWarmupOptions:
             raise ValueError(f"start_length must be a multiple of multiple_of={self.multiple_of}, "
                              f"got {self.start_length}")
         check_bool("keep_tokens", self.keep_tokens)
+
+    def attach(self, config) -> Method:
+        return SequenceLengthWarmup.from_options(config.text.sequence_length, self)
 
 
 def shorten_batch(inputs: torch.Tensor, targets: torch.Tensor, length: int,

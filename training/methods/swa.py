@@ -1,18 +1,19 @@
 """SWA: average the weights of the last epochs, trained at a constant learning rate.
 
 Method card
-    What: once ``start_fraction`` of the run is done, the learning rate of every param group is
-        annealed (cosine or linear, over ``anneal_steps``) from its value at that moment to
-        ``swa_lr`` and held there, overriding the trainer's schedule; the weights at the end of
-        every epoch from ``start_fraction`` to ``end_fraction`` are averaged with equal weights.
+    What: once ``start`` of the run is done, the learning rate of every param group is annealed
+        (cosine or linear, over ``anneal_steps``) from its value at that moment to ``lr`` and
+        held there, overriding the trainer's schedule; the weights at the end of every epoch
+        from ``start`` to ``end`` are averaged with equal weights.
         At the end of the run the averaged model's BatchNorm statistics are recomputed on the
         training data, and evaluation runs the averaged model (Izmailov et al., 2018).
     When it helps: the average of points spread along a wide basin generalizes better than
         any one of them; a cheap gain at the end of runs long enough for several averaged
         epochs. The BatchNorm pass costs one extra forward epoch at the end.
-    Hyperparameters: ``start_fraction`` in [0, 1) and ``end_fraction`` in (start_fraction, 1];
-        ``swa_lr`` (> 0) a constant, fairly high learning rate (e.g. 0.05 x peak);
-        ``anneal_steps`` (>= 0; None: one epoch); ``anneal_strategy`` "cos" or "linear".
+    Options (``SWAOptions``): ``start`` in [0, 1) (0.7) and ``end`` in (start, 1] (1.0), the
+        fractions of the run it averages over; ``lr`` (> 0, 0.01) a constant, fairly high learning
+        rate (e.g. 0.05 x peak). The class also takes ``anneal_steps`` (>= 0; None: one epoch)
+        and ``anneal_strategy`` "cos" or "linear".
     Composition: set after the trainer's scheduler step, so it wins over the schedule. With
         EMA the last method to set ``state.eval_model`` decides what is evaluated, so use one.
         Needs ``state.train_loader`` at fit end when the model has BatchNorm.
@@ -23,6 +24,7 @@ Method card
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -30,8 +32,28 @@ from torch.optim.swa_utils import AveragedModel, update_bn
 
 from fastcore_ops.checks import check_choice, check_int, check_number
 from training.methods.base import Method, TrainState
+from training.methods.registry import register_method
 
 ANNEAL_STRATEGIES = ("cos", "linear")
+
+
+# A whole copy of the weights, which FSDP shards away.
+@register_method("swa", stage="step", order=80, fsdp=False)
+@dataclass(frozen=True)
+class SWAOptions:
+    """When SWA averages (fractions of the run) and the learning rate it holds; ``methods.swa``."""
+
+    start: float = 0.7
+    end: float = 1.0
+    lr: float = 0.01
+
+    def __post_init__(self) -> None:
+        check_number("start", self.start, low=0, high=1, high_open=True)
+        check_number("end", self.end, low=self.start, high=1, low_open=True)
+        check_number("lr", self.lr, low=0, low_open=True)
+
+    def attach(self, config) -> Method:
+        return SWA(self.start, self.end, self.lr)
 
 
 class SWA(Method):

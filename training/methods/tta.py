@@ -26,8 +26,10 @@ import torch
 from torch.nn import functional as F
 
 from fastcore_ops.checks import check_bool, check_int
+from training.methods.registry import IMAGES, register_method
 
 
+@register_method("tta", stage="evaluation", order=10, tasks=IMAGES)
 @dataclass(frozen=True)
 class TTAOptions:
     """Which views of an evaluation image are averaged.

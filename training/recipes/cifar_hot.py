@@ -28,22 +28,26 @@ process at the default batch, and is scaled linearly to other global batches:
 from dataclasses import replace
 
 from fastcore_ops.data import ColOutOptions, RandAugmentOptions
+from fastcore_ops.surgery.stochastic_depth import StochasticDepthOptions
 from training.config import TrainConfig
+from training.methods import LabelSmoothingOptions, MixUpOptions
 from training.recipes.cifar_medium import RECIPE as MEDIUM
 
 RECIPE = TrainConfig(
     name="cifar_hot",
-    # Medium's BlurPool and channels last, with stochastic depth in between (the order surgeries apply in).
-    model=replace(MEDIUM.model, surgeries=["blurpool", ("stochastic_depth", {"drop_rate": 0.05}), "channels_last"]),
+    model=replace(MEDIUM.model),
     optimizer=replace(MEDIUM.optimizer),  # the baseline's at half its LR, for BCE
     schedule=replace(MEDIUM.schedule, epochs=2 * MEDIUM.schedule.epochs),  # twice the baseline's length
-    data=replace(
-        MEDIUM.data,  # batch size, 32 px crops, flips
+    data=replace(MEDIUM.data),  # batch size, 32 px crops, flips
+    methods=replace(
+        MEDIUM.methods,  # and Medium's BlurPool, channels last, BCE, EMA and patch whitening
+        stochastic_depth=StochasticDepthOptions(drop_rate=0.05),
         randaugment=RandAugmentOptions(depth=1, severity=9.0),  # as resnet50_hot
         colout=ColOutOptions(p_row=0.05, p_col=0.05),
-        progressive_resize=replace(MEDIUM.data.progressive_resize, initial_scale=0.6, delay_fraction=0.2),
+        progressive_resize=replace(MEDIUM.methods.progressive_resize, initial_scale=0.6, delay_fraction=0.2),
+        label_smoothing=LabelSmoothingOptions(0.13),
+        mixup=MixUpOptions(alpha=0.25),
+        sam=replace(MEDIUM.methods.sam, interval=5),
     ),
-    # And Medium's BCE, EMA, SAM and patch whitening.
-    methods=replace(MEDIUM.methods, label_smoothing=0.13, mixup_alpha=0.25, sam_interval=5),
     precision="amp",  # as cifar_baseline: bf16 where the CPU has bf16 units, else fp32
 )

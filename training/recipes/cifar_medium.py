@@ -27,27 +27,27 @@ process at the default batch, and is scaled linearly to other global batches:
 from dataclasses import replace
 
 from training.config import TrainConfig
+from training.methods import EMAOptions, LabelSmoothingOptions, MixUpOptions, SAMOptions
 from training.recipes.cifar_baseline import RECIPE as BASELINE
 from training.recipes.cifar_mild import RECIPE as MILD
 
 RECIPE = TrainConfig(
     name="cifar_medium",
-    model=replace(MILD.model),  # BlurPool, channels last
+    model=replace(MILD.model),
     # The baseline's at half its LR, for BCE: Mild's optimizer before Mild's own search, which ran
     # without MixUp, SAM and EMA (they regularize too) and so does not carry over.
     optimizer=replace(BASELINE.optimizer, lr=0.4),
     schedule=replace(BASELINE.schedule),  # the baseline's length
-    data=replace(MILD.data),  # progressive resizing from 16 px
+    data=replace(MILD.data),
     methods=replace(
-        MILD.methods,  # BCE, patch whitening
-        label_smoothing=0.1,
+        MILD.methods,  # BlurPool, channels last, patch whitening, progressive resizing from 16 px, BCE
+        label_smoothing=LabelSmoothingOptions(0.1),
         # Two thirds of an epoch at batch 128 on --subset 500 (39 steps per epoch), about 5% of the
         # baseline's run, as the ResNet-50 recipes' 1000 steps are of theirs. Mild dropped EMA; Medium
         # keeps the study's column (see above).
-        ema_half_life_steps=25,
-        mixup_alpha=0.2,
-        sam_rho=0.05,
-        sam_interval=10,  # the second pass on one step in ten: about 10% more compute
+        ema=EMAOptions(half_life_steps=25),
+        mixup=MixUpOptions(alpha=0.2),
+        sam=SAMOptions(rho=0.05, interval=10),  # the second pass on one step in ten: about 10% more compute
     ),
     precision="amp",  # as cifar_baseline: bf16 where the CPU has bf16 units, else fp32
 )

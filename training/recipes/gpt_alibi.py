@@ -22,15 +22,16 @@ and is the baseline's since the baseline's LR and warmup were searched for seeds
 
 import dataclasses
 
+from fastcore_ops.surgery.alibi import ALiBiOptions
 from training.config import MethodsConfig, ModelConfig
-from training.methods.seq_length_warmup import SeqLengthWarmupOptions
+from training.methods import SeqLengthWarmupOptions
 from training.recipes.gpt_baseline import RECIPE as BASELINE
 
 RECIPE = dataclasses.replace(
     BASELINE,
     name="gpt_alibi",
-    model=ModelConfig(name="gpt", options=dict(BASELINE.model.options), surgeries=["alibi"]),
+    model=ModelConfig(name="gpt", options=dict(BASELINE.model.options)),
     optimizer=dataclasses.replace(BASELINE.optimizer, lr=4e-3),
-    methods=MethodsConfig(seq_length_warmup=SeqLengthWarmupOptions(start_length=8, duration=0.3)),
+    methods=MethodsConfig(alibi=ALiBiOptions(), seq_length_warmup=SeqLengthWarmupOptions(start_length=8, duration=0.3)),
     text=dataclasses.replace(BASELINE.text, eval_length_multiples=(1, 2, 4)),
 )

@@ -22,6 +22,7 @@ lr = 2.048 x (data.batch_size x processes) / 2048, so no LR needs setting by han
 """
 
 from training.config import DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainConfig
+from training.methods import LabelSmoothingOptions
 
 RECIPE = TrainConfig(
     name="resnet50_baseline",
@@ -50,6 +51,6 @@ RECIPE = TrainConfig(
         eval_resize=256,
         crop_scale=(0.08, 1.0),  # the standard Inception-style random-resized crop
     ),
-    methods=MethodsConfig(loss="ce", label_smoothing=0.1),
+    methods=MethodsConfig(label_smoothing=LabelSmoothingOptions(0.1)),
     precision="amp",
 )

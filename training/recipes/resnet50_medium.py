@@ -20,11 +20,12 @@ Global batch semantics: as ``resnet50_baseline``: LR 2.048 is for the global bat
 from dataclasses import replace
 
 from training.config import ScheduleConfig, TrainConfig
+from training.methods import LabelSmoothingOptions, MixUpOptions, SAMOptions
 from training.recipes.resnet50_mild import RECIPE as MILD
 
 RECIPE = TrainConfig(
     name="resnet50_medium",
-    model=replace(MILD.model),  # BlurPool, channels last
+    model=replace(MILD.model),
     optimizer=replace(MILD.optimizer),  # the baseline's
     schedule=ScheduleConfig(
         # Medium covers 60-240 epochs; 90 is the length at which the methods were selected
@@ -33,13 +34,12 @@ RECIPE = TrainConfig(
         warmup_epochs=8.0,
         final_lr_fraction=0.0,
     ),
-    data=replace(MILD.data),  # FixRes 176 -> 224 px, progressive resizing from half size
+    data=replace(MILD.data),  # FixRes 176 -> 224 px
     methods=replace(
-        MILD.methods,  # BCE, EMA with a 1000-step half-life
-        label_smoothing=0.1,
-        mixup_alpha=0.2,
-        sam_rho=0.5,
-        sam_interval=10,
+        MILD.methods,  # BlurPool, channels last, progressive resizing from half size, BCE, EMA over 1000 steps
+        label_smoothing=LabelSmoothingOptions(0.1),
+        mixup=MixUpOptions(alpha=0.2),
+        sam=SAMOptions(rho=0.5, interval=10),
     ),
     precision="amp",
 )

@@ -21,12 +21,15 @@ A run scales the LR linearly to its global batch and prints it; there is no need
 from dataclasses import replace
 
 from fastcore_ops.data import ProgressiveResize
+from fastcore_ops.surgery.blurpool import BlurPoolOptions
+from fastcore_ops.surgery.channels_last import ChannelsLastOptions
 from training.config import MethodsConfig, ModelConfig, ScheduleConfig, TrainConfig
+from training.methods import BCELossOptions, EMAOptions, LabelSmoothingOptions
 from training.recipes.resnet50_baseline import RECIPE as BASELINE
 
 RECIPE = TrainConfig(
     name="resnet50_mild",
-    model=ModelConfig(name="resnet50", surgeries=["blurpool", "channels_last"]),
+    model=ModelConfig(name="resnet50"),
     # SGD, LR 2.048 for the global batch 2048 (8 x 256), momentum 0.875, wd 5e-4 decoupled
     optimizer=replace(BASELINE.optimizer),
     schedule=ScheduleConfig(
@@ -40,20 +43,22 @@ RECIPE = TrainConfig(
         BASELINE.data,  # batch 256 per process, random-resized crops over 8-100% of the image
         train_size=176,  # FixRes: train below the 224 px test resolution
         eval_resize=232,
+    ),
+    methods=MethodsConfig(
+        blurpool=BlurPoolOptions(),
+        channels_last=ChannelsLastOptions(),
         progressive_resize=ProgressiveResize(
             initial_scale=0.5,
             delay_fraction=0.4,
             finetune_fraction=0.2,
             size_increment=4,  # not in Table 1: Composer's progressive-resizing default
         ),
-    ),
-    methods=MethodsConfig(
-        loss="bce",
-        label_smoothing=0.08,
+        bce_loss=BCELossOptions(),
+        label_smoothing=LabelSmoothingOptions(0.08),
         # Not in Table 1, which only marks EMA as used. 1000 steps is Composer's documented EMA
         # default: about 1.6 epochs at 626 steps per epoch, short next to the 36-epoch run, so
         # the average forgets the high-LR phase well before the end.
-        ema_half_life_steps=1000,
+        ema=EMAOptions(half_life_steps=1000),
     ),
     precision="amp",
 )

@@ -19,14 +19,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fastcore_ops import apply_surgery
 from fastcore_ops.data import build_loader
 from fastcore_ops.data.order import samples_per_rank
 from fastcore_ops.data.sources import find_samples
 from fastcore_ops.kernels import init_bce_bias_
 from training.config import TrainConfig
 from training.losses import LossFunction, classification_loss
+from training.methods.library import apply_surgery_methods
 from training.methods.patch_whitening import whiten_stem_
+from training.methods.registry import methods_of
 from training.methods.tta import TTAOptions, tta_probabilities
 from training.models import build_model
 from training.tasks.base import Task
@@ -145,17 +146,23 @@ def check_shard_size(config: TrainConfig, samples: list[tuple[str, int]], world_
             f"it (--set data.batch_size={per_rank}), or use fewer processes or more data")
 
 
+def _loss_function(config: TrainConfig) -> LossFunction:
+    """The softmax cross-entropy, or the BCE loss where ``methods.bce_loss`` is on, smoothed as configured."""
+    smoothing = config.methods.label_smoothing
+    return classification_loss("ce" if config.methods.bce_loss is None else "bce",
+                               0.0 if smoothing is None else smoothing.smoothing)
+
+
 def build_classifier(config: TrainConfig, num_classes: int) -> nn.Module:
     """The configured model with its surgeries applied and, for the BCE loss, its head's bias at -log(C)."""
     model = build_model(config.model.name, num_classes)
-    if config.methods.loss == "bce":
+    if config.methods.bce_loss is not None:
         heads = [m for m in model.modules() if isinstance(m, nn.Linear) and m.out_features == num_classes]
         if not heads:
-            raise ValueError(f"methods.loss='bce' needs a final nn.Linear with {num_classes} outputs in "
+            raise ValueError(f"methods.bce_loss needs a final nn.Linear with {num_classes} outputs in "
                              f"model {config.model.name!r}, found none")
         init_bce_bias_(heads[-1])
-    if config.model.surgeries:
-        log.info("surgery:\n%s", apply_surgery(model, config.model.surgeries))
+    apply_surgery_methods(model, config.methods)
     return model
 
 
@@ -164,7 +171,7 @@ def _loader_settings(config: TrainConfig, device: torch.device) -> dict:
     d = config.data
     return dict(batch_size=d.batch_size, device=device, backend=d.backend, seed=config.seed,
                 num_workers=None if d.num_workers < 0 else d.num_workers,
-                channels_last=config.model.has_surgery("channels_last"))
+                channels_last=config.methods.channels_last is not None)
 
 
 def _loaders(config: TrainConfig, data: Path, device: torch.device, train_samples):
@@ -173,11 +180,11 @@ def _loaders(config: TrainConfig, data: Path, device: torch.device, train_sample
     train_root, eval_root = split_folders(data)
     train_source, classes = train_samples
     d, common = config.data, _loader_settings(config, device)
+    # Each loader-stage method is the loader's keyword of its name (fastcore_ops.data's own options, None = off).
+    augmentations = {method.name: getattr(config.methods, method.name) for method in methods_of("loader")}
     train = build_loader(
         train_source, train=True, image_size=d.train_size, flip=d.flip, crop_scale=d.crop_scale,
-        randaugment=d.randaugment, colout=d.colout, padded_crop=d.padded_crop,
-        progressive_resize=d.progressive_resize,
-        epochs=config.schedule.epochs, **common)
+        epochs=config.schedule.epochs, **augmentations, **common)
     evaluation = build_loader(eval_root, train=False, image_size=d.eval_size,
                               eval_crop_fraction=d.eval_size / d.eval_resize, **common)
     if evaluation.classes != classes:
@@ -198,7 +205,7 @@ def build_image_classification(config: TrainConfig, *, data: Path, device: torch
     train, evaluation, num_classes = _loaders(config, data, device, train_samples)
     model = build_classifier(config, num_classes).to(device)
     task = ImageClassification(eval_loader=evaluation, num_classes=num_classes, device=device,
-                               loss_fn=classification_loss(config.methods.loss, config.methods.label_smoothing),
+                               loss_fn=_loss_function(config),
                                tta=config.methods.tta)
     if config.methods.patch_whitening is not None:
         task.setup_seconds = whiten_stem_from_training_images(config, model, train_samples[0], device)

@@ -30,8 +30,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn import functional as F
 
-from fastcore_ops import apply_surgery
 from training.config import TrainConfig
+from training.methods.library import apply_surgery_methods
 from training.models.language import build_language_model, logits_of, position_limit
 from training.tasks.base import Task
 from training.text.loader import TokenEvaluation, TokenWindows
@@ -208,7 +208,7 @@ def _evaluation_multiples(config: TrainConfig, model: nn.Module) -> list[int]:
     if skipped:
         warnings.warn(f"text.eval_length_multiples {skipped} ask for {[m * length for m in skipped]} tokens, more than "
                       f"the model's learned positions cover ({limit}): not evaluated; the alibi surgery "
-                      f"(model.surgeries=['alibi']) makes a model run any length", stacklevel=2)
+                      f"(methods.alibi={{}}) makes a model run any length", stacklevel=2)
     return runnable
 
 
@@ -224,8 +224,7 @@ def build_language_modeling(config: TrainConfig, *, data: Path, device: torch.de
     text = config.text
     model = build_language_model(config.model.name, vocab_size=prepared.vocab_size,
                                  sequence_length=text.sequence_length, options=config.model.options)
-    if config.model.surgeries:
-        log.info("surgery:\n%s", apply_surgery(model, config.model.surgeries))
+    apply_surgery_methods(model, config.methods)
     model.to(device)
     rank, world_size = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     train = TokenWindows(prepared.train, sequence_length=text.sequence_length, batch_size=config.data.batch_size,

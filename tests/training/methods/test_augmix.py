@@ -114,8 +114,10 @@ def test_the_consistency_loss_adds_weight_times_js_of_the_clean_and_two_views():
 def test_combinations_the_consistency_loss_cannot_take_are_refused():
     from training.config import MethodsConfig, TrainConfig, validate
 
-    config = TrainConfig(methods=MethodsConfig(augmix=AugMixOptions(jsd_weight=12.0), mixup_alpha=0.2))
-    with pytest.raises(ValueError, match="cannot be combined with methods.mixup_alpha"):
+    from training.methods import MixUpOptions
+
+    config = TrainConfig(methods=MethodsConfig(augmix=AugMixOptions(jsd_weight=12.0), mixup=MixUpOptions()))
+    with pytest.raises(ValueError, match="cannot be combined with methods.mixup"):
         validate(config)
 
 

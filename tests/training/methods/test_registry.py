@@ -1,0 +1,75 @@
+"""The method registry is the one list of methods: what it declares, and that no other list exists."""
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from training.assemble import build_methods
+from training.config import MethodsConfig, TrainConfig, override
+from training.methods.registry import STAGES, active, all_methods, register_method, registered
+
+ROOT = Path(__file__).resolve().parents[3]
+# Where method names may be listed: the registrations themselves, and translations of our methods
+# into another library's (the Composer comparison hands each of its methods to Composer's algorithm).
+MAY_LIST_METHODS = {"training/methods", "benchmarks/composer_job.py"}
+
+
+def _names_listed(node: ast.AST, names: set[str]) -> list[str]:
+    """The registered method names among a list, tuple, set or dict literal's items (a dict's keys)."""
+    items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
+    return [item.value for item in items if isinstance(item, ast.Constant) and item.value in names]
+
+
+def test_no_list_of_method_names_exists_outside_the_registry():
+    names = {method.name for method in all_methods()}
+    found = []
+    for folder in ("fastcore_ops", "training", "benchmarks", "tools"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if any(relative == allowed or relative.startswith(allowed + "/") for allowed in MAY_LIST_METHODS):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+                    listed = _names_listed(node, names)
+                    if len(listed) >= 2:
+                        found.append(f"{relative}:{node.lineno} {listed}")
+    assert not found, "lists of method names outside the registry:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("method", all_methods(), ids=lambda method: method.name)
+def test_each_method_declares_what_the_run_needs_and_its_ablation_value_is_valid(method):
+    assert method.stage in STAGES and method.tasks
+    assert dataclasses.is_dataclass(method.options) and isinstance(method.try_with, method.options)
+    config = override(TrainConfig(task=method.tasks[0], model=TrainConfig().model if method.tasks[0] ==
+                                  "image_classification" else dataclasses.replace(TrainConfig().model, name="gpt")),
+                      [f"methods.{method.name}={dataclasses.asdict(method.try_with)!r}"])
+    assert getattr(config.methods, method.name) == method.try_with
+    if method.stage == "step":
+        assert [type(hook).__name__ for hook in build_methods(config)] == [type(method.try_with.attach(config)).__name__]
+
+
+def test_step_methods_run_in_their_registered_order():
+    config = override(TrainConfig(), ["methods.selective_backprop={}", "methods.ema={}", "methods.cutout={}",
+                                      "methods.mixup={}", "methods.sam={}", "methods.low_precision_norm={}"])
+    assert [type(hook).__name__ for hook in build_methods(config)] == [
+        "LowPrecisionNorm", "Cutout", "MixUp", "SAM", "EMA", "SelectiveBackprop"]
+    assert [method.name for method, _ in active(config.methods, "step")] == [
+        "low_precision_norm", "cutout", "mixup", "sam", "ema", "selective_backprop"]
+
+
+def test_a_registration_that_cannot_work_is_refused():
+    @dataclasses.dataclass(frozen=True)
+    class NoHooks:
+        pass
+
+    with pytest.raises(TypeError, match="needs an attach"):
+        register_method("no_hooks", stage="step", order=1)(NoHooks)
+    with pytest.raises(ValueError, match="stage must be one of"):
+        register_method("no_hooks", stage="lunch", order=1)
+    with pytest.raises(ValueError, match="registered twice"):
+        register_method("mixup", stage="loss", order=1)(NoHooks)
+    with pytest.raises(ValueError, match="unknown method 'spicy'; methods: alibi, augmix"):
+        registered("spicy")
+    assert "no_hooks" not in {field.name for field in dataclasses.fields(MethodsConfig)}

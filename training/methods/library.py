@@ -1,0 +1,81 @@
+"""The methods fastcore_ops implements, registered as methods of a training run.
+
+Their options classes, implementations and method cards are the library's (``fastcore_ops.surgery``
+and ``fastcore_ops.data``); a run turns one on as any other method, ``--set methods.blurpool={}``.
+The surgeries rewrite the model in their order here, in one transactional
+:func:`fastcore_ops.apply_surgery`; the loader's augmentations run in its batch stage.
+
+    >>> from training.methods.registry import registered
+    >>> registered("channels_last").order > registered("blurpool").order
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from torch import nn
+
+from fastcore_ops import apply_surgery
+from fastcore_ops.data import ColOutOptions, PaddedCropOptions, ProgressiveResize, RandAugmentOptions
+from fastcore_ops.surgery import check_surgeries
+from fastcore_ops.surgery.alibi import ALiBiOptions
+from fastcore_ops.surgery.blurpool import BlurPoolOptions
+from fastcore_ops.surgery.channels_last import ChannelsLastOptions
+from fastcore_ops.surgery.ghost_batchnorm import GhostBatchNormOptions
+from fastcore_ops.surgery.squeeze_excite import SqueezeExciteOptions
+from fastcore_ops.surgery.stochastic_depth import StochasticDepthOptions
+from training.methods.registry import IMAGES, TEXT, active, register_method
+
+log = logging.getLogger(__name__)
+
+
+def surgery_request(name: str, options) -> tuple[str, dict]:
+    """The ``(name, options)`` pair :func:`fastcore_ops.apply_surgery` takes for a surgery method's options."""
+    return name, dataclasses.asdict(options)
+
+
+def apply_surgery_methods(model: nn.Module, methods) -> None:
+    """The surgeries a run's ``methods`` section turns on, in their order, in one transactional apply_surgery."""
+    requests = [surgery_request(method.name, options) for method, options in active(methods, "surgery")]
+    if requests:
+        log.info("surgery:\n%s", apply_surgery(model, requests))
+
+
+def _surgery_check(name: str):
+    """apply_surgery's own check of the options (types, ranges), which touches no model."""
+    return lambda options, config: check_surgeries([surgery_request(name, options)])
+
+
+def _register_surgery(name: str, options: type, *, order: int, tasks: tuple[str, ...], **declarations) -> None:
+    register_method(name, stage="surgery", order=order, tasks=tasks, check=_surgery_check(name), **declarations)(
+        options)
+
+
+_register_surgery("alibi", ALiBiOptions, order=10, tasks=TEXT)
+_register_surgery("blurpool", BlurPoolOptions, order=20, tasks=IMAGES)
+# ResNet-20's convolutions have 16 to 64 channels: at the default min_channels (128, for ImageNet
+# ResNets) the ablation would gate none of them.
+_register_surgery("squeeze_excite", SqueezeExciteOptions, order=30, tasks=IMAGES, try_with={"min_channels": 16})
+# In its "block" mode a dropped block's parameters get no gradient in that step.
+_register_surgery("stochastic_depth", StochasticDepthOptions, order=40, tasks=IMAGES, leaves_parameters_unused=True,
+                  try_with={"drop_rate": 0.05})
+_register_surgery("ghost_batchnorm", GhostBatchNormOptions, order=50, tasks=IMAGES)
+# Last: it converts the parameters and buffers the other surgeries add.
+_register_surgery("channels_last", ChannelsLastOptions, order=90, tasks=IMAGES)
+
+
+def _check_resize_increment(options: ProgressiveResize, config) -> None:
+    # Checked here, not at the first resize halfway through the run.
+    if config.data.train_size % options.size_increment:
+        raise ValueError(f"methods.progressive_resize.size_increment must divide data.train_size="
+                         f"{config.data.train_size}, got {options.size_increment}")
+
+
+# The loader's batch stage, each a keyword of fastcore_ops.data.build_loader by the method's name.
+register_method("padded_crop", stage="loader", order=10, tasks=IMAGES)(PaddedCropOptions)
+register_method("randaugment", stage="loader", order=20, tasks=IMAGES)(RandAugmentOptions)
+register_method("colout", stage="loader", order=30, tasks=IMAGES)(ColOutOptions)
+register_method("progressive_resize", stage="loader", order=40, tasks=IMAGES, check=_check_resize_increment)(
+    ProgressiveResize)

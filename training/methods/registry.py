@@ -1,0 +1,147 @@
+"""The one list of training methods: each registers its options class where it is defined.
+
+A method is one module of ``training/methods/``: its options dataclass (validated in
+``__post_init__``), its functional form, its event hooks, its method card, and this
+registration, which declares what the rest of the code needs to know about it: the stage it
+runs in, the tasks it applies to, whether it trains under DDP and FSDP, and its order among the
+methods of its stage. The configuration's ``methods`` section (one field per method, None = off),
+its validation, the distributed checks, the ablation's catalog, the method cards and the order
+methods run in all come from here.
+
+    >>> registered("mixup").stage, registered("mixup").tasks
+    ('step', ('image_classification',))
+    >>> [method.name for method in methods_of("surgery")]
+    ['alibi', 'blurpool', 'squeeze_excite', 'stochastic_depth', 'ghost_batchnorm', 'channels_last']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from training.models.registry import TASKS
+
+IMAGES, TEXT = ("image_classification",), ("language_model",)  # the tasks of methods for one task only
+
+# Where a method acts, in the order a run meets them:
+#   surgery     rewrites the model before training (fastcore_ops.apply_surgery, in ``order``);
+#   model       sets up weights from the training data once the model is built (patch whitening);
+#   loader      the data loader's batch stage (fastcore_ops.data's augmentations);
+#   loss        the task's loss function;
+#   step        event hooks on the trainer's steps (a ``Method``, from the options' ``attach``);
+#   evaluation  how the evaluation set is scored.
+STAGES = ("surgery", "model", "loader", "loss", "step", "evaluation")
+
+
+@dataclass(frozen=True)
+class RegisteredMethod:
+    """What one method declares about itself.
+
+    options: its options dataclass; a run's ``methods.<name>`` is an instance of it, or None.
+    order: its rank among the methods of its stage (lower first): surgeries apply in it, step
+        methods receive each event in it.
+    mixes_batch: it replaces each batch's targets by mixtures of samples; a run takes one such method.
+    one_target_per_input: it needs a batch whose inputs and targets pair one to one (AugMix's
+        consistency loss triples the inputs).
+    leaves_parameters_unused: a training step may leave some parameters without a gradient
+        (stochastic depth skips whole blocks), which DDP must be told.
+    try_with: the options the ablation adds it with (registered as the fields that differ from the
+        options' defaults).
+    check: ``check(options, config)`` raises a ValueError for options the rest of the run's
+        configuration cannot take (the options check themselves in ``__post_init__``).
+    module: where it is defined; its docstring holds the method card.
+    """
+
+    name: str
+    options: type
+    stage: str
+    order: int
+    tasks: tuple[str, ...]
+    ddp: bool
+    fsdp: bool
+    mixes_batch: bool
+    one_target_per_input: bool
+    leaves_parameters_unused: bool
+    try_with: object
+    check: Callable[[object, object], None] | None
+    module: str
+
+    def applies_to(self, task: str) -> bool:
+        return task in self.tasks
+
+
+_REGISTRY: dict[str, RegisteredMethod] = {}
+
+
+def register_method(name: str, *, stage: str, order: int, tasks: tuple[str, ...] = TASKS, ddp: bool = True,
+                    fsdp: bool = True, mixes_batch: bool = False, one_target_per_input: bool = False,
+                    leaves_parameters_unused: bool = False, try_with: dict | None = None,
+                    check: Callable[[object, object], None] | None = None,
+                    module: str | None = None) -> Callable[[type], type]:
+    """Register the decorated options dataclass as the method ``name`` (see :class:`RegisteredMethod`).
+
+    A step method's options class has ``attach(self, config) -> Method``, which builds the hooks
+    for a run. As ``training/methods/mixup.py`` does::
+
+        @register_method("mixup", stage="step", order=30, tasks=IMAGES, mixes_batch=True)
+        @dataclass(frozen=True)
+        class MixUpOptions:
+            alpha: float = 0.2
+            def attach(self, config) -> Method: ...
+    """
+    if stage not in STAGES:
+        raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+    unknown = set(tasks) - set(TASKS)
+    if not tasks or unknown:
+        raise ValueError(f"tasks must be some of {', '.join(TASKS)}, got {tasks!r}")
+
+    def register(options: type) -> type:
+        if not dataclasses.is_dataclass(options):
+            raise TypeError(f"method {name!r}: its options must be a dataclass, got {options!r}")
+        if stage == "step" and not callable(getattr(options, "attach", None)):
+            raise TypeError(f"method {name!r} runs in the step stage: {options.__name__} needs an attach(config) "
+                            f"method that returns its Method")
+        if name in _REGISTRY and _REGISTRY[name].options is not options:
+            raise ValueError(f"method {name!r} is registered twice ({_REGISTRY[name].module} and "
+                             f"{module or options.__module__}); give one of them another name")
+        _REGISTRY[name] = RegisteredMethod(
+            name=name, options=options, stage=stage, order=order, tasks=tuple(tasks), ddp=ddp, fsdp=fsdp,
+            mixes_batch=mixes_batch, one_target_per_input=one_target_per_input,
+            leaves_parameters_unused=leaves_parameters_unused,
+            try_with=options(**(try_with or {})), check=check, module=module or options.__module__)
+        return options
+
+    return register
+
+
+def registered(name: str) -> RegisteredMethod:
+    """The method called ``name``, or a ValueError listing the methods there are."""
+    importlib.import_module("training.methods")
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown method {name!r}; methods: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def all_methods() -> list[RegisteredMethod]:
+    """Every registered method, by stage (in :data:`STAGES` order), then by order within it."""
+    importlib.import_module("training.methods")  # its modules register the methods as they load
+    return sorted(_REGISTRY.values(), key=lambda method: (STAGES.index(method.stage), method.order, method.name))
+
+
+def methods_of(stage: str) -> list[RegisteredMethod]:
+    """The methods of ``stage``, in the order they run."""
+    return [method for method in all_methods() if method.stage == stage]
+
+
+def active(methods, stage: str | None = None) -> list[tuple[RegisteredMethod, object]]:
+    """(method, its options) for each method a run's ``methods`` section turns on, in the order they run.
+
+        >>> from training.config import MethodsConfig
+        >>> from training.methods.mixup import MixUpOptions
+        >>> [(method.name, options) for method, options in active(MethodsConfig(mixup=MixUpOptions(alpha=0.4)))]
+        [('mixup', MixUpOptions(alpha=0.4))]
+    """
+    chosen = all_methods() if stage is None else methods_of(stage)
+    return [(method, getattr(methods, method.name)) for method in chosen if getattr(methods, method.name) is not None]
