@@ -177,7 +177,7 @@ def _fixed_size(rows: _Rows, section: str) -> None:
 
 def _progressive(rows: _Rows) -> None:
     """The Mild schedule over the warm-up and timed epochs; torchvision changes its size per epoch."""
-    schedule, epochs = MILD.data.progressive_resize, rows.args.epochs + 1
+    schedule, epochs = MILD.methods.progressive_resize, rows.args.epochs + 1
     crop = ScheduledResizedCrop(rows.args.image_size)
 
     def set_size(epoch: int) -> None:

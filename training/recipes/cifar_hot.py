@@ -7,15 +7,9 @@ one op per image, stochastic depth 0.05 (half ImageNet's 0.1: ResNet-20's blocks
 and narrow) and ColOut 0.05; progressive resizing starts at 0.6 of 32 px after a 0.2 delay,
 as in Hot. Trains 30 epochs, twice the baseline, with Medium's optimizer.
 
-Measured (``reports/cifar-tradeoff-openmp-20261125/``, bf16, 3 seeds, flips only as the
-baseline, with Mild's patch whitening, OpenMP at PyTorch's default): at half its budget (the
-baseline's 15 epochs) 65.4%, below the baseline's 66.2%, and 1.02x the baseline's speed to the
-baseline's half-budget top-1 (0.96x under ``OMP_WAIT_POLICY=PASSIVE``,
-``reports/cifar-tradeoff-whitening-20261125/``; before the whitening 63.3% and 0.83x,
-``reports/cifar-tradeoff-wd-20261125/``). In the ablation on that baseline
-(``reports/ablation-cifar-flips-20261124/``, each method alone at half the baseline's budget)
-its augmentations cost accuracy at these lengths (ColOut -4.9, RandAugment -2.3 points) and its
-other additions are within the seeds' spread (MixUp +0.6, SAM +0.05, stochastic depth +0.1).
+On 500 images per class, at half its budget (the baseline's 15 epochs) it reaches 65.4%, below
+the baseline's 66.2% (``reports/cifar-tradeoff-openmp-20261125/``, 3 seeds): its augmentations
+cost accuracy at these lengths (the ablation in ``reports/ablation-cifar-flips-20261124/``).
 
 The LR 0.4 is for the baseline's global batch of 128 (``optimizer.reference_batch``), one
 process at the default batch, and is scaled linearly to other global batches:
