@@ -9,6 +9,13 @@ A part of the data is one entry ``{"files": count, "bytes": total, "sha256": dig
 - prepared text: each token file's size, modification time and 64 KiB read at 16 evenly spaced
   places (a byte changed elsewhere in a re-tokenized corpus moves its size or its time).
 
+Each entry also holds ``contents``, a digest of the same paths and sizes with bytes instead of
+times (for an image folder, 256 evenly spaced images read whole), and ``written``, the oldest and
+the newest modification time. A copy of the data (a data set provisioned again, a folder copied
+to another disk) changes every time: :func:`same_data` takes it as the same data when its
+contents digest matches and every file was written after the newest file of the original, which
+an edit in place of some files is not.
+
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
     >>> _ = (folder / "a.jpg").write_bytes(b"x" * 10)
@@ -31,22 +38,40 @@ from fastcore_ops.data.shards import INDEX_FILE, ShardMember, is_shard_folder
 from fastcore_ops.data.sources import find_samples
 
 _SAMPLES_PER_FILE, _SAMPLE_BYTES = 16, 1 << 16
+_FILES_READ = 256  # images read whole for an image folder's contents digest
 
 
-def _part(records: list[tuple[str, int, bytes]]) -> dict:
-    """One part's entry from (name, size, identifying bytes) records, in a fixed order."""
+def _digest(records) -> str:
     digest = hashlib.sha256()
     for name, size, identity in sorted(records):
         digest.update(f"{name}\t{size}\t".encode() + identity + b"\n")
-    return {"files": len(records), "bytes": sum(size for _, size, _ in records), "sha256": digest.hexdigest()}
+    return digest.hexdigest()
+
+
+def _part(records: list[tuple[str, int, int, bytes]]) -> dict:
+    """One part's entry from (name, size, modification time, content bytes) records, in a fixed order."""
+    times = [mtime for _, _, mtime, _ in records]
+    return {"files": len(records), "bytes": sum(size for _, size, _, _ in records),
+            "sha256": _digest([(name, size, f"{mtime}\t".encode() + content)
+                               for name, size, mtime, content in records]),
+            "contents": _digest([(name, size, content) for name, size, _, content in records]),
+            "written": [min(times, default=0), max(times, default=0)]}
+
+
+def _read_whole(path: Path) -> bytes:
+    return hashlib.sha256(path.read_bytes()).digest()
 
 
 def files_fingerprint(root: Path, paths: Iterable[Path]) -> dict:
-    """The entry of image files under ``root``: relative paths, sizes and modification times."""
+    """The entry of image files under ``root``: relative paths, sizes and modification times, and the
+    contents of :data:`_FILES_READ` evenly spaced ones."""
+    paths = sorted(paths, key=lambda path: os.path.relpath(path, root))
+    read = set(paths[::max(1, len(paths) // _FILES_READ)][:_FILES_READ])
     records = []
     for path in paths:
         status = os.stat(path)
-        records.append((os.path.relpath(path, root), status.st_size, str(status.st_mtime_ns).encode()))
+        content = _read_whole(path) if path in read else b""
+        records.append((os.path.relpath(path, root), status.st_size, status.st_mtime_ns, content))
     return _part(records)
 
 
@@ -59,9 +84,29 @@ def sampled_fingerprint(root: Path, paths: Iterable[Path]) -> dict:
             for index in range(_SAMPLES_PER_FILE):
                 file.seek(status.st_size * index // _SAMPLES_PER_FILE)
                 digest.update(file.read(_SAMPLE_BYTES))
-        records.append((os.path.relpath(path, root), status.st_size,
-                        f"{status.st_mtime_ns}\t{digest.hexdigest()}".encode()))
+        records.append((os.path.relpath(path, root), status.st_size, status.st_mtime_ns, digest.digest()))
     return _part(records)
+
+
+def same_data(saved: dict, now: dict) -> bool:
+    """Whether fingerprints ``saved`` and ``now`` are of the same data: equal part by part, or a part copied
+    whole (the same contents digest, every file written after the newest one saved).
+
+        >>> part = {"files": 2, "bytes": 9, "sha256": "a", "contents": "c", "written": [10, 20]}
+        >>> same_data({"train": part}, {"train": part | {"sha256": "b", "written": [30, 40]}})
+        True
+        >>> same_data({"train": part}, {"train": part | {"sha256": "b", "written": [15, 40]}})  # some edited
+        False
+    """
+    if saved.keys() != now.keys():
+        return False
+    return all(saved[name] == now[name] or _copied(saved[name], now[name]) for name in saved)
+
+
+def _copied(before: dict, after: dict) -> bool:
+    if "contents" not in before or "written" not in before:  # saved before these were recorded
+        return False
+    return before["contents"] == after["contents"] and after["written"][0] > before["written"][1]
 
 
 def image_fingerprint(train_root: Path, train_samples: list, eval_root: Path) -> dict:

@@ -22,7 +22,7 @@ from pathlib import Path
 from fastcore_ops.checks import check_int
 from training import checkpoint
 from training.config import TrainConfig, to_dict
-from training.data_identity import describe_changes
+from training.data_identity import describe_changes, same_data
 
 CONFIG_NAME = "config.json"
 SETTINGS_NAME = "run.json"
@@ -33,6 +33,15 @@ RUN_FILES = (CONFIG_NAME, SETTINGS_NAME, "metrics.jsonl", SUMMARY_NAME, "curves.
              "tokenizer.json")
 _CHECKPOINT_FILE = re.compile(rf"{re.escape(checkpoint.CHECKPOINT_NAME[:-3])}(\.\d+)?\.pt(\.tmp)?")
 EXTENDABLE = "schedule.epochs"
+
+
+def _is_part(part) -> bool:
+    """Whether ``part`` is one part's fingerprint (``contents`` and ``written`` are absent from older runs')."""
+    if not (isinstance(part, dict) and isinstance(part.get("sha256"), str)):
+        return False
+    written = part.get("written", [0, 0])
+    return isinstance(part.get("contents", ""), str) and isinstance(written, list) and len(written) == 2 and all(
+        isinstance(time, int) and not isinstance(time, bool) for time in written)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +65,7 @@ class RunSettings:
         check_int("eval_every", self.eval_every, low=0)
         if self.world_size is not None:
             check_int("world_size", self.world_size, low=1)
-        if self.data is not None and not (isinstance(self.data, dict) and all(
-                isinstance(part, dict) and isinstance(part.get("sha256"), str) for part in self.data.values())):
+        if self.data is not None and not (isinstance(self.data, dict) and all(map(_is_part, self.data.values()))):
             raise ValueError(f"data must map each part of the data to its fingerprint, got {self.data!r}")
 
     def save(self, out: Path) -> None:
@@ -143,7 +151,7 @@ def check_same_inputs(saved: RunSettings | None, requested: RunSettings, out: Pa
                          f"starts {requested.world_size}; its global batch, LR and step count follow the number of "
                          f"processes, so resume it with {saved.world_size} (torchrun --nproc_per_node="
                          f"{saved.world_size}, or no torchrun for 1), or start a new run with another --out")
-    if saved.data is not None and saved.data != requested.data:
+    if saved.data is not None and not same_data(saved.data, requested.data):
         raise ValueError(f"--resume: the data of the run in {out} changed since it started "
                          f"({describe_changes(saved.data, requested.data)}); resume on the data it trained on, or "
                          f"start a new run with another --out")
