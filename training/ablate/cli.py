@@ -26,17 +26,16 @@ from pathlib import Path
 import torch
 
 from fastcore_ops import cli
-from fastcore_ops.cli import check_device, refuse
+from fastcore_ops.cli import refuse
 from training.ablate.catalog import METHODS
 from training.ablate.effects import effect_rows, method_effects, plot_effects, runs_left_out, tta_sentence
 from training.config import TrainConfig
 from training.recipes import get_recipe, list_recipes
 from training.tradeoff.analysis import speedup_table
-from training.tradeoff.cli import (check_out, check_sweep_data, check_sweep_options, execute_sweep, parse_budgets,
-                                   parse_names)
+from training.tradeoff.cli import SweepRequest, parse_budgets, parse_names, sweep
 from training.tradeoff.report import build_report, embedded_image, html_table
-from training.tradeoff.results import Run, common_metric, machine_label, split_runs
-from training.tradeoff.sweep import PlannedRun, TrainOptions, Variant, plan_sweep, run_config
+from training.tradeoff.results import Run, common_metric, split_runs
+from training.tradeoff.sweep import Variant
 from training.tradeoff.tables import markdown_table, write_csv
 
 TTA_ON = "methods.tta={}"
@@ -130,25 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_args(argv)
         if args.base not in list_recipes():
             raise ValueError(f"--base: unknown recipe {args.base!r}; accepted: {', '.join(list_recipes())}")
-        check_sweep_options(args.seeds, args.subset, args.assignments)
         base_config = get_recipe(args.base)
         budgets, methods = parse_budgets(args.budgets), parse_methods(args.methods, base_config)
-        shared = [TTA_ON, *args.assignments] if base_config.task == "image_classification" else list(args.assignments)
-        arms = variants(args.base, base_config, methods)
-        # Every variant's configuration now, so a method that does not apply fails before any training.
-        configs = {}
-        for arm in arms:
-            try:
-                configs[arm.name] = run_config(PlannedRun(arm.name, 1.0, 0, 1.0, arm), shared)
-            except (TypeError, ValueError) as error:
-                raise ValueError(f"variant {arm.name}: {error}") from None
-        plan = plan_sweep(arms, budgets, args.seeds, {name: c.schedule.epochs for name, c in configs.items()})
-        check_sweep_data(configs, args.data, args.subset)
-        device = str(check_device(args.device))
-        check_out(args.out, "ablate", plan, shared)
-    except (ValueError, TypeError, OSError) as error:
+    except ValueError as error:
         return refuse(error)
-    options = TrainOptions(data=None if args.data is None else args.data.resolve(), device=device,
-                           machine=machine_label(device), subset=args.subset, assignments=tuple(shared))
-    return execute_sweep(plan, args.out, options, args.base, tool="ablate", progress=not args.no_progress,
-                         report=ablation_report)
+    shared = [TTA_ON, *args.assignments] if base_config.task == "image_classification" else list(args.assignments)
+    return sweep(SweepRequest(variants(args.base, base_config, methods), budgets, args.seeds, args.data, args.subset,
+                              args.device, shared, args.out, args.base, tool="ablate", progress=not args.no_progress,
+                              report=ablation_report))

@@ -20,6 +20,7 @@ import argparse
 import math
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -35,7 +36,7 @@ from training.tradeoff.report import build_report
 from training.tradeoff.metric import one_metric
 from training.tradeoff.results import (FAILED, FailedRun, Run, RunRecord, common_metric, machine_label, merge_records,
                                        read_results, split_runs)
-from training.tradeoff.sweep import (RUNS, PlannedRun, SweepInterrupted, TrainOptions, check_finished_runs,
+from training.tradeoff.sweep import (RUNS, PlannedRun, SweepInterrupted, TrainOptions, Variant, check_finished_runs,
                                      expected_metric, plan_sweep, read_outcome, run_config, run_sweep)
 from training.tradeoff.tables import left_out_note
 
@@ -231,30 +232,78 @@ def check_sweep_data(configs: dict[str, TrainConfig], data: Path | None, subset:
                          f"{', '.join(others)} are not; leave it out")
 
 
+@dataclass(frozen=True)
+class SweepRequest:
+    """What a sweep command asks for; :func:`sweep` checks and runs it (the tradeoff and ablation commands).
+
+    variants: the curves, recipe names or :class:`Variant` (a recipe with ``--set`` values of its
+    own). assignments: ``--set`` values for every run. report: writes the report from the runs,
+    the output folder and the baseline's name (default: the tradeoff report).
+    """
+
+    variants: list[str | Variant]
+    budgets: list[float]
+    seeds: int
+    data: Path | None
+    subset: int | None
+    device: str
+    assignments: list[str]
+    out: Path
+    baseline: str
+    first_seed: int = 0
+    tool: str = "tradeoff"
+    progress: bool = True
+    report: Callable[[list[Run], Path, str], list[Path]] | None = None
+
+
+def _variant_configs(request: SweepRequest) -> dict[str, TrainConfig]:
+    """Each curve's configuration, built now so that a bad ``--set`` fails before any training."""
+    configs = {}
+    for item in request.variants:
+        if isinstance(item, str):
+            configs[item] = run_config(PlannedRun(item, 1.0, 0, 1.0), request.assignments)
+            continue
+        try:
+            configs[item.name] = run_config(PlannedRun(item.name, 1.0, 0, 1.0, item), request.assignments)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"variant {item.name}: {error}") from None
+    return configs
+
+
+def sweep(request: SweepRequest) -> int:
+    """Check everything ``request`` asks for before any training or write, then train, report and return the
+    exit code (see :func:`execute_sweep`)."""
+    try:
+        check_sweep_options(request.seeds, request.subset, request.assignments)
+        if request.first_seed < 0:
+            raise ValueError(f"--first-seed must be >= 0, got {request.first_seed}")
+        configs = _variant_configs(request)
+        check_one_metric(configs)
+        check_sweep_data(configs, request.data, request.subset)
+        device = str(check_device(request.device))
+        epochs = {name: config.schedule.epochs for name, config in configs.items()}
+        plan = plan_sweep(request.variants, request.budgets, request.seeds, epochs, first_seed=request.first_seed)
+        check_out(request.out, request.tool, plan, request.assignments)
+    except (ValueError, TypeError, OSError) as error:
+        return refuse(error)
+    data = None if request.data is None else request.data.resolve()
+    options = TrainOptions(data=data, device=device, machine=machine_label(device),
+                           subset=request.subset, assignments=tuple(request.assignments))
+    return execute_sweep(plan, request.out, options, request.baseline, tool=request.tool, progress=request.progress,
+                         report=request.report)
+
+
 def _sweep(args: argparse.Namespace) -> int:
     try:
         for flag in ("recipes", "budgets"):
             if getattr(args, flag) is None:
                 raise ValueError(f"--{flag} is required to run a sweep (or pass --merge FOLDER... to rebuild a report)")
         recipes, budgets = parse_recipes(args.recipes), parse_budgets(args.budgets)
-        check_sweep_options(args.seeds, args.subset, args.assignments)
-        if args.first_seed < 0:
-            raise ValueError(f"--first-seed must be >= 0, got {args.first_seed}")
-        # Builds every run's configuration now, so a bad --set fails before any training.
-        configs = {recipe: run_config(PlannedRun(recipe, 1.0, 0, 1.0), args.assignments) for recipe in recipes}
-        check_one_metric(configs)
-        check_sweep_data(configs, args.data, args.subset)
-        device = str(check_device(args.device))
         baseline = _choose_baseline(args.baseline, recipes)
-        epochs = {recipe: config.schedule.epochs for recipe, config in configs.items()}
-        plan = plan_sweep(recipes, budgets, args.seeds, epochs, first_seed=args.first_seed)
-        check_out(args.out, "tradeoff", plan, args.assignments)
-    except (ValueError, TypeError, OSError) as error:
+    except ValueError as error:
         return refuse(error)
-    data = None if args.data is None else args.data.resolve()
-    options = TrainOptions(data=data, device=device, machine=machine_label(device),
-                           subset=args.subset, assignments=tuple(args.assignments))
-    return execute_sweep(plan, args.out, options, baseline, progress=not args.no_progress)
+    return sweep(SweepRequest(recipes, budgets, args.seeds, args.data, args.subset, args.device, args.assignments,
+                              args.out, baseline, first_seed=args.first_seed, progress=not args.no_progress))
 
 
 def execute_sweep(plan: list[PlannedRun], out: Path, options: TrainOptions, baseline: str, *, tool: str = "tradeoff",
