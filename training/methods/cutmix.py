@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
-from training.methods.base import Method
-from training.methods.mixup import BatchMixing, as_probabilities, check_alpha, check_batch, sample_mixing_weight
+from training.methods.mixup import (BatchMixing, BatchMixingOptions, as_probabilities, check_alpha, check_batch,
+                                    sample_mixing_weight)
 from training.methods.registry import IMAGES, register_method
 
 
@@ -95,13 +96,8 @@ class CutMix(BatchMixing):
 
 @register_method("cutmix", stage="step", order=40, tasks=IMAGES, mixes_batch=True)
 @dataclass(frozen=True)
-class CutMixOptions:
-    """CutMix's one setting; ``methods.cutmix``."""
+class CutMixOptions(BatchMixingOptions):
+    """``methods.cutmix``."""
 
     alpha: float = 1.0  # lam uniform, the usual choice
-
-    def __post_init__(self) -> None:
-        check_alpha(self.alpha)
-
-    def attach(self, config) -> Method:
-        return CutMix(self.alpha, seed=config.seed)
+    method: ClassVar[type[BatchMixing]] = CutMix

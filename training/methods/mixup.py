@@ -18,7 +18,7 @@ Method card
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 import torch
@@ -134,10 +134,9 @@ class MixUp(BatchMixing):
     mix_batch = staticmethod(mixup_batch)
 
 
-@register_method("mixup", stage="step", order=30, tasks=IMAGES, mixes_batch=True)
 @dataclass(frozen=True)
-class MixUpOptions:
-    """MixUp's one setting; ``methods.mixup``.
+class BatchMixingOptions:
+    """The one setting of a batch-mixing method: the Beta distribution's ``alpha``.
 
         >>> MixUpOptions(alpha=0)
         Traceback (most recent call last):
@@ -145,10 +144,20 @@ class MixUpOptions:
         ValueError: alpha must be a number > 0, got 0
     """
 
-    alpha: float = 0.2  # a common choice for ImageNet
+    alpha: float
+    method: ClassVar[type[BatchMixing]]
 
     def __post_init__(self) -> None:
         check_alpha(self.alpha)
 
     def attach(self, config) -> Method:
-        return MixUp(self.alpha, seed=config.seed)
+        return self.method(self.alpha, seed=config.seed)
+
+
+@register_method("mixup", stage="step", order=30, tasks=IMAGES, mixes_batch=True)
+@dataclass(frozen=True)
+class MixUpOptions(BatchMixingOptions):
+    """``methods.mixup``."""
+
+    alpha: float = 0.2  # a common choice for ImageNet
+    method: ClassVar[type[BatchMixing]] = MixUp
