@@ -75,8 +75,8 @@ def parse_methods(text: str, base: TrainConfig) -> list[str]:
     names = parse_names(text, list(METHODS), "--methods", "method")
     for name in names:
         if not METHODS[name].applies_to(base):
-            raise ValueError(f"--methods: {name} applies to task {METHODS[name].method.tasks[0]!r} only, and the base's task "
-                             f"is {base.task!r}; leave it out")
+            raise ValueError(f"--methods: {name} applies to task {METHODS[name].method.tasks[0]!r} only, and the base's "
+                             f"task is {base.task!r}; leave it out")
     return names
 
 

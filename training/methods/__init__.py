@@ -25,7 +25,7 @@ from training.methods.layer_freezing import LayerFreezing, LayerFreezingOptions,
 from training.methods.low_precision_norm import LowPrecisionNorm, LowPrecisionNormOptions, low_precision_norms_
 from training.methods.mixup import MixUp, MixUpOptions, mixup_batch
 from training.methods.patch_whitening import PatchWhiteningOptions, whiten_stem_
-from training.methods.sam import SAM, SAMOptions
+from training.methods.sam import SAM, SAMOptions, ascend_, descend_
 from training.methods.selective_backprop import SelectiveBackprop, SelectiveBackpropOptions
 from training.methods.seq_length_warmup import SeqLengthWarmupOptions, SequenceLengthWarmup, shorten_batch
 from training.methods.swa import SWA, SWAOptions
@@ -36,7 +36,8 @@ __all__ = [
     "EMAOptions", "Event", "LabelSmoothingOptions", "LayerFreezing", "LayerFreezingOptions", "LowPrecisionNorm",
     "LowPrecisionNormOptions", "Method", "MixUp", "MixUpOptions", "PatchWhiteningOptions", "SAM", "SAMOptions", "SWA",
     "SWAOptions", "SelectiveBackprop", "SelectiveBackpropOptions", "SeededMethod", "SeqLengthWarmupOptions",
-    "SequenceLengthWarmup", "TTAOptions", "TrainState", "cutmix_batch", "cutout_batch", "freeze_layers",
+    "SequenceLengthWarmup", "TTAOptions", "TrainState", "ascend_", "cutmix_batch", "cutout_batch", "descend_",
+    "freeze_layers",
     "low_precision_norms_", "mixup_batch", "shorten_batch", "smoothed_targets", "surgery_request", "tta_probabilities",
     "whiten_stem_",
 ]

@@ -13,6 +13,9 @@ Method card
     Composition: created in ``on_fit_start``, after model surgery, so it averages the operated
         model. Works with SAM, frozen layers (their weights just stop moving) and MixUp/CutMix;
         with SWA the last method to set ``state.eval_model`` decides what is evaluated, so use one.
+    In any training loop: ``AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay),
+        use_buffers=True)`` of ``torch.optim.swa_utils``, with ``decay = 0.5 ** (1 / half_life_steps)``,
+        updated after each step; this method is that, checkpointed and started at the first weights.
 
     >>> method = EMA(half_life_steps=500)
 """

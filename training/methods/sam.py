@@ -15,6 +15,8 @@ Method card
         and skips a step whose gradients overflowed, as the scaler will). MixUp/CutMix batches
         are reused as drawn for the second pass. Frozen layers have no gradient and are not
         perturbed. Its second pass is timed in ``state.method_seconds["sam"]``.
+    In any training loop: :func:`ascend_` after the first backward, :func:`descend_` after the
+        second, then the optimizer's step.
 
     >>> method = SAM(rho=0.05, interval=2)
 """
@@ -50,6 +52,40 @@ class SAMOptions:
         return SAM(self.rho, interval=self.interval)
 
 
+def ascend_(params: list[torch.Tensor], rho: float, grad_scale: float = 1.0) -> list[torch.Tensor] | None:
+    """Move ``params`` to ``w + rho * g / ||g||`` (``g`` their ``.grad`` divided by ``grad_scale``, the norm over
+    all of them); the steps taken, for :func:`descend_`, or None when the gradient is not finite (nothing moved).
+
+    SAM's first half, for any training loop: backward, ascend, backward again at the ascent point,
+    descend, then the optimizer's step with that second gradient.
+
+        >>> w = torch.nn.Parameter(torch.tensor([3.0, 4.0]))
+        >>> w.grad = torch.tensor([3.0, 4.0])
+        >>> steps = ascend_([w], rho=0.5)
+        >>> w.data.tolist()
+        [3.299999952316284, 4.400000095367432]
+        >>> descend_([w], steps)
+        >>> w.data.tolist()
+        [3.0, 4.0]
+    """
+    grads = [p.grad for p in params]
+    inverse_scale = 1.0 / grad_scale
+    grad_norm = torch.nn.utils.get_total_norm(grads).float() * inverse_scale
+    if not torch.isfinite(grad_norm):
+        return None
+    # The _foreach ops are the fused multi-tensor kernels torch.optim uses for the same job.
+    with torch.no_grad():
+        steps = torch._foreach_mul(grads, rho * inverse_scale / (grad_norm + 1e-12))
+        torch._foreach_add_(params, steps)
+    return steps
+
+
+def descend_(params: list[torch.Tensor], steps: list[torch.Tensor]) -> None:
+    """Move ``params`` back by the ``steps`` :func:`ascend_` took."""
+    with torch.no_grad():
+        torch._foreach_sub_(params, steps)
+
+
 class SAM(Method):
     """Replaces the gradient by the gradient at the ascent point ``w + rho * g / ||g||``.
 
@@ -68,16 +104,11 @@ class SAM(Method):
         params = [p for p in state.model.parameters() if p.grad is not None]
         if not params:
             return
-        grads = [p.grad for p in params]
-        # The trainer unscales later (unscale_ may run once per step), so divide a copy here.
-        inverse_scale = 1.0 / state.scaler.get_scale() if state.scaler.is_enabled() else 1.0
-        grad_norm = torch.nn.utils.get_total_norm(grads).float() * inverse_scale
-        if not torch.isfinite(grad_norm):
+        # The trainer unscales later (unscale_ may run once per step), so the scale is divided out here.
+        scale = state.scaler.get_scale() if state.scaler.is_enabled() else 1.0
+        perturbation = ascend_(params, self.rho, grad_scale=scale)
+        if perturbation is None:
             return  # the scaler will skip this step anyway
-        # The _foreach ops are the fused multi-tensor kernels torch.optim uses for the same job.
-        with torch.no_grad():
-            perturbation = torch._foreach_mul(grads, self.rho * inverse_scale / (grad_norm + 1e-12))
-            torch._foreach_add_(params, perturbation)
         for p in params:
             p.grad = None
 
@@ -87,5 +118,4 @@ class SAM(Method):
             torch.cuda.synchronize(state.device)  # so the timing covers the kernels, not their launch
         state.method_seconds["sam"] = state.method_seconds.get("sam", 0.0) + time.perf_counter() - started
 
-        with torch.no_grad():
-            torch._foreach_sub_(params, perturbation)
+        descend_(params, perturbation)

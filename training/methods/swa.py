@@ -17,6 +17,8 @@ Method card
     Composition: set after the trainer's scheduler step, so it wins over the schedule. With
         EMA the last method to set ``state.eval_model`` decides what is evaluated, so use one.
         Needs ``state.train_loader`` at fit end when the model has BatchNorm.
+    In any training loop: ``torch.optim.swa_utils`` (``AveragedModel``, ``SWALR``, ``update_bn``),
+        which this method drives on the run's schedule and checkpoints.
 
     >>> method = SWA(start_fraction=0.75, end_fraction=1.0, swa_lr=0.05)
 """
