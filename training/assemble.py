@@ -163,6 +163,9 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
     eval_every, checkpoint_policy: see Trainer. strategy: "ddp" or "fsdp" under torchrun.
     """
     config = scaled(config)
+    # What the configuration decides by itself, before anything is built from the data.
+    methods, unused_parameters = build_methods(config), may_leave_parameters_unused(config)
+    optimizer_config = dataclasses.replace(config.optimizer, lr=effective_lr(config, joined_world_size()))
     torch.manual_seed(config.seed)  # the same initial weights for every rank and every rerun
     if config.task == "language_model":
         model, train, task = build_language_modeling(config, data=data, device=device,
@@ -171,17 +174,15 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
         model, train, task = build_image_classification(config, data=data, device=device, subset=subset,
                                                         train_samples=train_samples)
     # Sharding first: FSDP2 swaps the parameters for sharded ones, which the optimizer must hold.
-    forward_module = parallel.wrap(model, strategy, device,
-                                   find_unused_parameters=may_leave_parameters_unused(config))
+    forward_module = parallel.wrap(model, strategy, device, find_unused_parameters=unused_parameters)
     if config.compile:
         forward_module = torch.compile(forward_module)
-    lr = effective_lr(config, joined_world_size())
-    optimizer = build_optimizer(model, dataclasses.replace(config.optimizer, lr=lr))
+    optimizer = build_optimizer(model, optimizer_config)
     steps_per_epoch = len(train)
     return Trainer(
         model=model, optimizer=optimizer, forward_module=forward_module, task=task, train_loader=train,
         total_steps=max(1, round(config.schedule.epochs * steps_per_epoch)),
         warmup_steps=round(config.schedule.warmup_epochs * steps_per_epoch),
-        final_lr_fraction=config.schedule.final_lr_fraction, methods=build_methods(config),
+        final_lr_fraction=config.schedule.final_lr_fraction, methods=methods,
         precision=config.precision, device=device, out=out, progress=progress, eval_every=eval_every,
         grad_clip_norm=config.optimizer.grad_clip_norm, checkpoint_policy=checkpoint_policy, compiled=config.compile)
