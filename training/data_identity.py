@@ -48,12 +48,14 @@ def _digest(records) -> str:
     return digest.hexdigest()
 
 
-def _part(records: list[tuple[str, int, int, bytes]]) -> dict:
-    """One part's entry from (name, size, modification time, content bytes) records, in a fixed order."""
+def _part(records: list[tuple[str, int, int, bytes]], stamp) -> dict:
+    """One part's entry from (name, size, modification time, content bytes) records, in a fixed order.
+
+    stamp(time, content): the bytes ``sha256`` takes of a file, as runs have saved them from the start.
+    """
     times = [mtime for _, _, mtime, _ in records]
     return {"files": len(records), "bytes": sum(size for _, size, _, _ in records),
-            "sha256": _digest([(name, size, f"{mtime}\t".encode() + content)
-                               for name, size, mtime, content in records]),
+            "sha256": _digest([(name, size, stamp(mtime, content)) for name, size, mtime, content in records]),
             "contents": _digest([(name, size, content) for name, size, _, content in records]),
             "written": [min(times, default=0), max(times, default=0)]}
 
@@ -72,7 +74,7 @@ def files_fingerprint(root: Path, paths: Iterable[Path]) -> dict:
         status = os.stat(path)
         content = _read_whole(path) if path in read else b""
         records.append((os.path.relpath(path, root), status.st_size, status.st_mtime_ns, content))
-    return _part(records)
+    return _part(records, lambda mtime, content: str(mtime).encode())
 
 
 def sampled_fingerprint(root: Path, paths: Iterable[Path]) -> dict:
@@ -85,7 +87,7 @@ def sampled_fingerprint(root: Path, paths: Iterable[Path]) -> dict:
                 file.seek(status.st_size * index // _SAMPLES_PER_FILE)
                 digest.update(file.read(_SAMPLE_BYTES))
         records.append((os.path.relpath(path, root), status.st_size, status.st_mtime_ns, digest.digest()))
-    return _part(records)
+    return _part(records, lambda mtime, content: f"{mtime}\t{content.hex()}".encode())
 
 
 def same_data(saved: dict, now: dict) -> bool:

@@ -1,5 +1,6 @@
 """A run's data fingerprint: a copy of the data (new modification times) resumes; an edit does not."""
 
+import hashlib
 import os
 import shutil
 
@@ -73,3 +74,13 @@ def test_a_fingerprint_saved_before_contents_were_recorded_must_match_exactly(or
 def test_a_malformed_saved_fingerprint_is_refused(part):
     with pytest.raises(ValueError, match="data must map each part of the data to its fingerprint"):
         RunSettings(data={"train": part})
+
+
+def test_the_fingerprint_digest_is_the_one_runs_saved_before_contents_were_recorded(original):
+    """A run started before ``contents`` existed still resumes on its unchanged data: its ``sha256`` is kept."""
+    samples, _ = find_samples(original / "train")
+    digest = hashlib.sha256()
+    for name, size, mtime in sorted((os.path.relpath(path, original / "train"), os.stat(path).st_size,
+                                     os.stat(path).st_mtime_ns) for path, _ in samples):
+        digest.update(f"{name}\t{size}\t{mtime}\n".encode())
+    assert _fingerprint(original)["train"]["sha256"] == digest.hexdigest()
