@@ -39,7 +39,7 @@ from fastcore_ops.data.device_stage import IMAGENET_MEAN, IMAGENET_STD
 from fastcore_ops.data.pil_backend import default_num_workers
 from training.assemble import effective_lr, scaled
 from training.config import TrainConfig
-from training.methods.registry import active
+from training.methods.registry import active, plan_methods
 from training.optim import build_optimizer
 from training.tasks.classification import build_image_classification, first_per_class, split_folders
 from training.trainer import autocast_dtype
@@ -135,11 +135,12 @@ def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | 
     from composer.optim import CosineAnnealingWithWarmupScheduler
 
     config = scaled(config)
-    torch.manual_seed(config.seed)  # the initial weights training.train starts from
     # Our loader at the full size, without our surgeries or resizing: Composer's algorithms do those.
     plain = dataclasses.replace(config, methods=dataclasses.replace(
         config.methods, **{name: None for name in _COMPOSER_ALGORITHMS if name != "label_smoothing"}))
-    model, train_loader, task = build_image_classification(plain, data=data, device=device, subset=subset)
+    plan = plan_methods(plain)
+    torch.manual_seed(config.seed)  # the initial weights training.train starts from
+    model, train_loader, task = build_image_classification(plain, plan, data=data, device=device, subset=subset)
     if loader == "torchvision":
         train_loader.close()
         train_loader = torchvision_loader(config, split_folders(data)[0], subset)

@@ -23,6 +23,7 @@ import torch
 
 from training.assemble import scaled
 from training.config import TrainConfig
+from training.methods.registry import plan_methods
 from training.tasks.classification import build_image_classification
 from training.trainer import autocast_dtype
 
@@ -42,8 +43,9 @@ def steps_at_sizes(loader, total_steps: int) -> Counter:
 def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None) -> dict:
     """Forward plus backward of ``config``'s model alone over the run's steps (see the module's text)."""
     config = scaled(config)
+    plan = plan_methods(config)
     torch.manual_seed(config.seed)
-    model, loader, task = build_image_classification(config, data=data, device=device, subset=subset)
+    model, loader, task = build_image_classification(config, plan, data=data, device=device, subset=subset)
     task.close()
     total_steps = max(1, round(config.schedule.epochs * len(loader)))
     sizes = steps_at_sizes(loader, total_steps)

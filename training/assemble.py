@@ -30,8 +30,7 @@ import torch.distributed as dist
 from training import parallel
 from training.checkpoint import CheckpointPolicy
 from training.config import TrainConfig
-from training.methods import Method
-from training.methods.registry import active
+from training.methods.registry import active, plan_methods
 from training.optim import build_optimizer
 from training.tasks.classification import build_image_classification
 from training.tasks.language import build_language_modeling
@@ -79,16 +78,6 @@ def lr_scaling_note(config: TrainConfig, world_size: int) -> str:
             f"{optimizer.reference_batch} (linear scaling to the global batch, {world_size} x {batch})")
 
 
-def build_methods(config: TrainConfig) -> list[Method]:
-    """The event hooks of the run's step methods, in their registered order.
-
-        >>> from training.recipes import get_recipe
-        >>> build_methods(get_recipe("cifar_medium"))
-        [MixUp(seed=0, alpha=0.2), SAM(rho=0.05, interval=10), EMA(half_life_steps=25, decay=0.9726549474122855)]
-    """
-    return [options.attach(config) for _, options in active(config.methods, "step")]
-
-
 def world_size_from_environment() -> int:
     """The number of processes torchrun started (1 without torchrun)."""
     return int(os.environ.get("WORLD_SIZE", "1"))
@@ -119,27 +108,6 @@ def joined_world_size() -> int:
     return dist.get_world_size() if dist.is_initialized() else 1
 
 
-def may_leave_parameters_unused(config: TrainConfig) -> bool:
-    """Whether a training step may leave some parameters without a gradient.
-
-    Stochastic depth (in its default "block" mode, which skips computing a dropped residual
-    branch: that is its speed-up) leaves the dropped blocks' parameters out of the step.
-    DistributedDataParallel must then look for unused parameters after every forward pass, a
-    walk of the autograd graph that costs little next to the step (so it stays on for the
-    "sample" mode too, which drops nothing whole); runs without stochastic depth skip it.
-    Ranks seed torch's generator alike, so they normally drop the same blocks, and DDP leaves
-    the gradients of parameters unused on every rank None, as one process would (checked with
-    torch 2.14 on gloo). Computing the dropped branch and multiplying it by zero would avoid
-    the walk but give up the speed-up, and its zero gradients would feed momentum and weight
-    decay, unlike one process.
-
-        >>> from training.recipes import get_recipe
-        >>> may_leave_parameters_unused(get_recipe("cifar_hot")), may_leave_parameters_unused(get_recipe("cifar_mild"))
-        (True, False)
-    """
-    return any(method.leaves_parameters_unused for method, _ in active(config.methods))
-
-
 def init_distributed(device: torch.device) -> torch.device:
     """Join the process group torchrun describes in the environment (if any); this process's device."""
     if world_size_from_environment() <= 1 or dist.is_initialized():
@@ -163,18 +131,18 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
     eval_every, checkpoint_policy: see Trainer. strategy: "ddp" or "fsdp" under torchrun.
     """
     config = scaled(config)
-    # What the configuration decides by itself, before anything is built from the data.
-    methods, unused_parameters = build_methods(config), may_leave_parameters_unused(config)
     optimizer_config = dataclasses.replace(config.optimizer, lr=effective_lr(config, joined_world_size()))
+    plan = plan_methods(config)  # what the methods ask of the run, decided before anything is built from the data
     torch.manual_seed(config.seed)  # the same initial weights for every rank and every rerun
     if config.task == "language_model":
-        model, train, task = build_language_modeling(config, data=data, device=device,
+        # A sharded model's forward passes are collective: every process evaluates all the validation text.
+        model, train, task = build_language_modeling(config, plan, data=data, device=device,
                                                      shard_evaluation=strategy != "fsdp")
     else:
-        model, train, task = build_image_classification(config, data=data, device=device, subset=subset,
+        model, train, task = build_image_classification(config, plan, data=data, device=device, subset=subset,
                                                         train_samples=train_samples)
     # Sharding first: FSDP2 swaps the parameters for sharded ones, which the optimizer must hold.
-    forward_module = parallel.wrap(model, strategy, device, find_unused_parameters=unused_parameters)
+    forward_module = parallel.wrap(model, strategy, device, find_unused_parameters=plan.leaves_parameters_unused)
     if config.compile:
         forward_module = torch.compile(forward_module)
     optimizer = build_optimizer(model, optimizer_config)
@@ -183,6 +151,6 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
         model=model, optimizer=optimizer, forward_module=forward_module, task=task, train_loader=train,
         total_steps=max(1, round(config.schedule.epochs * steps_per_epoch)),
         warmup_steps=round(config.schedule.warmup_epochs * steps_per_epoch),
-        final_lr_fraction=config.schedule.final_lr_fraction, methods=methods,
+        final_lr_fraction=config.schedule.final_lr_fraction, methods=plan.hooks,
         precision=config.precision, device=device, out=out, progress=progress, eval_every=eval_every,
         grad_clip_norm=config.optimizer.grad_clip_norm, checkpoint_policy=checkpoint_policy, compiled=config.compile)

@@ -1,4 +1,4 @@
-"""The optimizer and the learning-rate schedule of a run: SGD(W), AdamW, LAMB or LARS, with warmup and cosine decay.
+"""The optimizer of a run: SGD(W), AdamW, LAMB or LARS, over parameter groups with and without weight decay.
 
 Method card: lamb_lars
     What: LAMB (Adam's direction) and LARS (SGD with momentum) scale every parameter's update by
@@ -18,14 +18,11 @@ Method card: gradient_clipping
 
     >>> model = torch.nn.Linear(4, 2)
     >>> optimizer = build_optimizer(model, OptimizerConfig(lr=0.1, decoupled_weight_decay=True))
-    >>> scheduler = warmup_cosine(optimizer, warmup_steps=10, total_steps=100)
     >>> type(build_optimizer(model, OptimizerConfig(name="adamw", lr=1e-3, weight_decay=0.1))).__name__
     'AdamW'
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 from torch import nn
@@ -121,19 +118,3 @@ def build_optimizer(model: nn.Module, config: OptimizerConfig) -> torch.optim.Op
                                        trust_coeff=config.trust_coefficient)
     kind = DecoupledSGDW if config.decoupled_weight_decay else torch.optim.SGD
     return kind(groups, lr=config.lr, momentum=config.momentum, nesterov=config.nesterov)
-
-
-def lr_factor(step: int, *, warmup_steps: int, total_steps: int, final_fraction: float = 0.0) -> float:
-    """Multiplier of the peak lr at ``step``: linear from ~0 over warmup, then cosine down to ``final_fraction``."""
-    if step < warmup_steps:
-        return (step + 1) / warmup_steps
-    decay_steps = max(1, total_steps - warmup_steps)
-    progress = min(1.0, (step - warmup_steps) / decay_steps)
-    return final_fraction + (1 - final_fraction) * 0.5 * (1 + math.cos(math.pi * progress))
-
-
-def warmup_cosine(optimizer: torch.optim.Optimizer, *, warmup_steps: int, total_steps: int,
-                  final_fraction: float = 0.0) -> torch.optim.lr_scheduler.LambdaLR:
-    """A per-step scheduler: call ``step()`` after every optimizer step."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(
-        step, warmup_steps=warmup_steps, total_steps=total_steps, final_fraction=final_fraction))

@@ -33,7 +33,7 @@ from fastcore_ops.checks import check_int, check_number
 from training import checkpoint, parallel
 from training.methods.base import Event, Method, TrainState
 from training.metrics import MetricsLog
-from training.optim import warmup_cosine
+from training.schedule import warmup_cosine
 from training.tasks import Task
 
 CHECKPOINT_NAME = checkpoint.CHECKPOINT_NAME
@@ -147,6 +147,7 @@ class Trainer:
                  progress: bool = True, phase_timing: bool = True, eval_every: int = 1, grad_clip_norm: float = 0.0,
                  checkpoint_policy: checkpoint.CheckpointPolicy = checkpoint.CheckpointPolicy(),
                  compiled: bool = False):
+        self.dtype = autocast_dtype(precision, device)
         check_int("total_steps", total_steps, low=1)
         check_int("eval_every", eval_every, low=0)
         check_number("grad_clip_norm", grad_clip_norm, low=0)
@@ -157,7 +158,6 @@ class Trainer:
         self.forward_module = forward_module if forward_module is not None else model
         self.is_main = not _distributed() or dist.get_rank() == 0
         self.progress, self.phase_timing, self.eval_every = progress and self.is_main, phase_timing, eval_every
-        self.dtype = autocast_dtype(precision, device)
         scaler = torch.amp.GradScaler(device.type, enabled=self.dtype == torch.float16)
         self.scheduler = warmup_cosine(optimizer, warmup_steps=warmup_steps, total_steps=total_steps,
                                        final_fraction=final_lr_fraction)

@@ -6,10 +6,12 @@ import torch
 from fastcore_ops.surgery.blurpool import BlurConv2d
 from fastcore_ops.surgery.ghost_batchnorm import GhostBatchNorm
 from fastcore_ops.surgery.stochastic_depth import StochasticDepthBlock
-from training.assemble import build_trainer, may_leave_parameters_unused
-from training.tasks.classification import build_classifier
+from training.assemble import build_trainer
 from training.config import override
 from training.methods import SWA, LayerFreezing
+from training.methods.library import apply_surgery_methods
+from training.methods.registry import plan_methods
+from training.models import build_model
 from training.recipes import get_recipe
 
 EPOCHS = 4
@@ -24,6 +26,12 @@ def _trainer(config, data):
 
 def _lr_factor(trainer, step):
     return trainer.scheduler.lr_lambdas[0](step)
+
+
+def _resnet20_with_surgeries(config):
+    model = build_model("cifar_resnet20", num_classes=10)
+    apply_surgery_methods(model, plan_methods(config).surgeries)
+    return model
 
 
 def _size(trainer, step):
@@ -67,13 +75,13 @@ def test_the_model_gets_the_configured_surgeries_with_their_options():
     config = override(get_recipe("cifar_baseline"), [
         "methods.blurpool={}", "methods.stochastic_depth={'drop_rate': 0.2, 'mode': 'sample'}",
         "methods.ghost_batchnorm={'ghost_batch_size': 4}", "methods.channels_last={}"])
-    model = build_classifier(config, num_classes=10)
+    model = _resnet20_with_surgeries(config)
     kinds = {type(module) for module in model.modules()}
     assert {BlurConv2d, StochasticDepthBlock, GhostBatchNorm} <= kinds
     blocks = [module for module in model.modules() if isinstance(module, StochasticDepthBlock)]
     assert blocks[-1].drop_rate == pytest.approx(0.2) and blocks[-1].mode == "sample"
     assert all(p.is_contiguous(memory_format=torch.channels_last) for p in model.parameters() if p.dim() == 4)
-    plain = build_classifier(get_recipe("cifar_baseline"), num_classes=10)
+    plain = _resnet20_with_surgeries(get_recipe("cifar_baseline"))
     assert not {BlurConv2d, StochasticDepthBlock, GhostBatchNorm} & {type(module) for module in plain.modules()}
 
 
@@ -82,4 +90,4 @@ def test_the_model_gets_the_configured_surgeries_with_their_options():
     (["methods.stochastic_depth={'drop_rate': 0.1}"], True), (["methods.stochastic_depth={}"], True),
 ])
 def test_ddp_looks_for_unused_parameters_only_with_stochastic_depth(assignments, unused):
-    assert may_leave_parameters_unused(override(get_recipe("cifar_mild"), assignments)) is unused
+    assert plan_methods(override(get_recipe("cifar_mild"), assignments)).leaves_parameters_unused is unused

@@ -20,6 +20,7 @@ from tests.training.test_train import _assert_same_run, _finish, _run, _summary,
 from training.assemble import build_trainer
 from training.config import override
 from training.methods import Method
+from training.methods.registry import plan_methods
 from training.recipes import get_recipe
 from training.tasks.language import build_language_modeling, keep_run_tokenizer, prepare_text_data
 from training.train import main
@@ -130,7 +131,7 @@ def test_learned_positions_are_not_evaluated_beyond_their_table(tiny_text):
     data = prepare_text_data(config, tiny_text, progress=False)
     with pytest.warns(UserWarning, match=r"ask for \[32\] tokens, more than the model's learned positions cover "
                                          r"\(16\).*alibi surgery"):
-        _, _, task = build_language_modeling(config, data=data, device=torch.device("cpu"))
+        _, _, task = build_language_modeling(config, plan_methods(config), data=data, device=torch.device("cpu"))
     assert list(task.eval_loaders) == [1]
 
 

@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 from training.config import OptimizerConfig
-from training.optim import DecoupledSGDW, build_optimizer, lr_factor, parameter_groups, warmup_cosine
+from training.optim import DecoupledSGDW, build_optimizer, parameter_groups
+from training.schedule import lr_factor, warmup_cosine
 
 
 def test_warmup_is_linear_and_the_cosine_ends_at_the_final_fraction():

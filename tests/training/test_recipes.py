@@ -10,11 +10,11 @@ import torch
 
 import training.tasks.classification
 from fastcore_ops.data import ColOutOptions, ProgressiveResize, RandAugmentOptions
-from training.assemble import effective_lr, may_leave_parameters_unused
+from training.assemble import effective_lr
 from training.config import (MethodsConfig, OptimizerConfig, TrainConfig, config_hash, from_dict, override, to_dict,
                              validate)
 from training.methods import LabelSmoothingOptions, SWAOptions
-from training.methods.registry import active
+from training.methods.registry import active, plan_methods
 from training.models import model_names
 from training.recipes import get_recipe, list_recipes
 
@@ -262,7 +262,9 @@ def _loader_arguments(config: TrainConfig, root: Path, monkeypatch) -> dict[str,
     monkeypatch.setattr(training.tasks.classification, "build_loader", record)
     for split in ("train", "val"):
         (root / split).mkdir()
-    training.tasks.classification._loaders(config, root, torch.device("cpu"), ([("x.jpg", 0)], ["a", "b"]))
+    classification = training.tasks.classification
+    classification._loaders(config, plan_methods(config), root, ([("x.jpg", 0)], ["a", "b"]),
+                            classification._loader_settings(config, torch.device("cpu")))
     train, evaluation = calls
     return {"train": train, "eval": evaluation}
 
@@ -283,7 +285,7 @@ def test_recipes_train_with_the_values_they_had_before_the_options_moved(name, t
     assert added == {("train", "padded_crop"): None}
     assert {which: {k: v for k, v in arguments.items() if (which, k) not in added}
             for which, arguments in loaders.items()} == expected_loaders
-    assert may_leave_parameters_unused(config) == before["may_leave_parameters_unused"]
+    assert plan_methods(config).leaves_parameters_unused == before["may_leave_parameters_unused"]
     old, new = _fields(before["config"]) | DELIBERATE_CHANGES.get(name, {}), _recorded_fields(config)
     assert {key: new.get(key) for key in old.keys() - REPLACED} == {key: old[key] for key in old.keys() - REPLACED}
     # The fields added since are at their defaults.

@@ -26,7 +26,7 @@ from fastcore_ops.surgery.channels_last import ChannelsLastOptions
 from fastcore_ops.surgery.ghost_batchnorm import GhostBatchNormOptions
 from fastcore_ops.surgery.squeeze_excite import SqueezeExciteOptions
 from fastcore_ops.surgery.stochastic_depth import StochasticDepthOptions
-from training.methods.registry import IMAGES, TEXT, active, register_method
+from training.methods.registry import IMAGES, TEXT, register_method
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +36,10 @@ def surgery_request(name: str, options) -> tuple[str, dict]:
     return name, dataclasses.asdict(options)
 
 
-def apply_surgery_methods(model: nn.Module, methods) -> None:
-    """The surgeries a run's ``methods`` section turns on, in their order, in one transactional apply_surgery."""
-    requests = [surgery_request(method.name, options) for method, options in active(methods, "surgery")]
+def apply_surgery_methods(model: nn.Module, surgeries) -> None:
+    """A run's ``surgeries`` (:attr:`~training.methods.registry.MethodPlan.surgeries`), in their order, in one
+    transactional apply_surgery."""
+    requests = [surgery_request(method.name, options) for method, options in surgeries]
     if requests:
         log.info("surgery:\n%s", apply_surgery(model, requests))
 

@@ -29,6 +29,8 @@ Method card
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -36,7 +38,10 @@ import torch
 from torch import nn
 
 from fastcore_ops.checks import check_bool, check_int
+from fastcore_ops.data import build_loader
 from training.methods.registry import IMAGES, register_method
+
+log = logging.getLogger(__name__)
 
 # Added to each eigenvalue before its square root: keeps the filters of the faintest components
 # from growing without bound (patches of pixels normalized to unit variance have eigenvalues from
@@ -146,3 +151,22 @@ def whiten_stem_(model: nn.Module, batches: Iterable[torch.Tensor], options: Pat
     stem.weight.copy_(filters.to(stem.weight.device))
     stem.weight.requires_grad_(options.trainable)
     return stem
+
+
+def whiten_stem_from_samples(model: nn.Module, samples: list[tuple[str, int]], options: PatchWhiteningOptions,
+                             **loader_settings) -> float:
+    """:func:`whiten_stem_` from evenly spaced training ``samples`` (image files); the seconds it took.
+
+    loader_settings: :func:`fastcore_ops.data.build_loader`'s keywords that read the images as
+    training normalizes them, center-cropped at the training size. Every process reads the same
+    images, so every rank starts with the same stem.
+    """
+    started = time.perf_counter()
+    spaced = samples[:: max(1, len(samples) // options.images)][: options.images]  # every class, not the first few
+    loader = build_loader(spaced, train=False, rank=0, world_size=1, **loader_settings)
+    try:
+        stem = whiten_stem_(model, (images for images, _ in loader), options)
+    finally:
+        loader.close()
+    log.info("patch whitening: %s from %d training images%s", stem, len(spaced), "" if options.trainable else ", frozen")
+    return time.perf_counter() - started

@@ -145,3 +145,42 @@ def active(methods, stage: str | None = None) -> list[tuple[RegisteredMethod, ob
     """
     chosen = all_methods() if stage is None else methods_of(stage)
     return [(method, getattr(methods, method.name)) for method in chosen if getattr(methods, method.name) is not None]
+
+
+@dataclass(frozen=True)
+class MethodPlan:
+    """What a run's ``methods`` section asks of the rest of the run, read once as the run is built.
+
+    hooks: the step methods' event hooks (``Method``), in their order.
+    surgeries: (method, options) of the surgeries, in the order they rewrite the model.
+    augmentations: every loader augmentation's options (None: off), each the keyword of
+        :func:`fastcore_ops.data.build_loader` by the method's name.
+    leaves_parameters_unused: a step may leave some parameters without a gradient: stochastic
+        depth's "block" mode skips a dropped block whole (its speed-up), so DDP must look for
+        unused parameters after each forward pass (a walk of the autograd graph, small next to
+        the step). Ranks seed alike, so they drop the same blocks, and DDP leaves the gradients
+        of parameters unused on every rank None, as one process does (torch 2.14 on gloo).
+    """
+
+    hooks: list
+    surgeries: list[tuple[RegisteredMethod, object]]
+    augmentations: dict[str, object]
+    leaves_parameters_unused: bool
+
+
+def plan_methods(config) -> MethodPlan:
+    """The :class:`MethodPlan` of a run's configuration (its step methods attached to it).
+
+        >>> from training.recipes import get_recipe
+        >>> plan = plan_methods(get_recipe("cifar_hot"))
+        >>> [method.name for method, _ in plan.surgeries], plan.leaves_parameters_unused
+        (['blurpool', 'stochastic_depth', 'channels_last'], True)
+        >>> plan_methods(get_recipe("cifar_medium")).hooks
+        [MixUp(seed=0, alpha=0.2), SAM(rho=0.05, interval=10), EMA(half_life_steps=25, decay=0.9726549474122855)]
+    """
+    chosen = active(config.methods)
+    augmentations = {method.name: getattr(config.methods, method.name) for method in methods_of("loader")}
+    return MethodPlan(hooks=[options.attach(config) for method, options in chosen if method.stage == "step"],
+                      surgeries=[(method, options) for method, options in chosen if method.stage == "surgery"],
+                      augmentations=augmentations,
+                      leaves_parameters_unused=any(method.leaves_parameters_unused for method, _ in chosen))

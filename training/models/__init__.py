@@ -67,7 +67,7 @@ def build_model(name: str, num_classes: int) -> nn.Module:
     registered = get(name)
     if registered is not None and registered.task == "image_classification":
         return registered.build(num_classes=num_classes)
-    if is_known_model(name):
+    if name in _torchvision_classifiers():
         return torchvision.models.get_model(name, weights=None, num_classes=num_classes)
     examples = names("image_classification") + ["resnet18", "resnet50", "convnext_tiny", "vit_b_16"]
     raise ValueError(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -26,8 +25,8 @@ from fastcore_ops.kernels import init_bce_bias_
 from training.config import TrainConfig
 from training.losses import LossFunction, classification_loss
 from training.methods.library import apply_surgery_methods
-from training.methods.patch_whitening import whiten_stem_
-from training.methods.registry import methods_of
+from training.methods.patch_whitening import whiten_stem_from_samples
+from training.methods.registry import MethodPlan
 from training.methods.tta import TTAOptions, tta_probabilities
 from training.models import build_model
 from training.tasks.base import Task
@@ -153,19 +152,6 @@ def _loss_function(config: TrainConfig) -> LossFunction:
                                0.0 if smoothing is None else smoothing.smoothing)
 
 
-def build_classifier(config: TrainConfig, num_classes: int) -> nn.Module:
-    """The configured model with its surgeries applied and, for the BCE loss, its head's bias at -log(C)."""
-    model = build_model(config.model.name, num_classes)
-    if config.methods.bce_loss is not None:
-        heads = [m for m in model.modules() if isinstance(m, nn.Linear) and m.out_features == num_classes]
-        if not heads:
-            raise ValueError(f"methods.bce_loss needs a final nn.Linear with {num_classes} outputs in "
-                             f"model {config.model.name!r}, found none")
-        init_bce_bias_(heads[-1])
-    apply_surgery_methods(model, config.methods)
-    return model
-
-
 def _loader_settings(config: TrainConfig, device: torch.device) -> dict:
     """The build_loader arguments every loader of a run shares."""
     d = config.data
@@ -174,17 +160,15 @@ def _loader_settings(config: TrainConfig, device: torch.device) -> dict:
                 channels_last=config.methods.channels_last is not None)
 
 
-def _loaders(config: TrainConfig, data: Path, device: torch.device, train_samples):
+def _loaders(config: TrainConfig, plan: MethodPlan, data: Path, train_samples, common: dict):
     """(training loader, evaluation loader, number of classes) of ``train_samples`` (:func:`training_samples`
-    of the train/ folder of ``data``) and the val/ (or test/) folder of ``data``."""
+    of the train/ folder of ``data``) and the val/ (or test/) folder of ``data``; ``common``: :func:`_loader_settings`."""
     train_root, eval_root = split_folders(data)
     train_source, classes = train_samples
-    d, common = config.data, _loader_settings(config, device)
-    # Each loader-stage method is the loader's keyword of its name (fastcore_ops.data's own options, None = off).
-    augmentations = {method.name: getattr(config.methods, method.name) for method in methods_of("loader")}
+    d = config.data
     train = build_loader(
         train_source, train=True, image_size=d.train_size, flip=d.flip, crop_scale=d.crop_scale,
-        epochs=config.schedule.epochs, **augmentations, **common)
+        epochs=config.schedule.epochs, **plan.augmentations, **common)
     evaluation = build_loader(eval_root, train=False, image_size=d.eval_size,
                               eval_crop_fraction=d.eval_size / d.eval_resize, **common)
     if evaluation.classes != classes:
@@ -193,41 +177,33 @@ def _loaders(config: TrainConfig, data: Path, device: torch.device, train_sample
     return train, evaluation, len(classes)
 
 
-def build_image_classification(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None = None,
+def build_image_classification(config: TrainConfig, plan: MethodPlan, *, data: Path, device: torch.device,
+                               subset: int | None = None,
                                train_samples=None) -> tuple[nn.Module, object, ImageClassification]:
     """(model with its surgeries, training loader, task) for an image-classification ``config`` on ``data``.
 
+    plan: the run's methods (:func:`training.methods.registry.plan_methods`): its surgeries apply here.
     subset: train on the first ``subset`` images of each class. train_samples: what
     :func:`training_samples` gives for the train/ folder of ``data`` and ``subset``, when the caller
     scanned it already (an ImageNet tree takes seconds to walk: ``training.train`` walks it once).
     """
     train_samples = train_samples or training_samples(split_folders(data)[0], subset)
-    train, evaluation, num_classes = _loaders(config, data, device, train_samples)
-    model = build_classifier(config, num_classes).to(device)
+    common = _loader_settings(config, device)
+    train, evaluation, num_classes = _loaders(config, plan, data, train_samples, common)
     task = ImageClassification(eval_loader=evaluation, num_classes=num_classes, device=device,
-                               loss_fn=_loss_function(config),
-                               tta=config.methods.tta)
+                               loss_fn=_loss_function(config), tta=config.methods.tta)
+    model = build_model(config.model.name, num_classes)
+    if config.methods.bce_loss is not None:  # the head's bias at -log(C): BCE starts at the prior of 1/C per class
+        heads = [m for m in model.modules() if isinstance(m, nn.Linear) and m.out_features == num_classes]
+        if not heads:
+            raise ValueError(f"methods.bce_loss needs a final nn.Linear with {num_classes} outputs in "
+                             f"model {config.model.name!r}, found none")
+        init_bce_bias_(heads[-1])
+    apply_surgery_methods(model, plan.surgeries)
+    model.to(device)
     if config.methods.patch_whitening is not None:
-        task.setup_seconds = whiten_stem_from_training_images(config, model, train_samples[0], device)
+        d = config.data
+        task.setup_seconds = whiten_stem_from_samples(
+            model, train_samples[0], config.methods.patch_whitening, image_size=d.train_size,
+            eval_crop_fraction=d.eval_size / d.eval_resize, **common)
     return model, train, task
-
-
-def whiten_stem_from_training_images(config: TrainConfig, model: nn.Module, samples: list[tuple[str, int]],
-                                     device: torch.device) -> float:
-    """Patch whitening's filters for ``model``'s stem from evenly spaced ``samples``; the seconds it took.
-
-    The images are center-cropped at the training size and normalized as training's are; every
-    process reads the same ones, so every rank starts with the same stem.
-    """
-    started = time.perf_counter()
-    options, d = config.methods.patch_whitening, config.data
-    spaced = samples[:: max(1, len(samples) // options.images)][: options.images]  # every class, not the first few
-    loader = build_loader(spaced, train=False, image_size=d.train_size, eval_crop_fraction=d.eval_size / d.eval_resize,
-                          rank=0, world_size=1, **_loader_settings(config, device))
-    try:
-        stem = whiten_stem_(model, (images for images, _ in loader), options)
-    finally:
-        loader.close()
-    log.info("patch whitening: %s from %d training images%s", stem, len(spaced),
-             "" if options.trainable else ", frozen")
-    return time.perf_counter() - started

@@ -32,6 +32,7 @@ from torch.nn import functional as F
 
 from training.config import TrainConfig
 from training.methods.library import apply_surgery_methods
+from training.methods.registry import MethodPlan
 from training.models.language import build_language_model, logits_of, position_limit
 from training.tasks.base import Task
 from training.text.loader import TokenEvaluation, TokenWindows
@@ -200,22 +201,11 @@ def keep_run_tokenizer(out: Path, data: Path, *, resume: bool, write: bool = Tru
         shutil.copyfile(data / BPE_FILE, out / BPE_FILE)
 
 
-def _evaluation_multiples(config: TrainConfig, model: nn.Module) -> list[int]:
-    """The length multiples to evaluate at: those asked for that the model can run."""
-    length, limit = config.text.sequence_length, position_limit(model)
-    runnable = [m for m in config.text.eval_length_multiples if limit is None or m * length <= limit]
-    skipped = [m for m in config.text.eval_length_multiples if m not in runnable]
-    if skipped:
-        warnings.warn(f"text.eval_length_multiples {skipped} ask for {[m * length for m in skipped]} tokens, more than "
-                      f"the model's learned positions cover ({limit}): not evaluated; the alibi surgery "
-                      f"(methods.alibi={{}}) makes a model run any length", stacklevel=2)
-    return runnable
-
-
-def build_language_modeling(config: TrainConfig, *, data: Path, device: torch.device,
+def build_language_modeling(config: TrainConfig, plan: MethodPlan, *, data: Path, device: torch.device,
                             shard_evaluation: bool = True) -> tuple[nn.Module, TokenWindows, CausalLanguageModeling]:
     """(model with its surgeries, training batches, task) for a language-model ``config`` on prepared ``data``.
 
+    plan: the run's methods (:func:`training.methods.registry.plan_methods`): its surgeries apply here.
     shard_evaluation: split the validation windows between processes (False: every process
     evaluates all of them, as a sharded model's collective forward passes need).
     """
@@ -224,15 +214,23 @@ def build_language_modeling(config: TrainConfig, *, data: Path, device: torch.de
     text = config.text
     model = build_language_model(config.model.name, vocab_size=prepared.vocab_size,
                                  sequence_length=text.sequence_length, options=config.model.options)
-    apply_surgery_methods(model, config.methods)
+    apply_surgery_methods(model, plan.surgeries)
     model.to(device)
     rank, world_size = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     train = TokenWindows(prepared.train, sequence_length=text.sequence_length, batch_size=config.data.batch_size,
                          seed=config.seed, rank=rank, world_size=world_size, device=device,
                          name=_token_file(prepared, "train"))
+    # Validation runs at each length asked for that the model can run (learned positions stop at their table's end).
+    limit = position_limit(model)
+    runnable = [m for m in text.eval_length_multiples if limit is None or m * text.sequence_length <= limit]
+    skipped = [m for m in text.eval_length_multiples if m not in runnable]
+    if skipped:
+        warnings.warn(f"text.eval_length_multiples {skipped} ask for {[m * text.sequence_length for m in skipped]} "
+                      f"tokens, more than the model's learned positions cover ({limit}): not evaluated; the alibi "
+                      f"surgery (methods.alibi={{}}) makes a model run any length", stacklevel=2)
     eval_rank, eval_world = (rank, world_size) if shard_evaluation else (0, 1)
     loaders = {}
-    for multiple in _evaluation_multiples(config, model):
+    for multiple in runnable:
         length = multiple * text.sequence_length
         loaders[multiple] = TokenEvaluation(prepared.validation, sequence_length=length,
                                             batch_size=max(1, text.eval_batch_tokens // length), rank=eval_rank,

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from training.assemble import build_methods
 from training.config import MethodsConfig, TrainConfig, override
-from training.methods.registry import STAGES, active, all_methods, register_method, registered
+from training.methods.registry import STAGES, active, all_methods, plan_methods, register_method, registered
 
 ROOT = Path(__file__).resolve().parents[3]
 # Where method names may be listed: the registrations themselves, and translations of our methods
@@ -47,13 +46,13 @@ def test_each_method_declares_what_the_run_needs_and_its_ablation_value_is_valid
                       [f"methods.{method.name}={dataclasses.asdict(method.try_with)!r}"])
     assert getattr(config.methods, method.name) == method.try_with
     if method.stage == "step":
-        assert [type(hook).__name__ for hook in build_methods(config)] == [type(method.try_with.attach(config)).__name__]
+        assert [type(hook).__name__ for hook in plan_methods(config).hooks] == [type(method.try_with.attach(config)).__name__]
 
 
 def test_step_methods_run_in_their_registered_order():
     config = override(TrainConfig(), ["methods.selective_backprop={}", "methods.ema={}", "methods.cutout={}",
                                       "methods.mixup={}", "methods.sam={}", "methods.low_precision_norm={}"])
-    assert [type(hook).__name__ for hook in build_methods(config)] == [
+    assert [type(hook).__name__ for hook in plan_methods(config).hooks] == [
         "LowPrecisionNorm", "Cutout", "MixUp", "SAM", "EMA", "SelectiveBackprop"]
     assert [method.name for method, _ in active(config.methods, "step")] == [
         "low_precision_norm", "cutout", "mixup", "sam", "ema", "selective_backprop"]
