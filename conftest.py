@@ -12,6 +12,11 @@ os.environ.setdefault("FASTCORE_OPS_INTERPRET", "1")
 
 import fastcore_ops  # noqa: E402, F401
 import pytest  # noqa: E402
+import torch  # noqa: E402
+
+# The training command computes with the cores other work leaves idle (training/compute_threads.py);
+# tests that train, in this process or a child, use PyTorch's default instead, however busy the box.
+os.environ.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))
 from PIL import Image  # noqa: E402
 
 from fastcore_ops.data.dali_backend import dali_available  # noqa: E402

@@ -34,6 +34,7 @@ from training.config import TrainConfig, config_hash, load_config, override, to_
 from fastcore_ops import cli
 from fastcore_ops.cli import check_device
 from fastcore_ops.host_memory import keep_freed_memory
+from training.compute_threads import use_threads
 from training.recipes import get_recipe, list_recipes
 from training.data_identity import image_fingerprint, text_fingerprint
 from training.run_folder import (CONFIG_NAME, SUMMARY_NAME, NewRunFiles, RunSettings, check_resume,
@@ -90,6 +91,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "saved run's, except a longer --epochs, which extends an unfinished run (from the resumed "
                              "step on, the LR follows the cosine of the new length)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
+    parser.add_argument("--threads", type=cli.positive_int,
+                        help="on a CPU, PyTorch's threads (default: OMP_NUM_THREADS where set, else one per core "
+                             "that other work left idle at start; see training/compute_threads.py)")
     parser.add_argument("--return-freed-memory", action="store_true",
                         help="on a CPU, let the C library give freed memory back to the system between steps: "
                              "less resident memory, slower steps (by default it is kept for reuse; see "
@@ -293,8 +297,12 @@ def main(argv: list[str] | None = None) -> int:
         run = checked_start(args)
     except REFUSALS as error:
         return refuse(error)
-    if run.device.type == "cpu" and not args.return_freed_memory:
-        keep_freed_memory()
+    if run.device.type == "cpu":
+        threads = use_threads(args.threads)
+        if os.environ.get("RANK", "0") == "0":
+            print(threads.describe())
+        if not args.return_freed_memory:
+            keep_freed_memory()
     # A new run that fails before its first checkpoint leaves --out as it was (nothing to resume);
     # one that checkpointed keeps its files, to resume.
     started = None if args.resume else NewRunFiles(args.out)

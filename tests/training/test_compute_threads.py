@@ -1,0 +1,66 @@
+"""The training command's threads: the cores other work leaves idle, unless the user chose."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from training import compute_threads
+from training.compute_threads import busy_cores, choose_threads, cpu_ticks, use_threads
+
+STAT = """cpu  20 0 10 100 5 0 0 0 0 0
+cpu0 10 0 5 50 5 0 0 2 7 0
+cpu1 10 0 5 50 0 0 0 0 0 0
+intr 12345 0 0
+"""
+
+
+def test_ticks_count_only_the_named_cpus_and_leave_idle_and_io_wait_out():
+    assert cpu_ticks(STAT, {0}) == (17, 72)  # busy: user, system and steal; the guest column is not added again
+    assert cpu_ticks(STAT, {0, 1}) == (32, 137)
+    assert cpu_ticks(STAT, {7}) == (0, 0)
+
+
+def test_a_spinning_process_counts_as_a_busy_core():
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        assert busy_cores(0.5) >= 0.7
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+@pytest.mark.parametrize(("busy", "threads"), [(0.2, 2), (0.9, 1), (1.6, 1), (2.0, 1)])
+def test_the_idle_cores_become_the_threads(monkeypatch, busy, threads):
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setattr(compute_threads.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(compute_threads, "busy_cores", lambda: busy)
+    choice = choose_threads()
+    assert choice.threads == threads
+    assert ("busy at start" in choice.reason) == (threads < 2)
+
+
+def test_the_users_choice_wins(monkeypatch):
+    monkeypatch.setattr(compute_threads, "busy_cores", lambda: pytest.fail("nothing to measure when the user chose"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert choose_threads().reason == "OMP_NUM_THREADS"
+    assert choose_threads(1) == compute_threads.ThreadChoice(1, "--threads")
+
+
+def test_without_proc_stat_pytorch_keeps_its_default(monkeypatch, tmp_path):
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setattr(compute_threads, "PROC_STAT", tmp_path / "missing")
+    assert "default" in choose_threads().reason
+
+
+def test_use_threads_sets_pytorchs_count():
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        assert use_threads(1).describe() == "computing with 1 thread (--threads)"
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

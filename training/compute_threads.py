@@ -1,0 +1,102 @@
+"""How many threads the training command computes with on a CPU that other work may share.
+
+PyTorch starts one OpenMP thread per core, and a thread that runs out of work spins for a
+while before it sleeps. Two processes doing so on the same cores take turns at every one of a
+step's small operations: on this project's 2-core machine a short GPT run beside a CIFAR run
+trained in 217.8 s with PyTorch's default, 24.7 s with one thread, about 18 s alone
+(``reports/busy-box-threads-20261126/``). So ``python -m training.train`` counts, as it starts,
+the cores that other work keeps busy and computes with the others, at least one.
+
+It reads ``/proc/stat`` twice, half a second apart. The load average would not do: a one-minute
+mean still counts a run that has just finished, which is what a sweep's next run would see.
+``OMP_NUM_THREADS``, where set, is the user's choice and is left alone; so is a machine without
+``/proc/stat``, where PyTorch keeps its one thread per core.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+PROC_STAT = Path("/proc/stat")
+SAMPLE_SECONDS = 0.5
+# /proc/stat's columns after the CPU's name: user nice system idle iowait irq softirq steal (then
+# guest time, which user time already counts). Idle and waiting for I/O leave the core free.
+_COUNTED_COLUMNS = 8
+_IDLE_COLUMNS = (3, 4)
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    threads: int
+    reason: str
+
+    def describe(self) -> str:
+        return f"computing with {self.threads} thread{'s' * (self.threads != 1)} ({self.reason})"
+
+
+def cpu_ticks(stat_text: str, cpus: set[int]) -> tuple[int, int]:
+    """(busy, all) clock ticks since boot of the numbered CPUs, from the text of ``/proc/stat``.
+
+        >>> cpu_ticks("cpu  9 0 9 9 0 0 0 0 0 0\\ncpu0 5 0 1 40 2 0 0 0 0 0\\ncpu1 1 0 0 9 0 0 0 0 0 0\\n", {0})
+        (6, 48)
+    """
+    busy = total = 0
+    for line in stat_text.splitlines():
+        name, *columns = line.split()
+        if not (name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus):
+            continue
+        ticks = [int(column) for column in columns[:_COUNTED_COLUMNS]]
+        total += sum(ticks)
+        busy += sum(ticks) - sum(ticks[column] for column in _IDLE_COLUMNS)
+    return busy, total
+
+
+def busy_cores(sample_seconds: float = SAMPLE_SECONDS) -> float | None:
+    """How many of the cores this process may run on were busy over the next ``sample_seconds``.
+
+    None where ``/proc/stat`` cannot be read (not Linux).
+
+        >>> 0 <= busy_cores(0.1) <= len(os.sched_getaffinity(0))
+        True
+    """
+    cpus = os.sched_getaffinity(0)
+    try:
+        busy_before, total_before = cpu_ticks(PROC_STAT.read_text(), cpus)
+        time.sleep(sample_seconds)
+        busy_after, total_after = cpu_ticks(PROC_STAT.read_text(), cpus)
+    except OSError:
+        return None
+    elapsed = total_after - total_before
+    return len(cpus) * (busy_after - busy_before) / elapsed if elapsed > 0 else 0.0
+
+
+def choose_threads(requested: int | None = None) -> ThreadChoice:
+    """The threads to compute with: ``requested``, else ``OMP_NUM_THREADS``'s, else one per idle core.
+
+        >>> choose_threads(3)
+        ThreadChoice(threads=3, reason='--threads')
+    """
+    if requested is not None:
+        return ThreadChoice(requested, "--threads")
+    if os.environ.get("OMP_NUM_THREADS"):
+        return ThreadChoice(torch.get_num_threads(), "OMP_NUM_THREADS")
+    cores = len(os.sched_getaffinity(0))
+    busy = busy_cores()
+    if busy is None:
+        return ThreadChoice(torch.get_num_threads(), "PyTorch's default: no /proc/stat to see other work in")
+    threads = max(1, min(cores, round(cores - busy)))
+    if threads == cores:
+        return ThreadChoice(threads, "one per core: the cores were idle at start")
+    return ThreadChoice(threads, f"other work kept {busy:.1f} of {cores} cores busy at start; --threads to choose")
+
+
+def use_threads(requested: int | None = None) -> ThreadChoice:
+    """Choose the threads (see choose_threads) and set PyTorch's intra-op thread count to them."""
+    choice = choose_threads(requested)
+    torch.set_num_threads(choice.threads)
+    return choice
