@@ -85,14 +85,16 @@ def choose_threads(requested: int | None = None) -> ThreadChoice:
         return ThreadChoice(requested, "--threads")
     if os.environ.get("OMP_NUM_THREADS"):
         return ThreadChoice(torch.get_num_threads(), "OMP_NUM_THREADS")
-    cores = len(os.sched_getaffinity(0))
+    cpus, default = len(os.sched_getaffinity(0)), torch.get_num_threads()
     busy = busy_cores()
     if busy is None:
-        return ThreadChoice(torch.get_num_threads(), "PyTorch's default: no /proc/stat to see other work in")
-    threads = max(1, min(cores, round(cores - busy)))
-    if threads == cores:
-        return ThreadChoice(threads, "one per core: the cores were idle at start")
-    return ThreadChoice(threads, f"other work kept {busy:.1f} of {cores} cores busy at start; --threads to choose")
+        return ThreadChoice(default, "PyTorch's default: no /proc/stat to see other work in")
+    # PyTorch's default is one thread per physical core, which may be half the CPUs the kernel
+    # lists (SMT): take the idle share of it.
+    threads = max(1, min(default, round(default * (1 - busy / cpus))))
+    if threads == default:
+        return ThreadChoice(threads, "PyTorch's default, one per core: the cores were idle at start")
+    return ThreadChoice(threads, f"other work kept {busy:.1f} of {cpus} CPUs busy at start; --threads to choose")
 
 
 def use_threads(requested: int | None = None) -> ThreadChoice:

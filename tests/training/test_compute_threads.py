@@ -32,14 +32,17 @@ def test_a_spinning_process_counts_as_a_busy_core():
         spinner.wait()
 
 
-@pytest.mark.parametrize(("busy", "threads"), [(0.2, 2), (0.9, 1), (1.6, 1), (2.0, 1)])
-def test_the_idle_cores_become_the_threads(monkeypatch, busy, threads):
+@pytest.mark.parametrize(("cpus", "default", "busy", "threads"),
+                         [(2, 2, 0.2, 2), (2, 2, 0.9, 1), (2, 2, 1.6, 1), (2, 2, 2.0, 1),
+                          (8, 4, 4.0, 2), (8, 4, 0.5, 4)])  # 8 CPUs, 4 cores: PyTorch's default is 4
+def test_the_idle_share_of_pytorchs_threads_is_used(monkeypatch, cpus, default, busy, threads):
     monkeypatch.delenv("OMP_NUM_THREADS")
-    monkeypatch.setattr(compute_threads.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(compute_threads.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    monkeypatch.setattr(compute_threads.torch, "get_num_threads", lambda: default)
     monkeypatch.setattr(compute_threads, "busy_cores", lambda: busy)
     choice = choose_threads()
     assert choice.threads == threads
-    assert ("busy at start" in choice.reason) == (threads < 2)
+    assert ("busy at start" in choice.reason) == (threads < default)
 
 
 def test_the_users_choice_wins(monkeypatch):
