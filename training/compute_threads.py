@@ -59,11 +59,13 @@ def cpu_ticks(stat_text: str, cpus: set[int]) -> tuple[int, int]:
 def busy_cores(sample_seconds: float = SAMPLE_SECONDS) -> float | None:
     """How many of the cores this process may run on were busy over the next ``sample_seconds``.
 
-    None where ``/proc/stat`` cannot be read (not Linux).
+    None where ``/proc/stat`` cannot be read or the process's CPUs are unknown (not Linux).
 
         >>> 0 <= busy_cores(0.1) <= len(os.sched_getaffinity(0))
         True
     """
+    if not hasattr(os, "sched_getaffinity"):
+        return None
     cpus = os.sched_getaffinity(0)
     try:
         busy_before, total_before = cpu_ticks(PROC_STAT.read_text(), cpus)
@@ -85,10 +87,10 @@ def choose_threads(requested: int | None = None) -> ThreadChoice:
         return ThreadChoice(requested, "--threads")
     if os.environ.get("OMP_NUM_THREADS"):
         return ThreadChoice(torch.get_num_threads(), "OMP_NUM_THREADS")
-    cpus, default = len(os.sched_getaffinity(0)), torch.get_num_threads()
-    busy = busy_cores()
+    default, busy = torch.get_num_threads(), busy_cores()
     if busy is None:
         return ThreadChoice(default, "PyTorch's default: no /proc/stat to see other work in")
+    cpus = len(os.sched_getaffinity(0))
     # PyTorch's default is one thread per physical core, which may be half the CPUs the kernel
     # lists (SMT): take the idle share of it.
     threads = max(1, min(default, round(default * (1 - busy / cpus))))

@@ -58,6 +58,13 @@ def test_without_proc_stat_pytorch_keeps_its_default(monkeypatch, tmp_path):
     assert "default" in choose_threads().reason
 
 
+def test_without_cpu_affinity_pytorch_keeps_its_default(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.delattr(compute_threads.os, "sched_getaffinity")
+    assert choose_threads() == compute_threads.ThreadChoice(
+        compute_threads.torch.get_num_threads(), "PyTorch's default: no /proc/stat to see other work in")
+
+
 def test_use_threads_sets_pytorchs_count():
     import torch
 
