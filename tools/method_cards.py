@@ -45,11 +45,12 @@ class Ablation:
 # measured says so.
 ABLATIONS = (
     Ablation(ROOT / "reports" / "ablation-cifar-flips-20261124" / "ablation.csv",
-             "cifar_baseline with flips only, in bf16 on a CPU with bf16 units; an earlier ablation on the "
-             "baseline's former 35-100% crop, fp32, is in `reports/ablation-cifar-20261124/`"),
+             "today's cifar_baseline_small (cifar_baseline when it ran; flips only, 500 images per class), in "
+             "bf16 on a CPU with bf16 units; an earlier ablation on the baseline's former 35-100% crop, fp32, is "
+             "in `reports/ablation-cifar-20261124/`"),
     Ablation(ROOT / "reports" / "ablation-cifar-whitening-20261125" / "ablation.csv",
-             "cifar_baseline with flips only, in bf16 on a CPU with bf16 units, as in "
-             "`reports/ablation-cifar-flips-20261124/`"),
+             "today's cifar_baseline_small (cifar_baseline when it ran; flips only, 500 images per class), in "
+             "bf16 on a CPU with bf16 units, as in `reports/ablation-cifar-flips-20261124/`"),
 )
 
 FIELD = re.compile(r"^    (?P<label>[A-Z][^:]*): (?P<text>.*)$")  # "    What: ...", a field of the card

@@ -1,7 +1,7 @@
 """``python -m training.train``: train a recipe: an image classifier or a language model.
 
     python -m training.train --recipe cifar_mild --data ../shared/datasets/cifar10-jpeg --out runs/mild
-    python -m training.train --recipe cifar_mild --data ... --out runs/mild --set optimizer.lr=0.4 --subset 500
+    python -m training.train --recipe cifar_mild_small --data ... --out runs/mild --set optimizer.lr=0.4 --subset 500
     python -m training.train --out runs/mild --data ... --resume          # continue a stopped run
     torchrun --nproc_per_node=2 -m training.train --recipe cifar_mild --data ... --out runs/ddp
     python -m training.train --recipe gpt_alibi --out runs/gpt            # text: Python's own source

@@ -1,6 +1,6 @@
 """``python -m training.ablate``: what each method is worth on its own, against a base recipe.
 
-    python -m training.ablate --base cifar_baseline --methods all --seeds 2 \\
+    python -m training.ablate --base cifar_baseline_small --methods all --seeds 2 \\
         --data ../shared/datasets/cifar10-jpeg --subset 500 --out reports/ablation
 
 Trains the base recipe and, for every method, the base with that method added (or, when the
