@@ -26,6 +26,8 @@ from training.recipes.cifar_mild import RECIPE as MILD
 RECIPE = TrainConfig(
     name="cifar_medium",
     model=replace(MILD.model),
+    # Mild's full-data optimizer with EMA at 250 steps: 86.03% at x1 on seed 0 (706 s) against the
+    # baseline's 85.16% (1,075 s); reports/cifar-full-medium-hot-search-20261126/.
     optimizer=replace(MILD.optimizer),
     schedule=replace(BASELINE.schedule),  # the baseline's length
     data=replace(MILD.data),
