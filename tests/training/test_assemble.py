@@ -68,7 +68,7 @@ def test_the_optimizer_peaks_at_the_lr_scaled_to_the_global_batch(world_size, ti
     monkeypatch.setattr("training.assemble.joined_world_size", lambda: world_size)
     trainer = _trainer(override(get_recipe("cifar_baseline"), ["data.batch_size=8"]), tiny_cifar)
     peaks = {group["initial_lr"] for group in trainer.state.optimizer.param_groups}
-    assert peaks == {0.8 * 8 * world_size / 128}  # the recipe's LR is for one process of 128 images
+    assert peaks == {0.2 * 8 * world_size / 128}  # the recipe's LR is for one process of 128 images
 
 
 def test_the_model_gets_the_configured_surgeries_with_their_options():

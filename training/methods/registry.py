@@ -176,7 +176,7 @@ def plan_methods(config) -> MethodPlan:
         >>> [method.name for method, _ in plan.surgeries], plan.leaves_parameters_unused
         (['blurpool', 'stochastic_depth', 'channels_last'], True)
         >>> plan_methods(get_recipe("cifar_medium")).hooks
-        [MixUp(seed=0, alpha=0.2), SAM(rho=0.05, interval=10), EMA(half_life_steps=25, decay=0.9726549474122855)]
+        [MixUp(seed=0, alpha=0.2), SAM(rho=0.05, interval=10), EMA(half_life_steps=250, decay=0.9972312513520695)]
     """
     chosen = active(config.methods)
     augmentations = {method.name: getattr(config.methods, method.name) for method in methods_of("loader")}
