@@ -134,6 +134,8 @@ def summary_table(rows: list[dict], floor: dict) -> str:
 
 def plot(rows: list[dict], floor: dict, path: Path, title: str) -> None:
     """Training time of every run, ours green and Composer's grey, side by side per pair, the floor dashed."""
+    from matplotlib.patches import Patch
+
     from training.figures import plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -144,11 +146,9 @@ def plot(rows: list[dict], floor: dict, path: Path, title: str) -> None:
         ax.annotate(f"{100 * row['top1']:.1f}%", (x, row["train_seconds"]), ha="center", va="bottom", fontsize=8)
     ax.axhline(floor["train_seconds"], color="black", linestyle="--", linewidth=1)
     ax.annotate("floor: forward + backward alone", (ax.get_xlim()[0], floor["train_seconds"]), va="bottom", fontsize=8)
-    for trainer, color in colors.items():
-        ax.bar([], [], color=color, label=trainer)
     ax.set(xlabel="pair", ylabel="training time (s)", title=title)
     ax.set_xticks(sorted({row["pair"] for row in rows}))
-    ax.legend(loc="lower right")
+    ax.legend(handles=[Patch(color=color, label=trainer) for trainer, color in colors.items()], loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
