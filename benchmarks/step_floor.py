@@ -10,7 +10,7 @@ over this floor is what everything else costs.
     python -m benchmarks.step_floor --recipe cifar_mild --data ../shared/datasets/cifar10-jpeg --out runs/floor
 
 Writes ``summary.json`` in ``--out``: ``train_seconds`` (the floor), ``steps``, and per size the
-steps and the median seconds of one step.
+steps and the seconds of its fastest step.
 """
 
 from __future__ import annotations
