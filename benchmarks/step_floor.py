@@ -1,26 +1,29 @@
 """``python -m benchmarks.step_floor``: what a recipe's model alone costs over a whole run, forward plus backward.
 
-The recipe's model as our trainer trains it (its surgeries, patch-whitened stem, memory format
-and precision) runs forward, loss and backward on random batches already in memory, at every
-image size the run trains at; each size's fastest step (of at least five, after a warm-up: the
-floor is what a step costs when nothing interrupts it), times the number of steps the run trains
-at that size, summed. No loader, no optimizer step, no methods: a training run's time
-over this floor is what everything else costs.
+The recipe's model as our trainer trains it (its surgeries, patch-whitened stem, memory format,
+precision and, on a CPU, its allocator setting) runs forward, loss and backward on random
+batches already in memory, at every image size the run trains at; each size's fastest step (of
+at least five, after a warm-up: the floor is what a step costs when nothing interrupts it),
+times the number of steps the run trains at that size, summed. No loader, no optimizer step,
+no methods: a training run's time over this floor is what everything else costs. The same sum
+over each size's median step is recorded beside it: what an uninterrupted step typically costs.
 
     python -m benchmarks.step_floor --recipe cifar_mild --data ../shared/datasets/cifar10-jpeg --out runs/floor
 
-Writes ``summary.json`` in ``--out``: ``train_seconds`` (the floor), ``steps``, and per size the
-steps and the seconds of its fastest step.
+Writes ``summary.json`` in ``--out``: ``train_seconds`` (the floor), ``median_train_seconds``,
+``steps``, and per size the steps and the seconds of its fastest and its median step.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 from collections import Counter
 from pathlib import Path
 
 import torch
 
+from fastcore_ops.host_memory import keep_freed_memory
 from training.assemble import scaled
 from training.config import TrainConfig
 from training.methods.registry import plan_methods
@@ -28,7 +31,7 @@ from training.tasks.classification import build_image_classification
 from training.trainer import autocast_dtype
 
 from .job_cli import job_main, job_parser
-from .timing import time_ms
+from .timing import time_samples_ms
 
 
 def steps_at_sizes(loader, total_steps: int) -> Counter:
@@ -53,7 +56,7 @@ def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subs
     dtype = autocast_dtype(config.precision, device)
     memory_format = torch.channels_last if config.methods.channels_last is not None else torch.contiguous_format
     model.train()
-    per_size = {}
+    fastest, median = {}, {}
     for size in sorted(sizes):
         images = torch.randn(config.data.batch_size, 3, size, size, device=device).contiguous(memory_format=memory_format)
         labels = torch.randint(0, task.num_classes, (config.data.batch_size,), device=device)
@@ -64,9 +67,12 @@ def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subs
             loss.backward()
             model.zero_grad(set_to_none=True)
 
-        per_size[size] = time_ms(step, device, best=True) / 1e3
-    return {"train_seconds": sum(per_size[size] * count for size, count in sizes.items()), "steps": total_steps,
-            "sizes": {str(size): {"steps": sizes[size], "step_seconds": per_size[size]} for size in sorted(sizes)}}
+        samples = time_samples_ms(step, device, min_samples=5)
+        fastest[size], median[size] = min(samples) / 1e3, statistics.median(samples) / 1e3
+    return {"train_seconds": sum(fastest[size] * count for size, count in sizes.items()),
+            "median_train_seconds": sum(median[size] * count for size, count in sizes.items()), "steps": total_steps,
+            "sizes": {str(size): {"steps": sizes[size], "step_seconds": fastest[size],
+                                  "median_step_seconds": median[size]} for size in sorted(sizes)}}
 
 
 def check_image_classification(config: TrainConfig) -> None:
@@ -75,10 +81,15 @@ def check_image_classification(config: TrainConfig) -> None:
                          f"classification")
 
 
+def floor_job(args) -> dict:
+    if args.device.type == "cpu":
+        keep_freed_memory()  # as python -m training.train trains on a CPU
+    return measure_floor(args.config, data=args.data, device=args.device, subset=args.subset)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = job_parser("python -m benchmarks.step_floor", __doc__.splitlines()[0])
-    return job_main(parser, argv, check_image_classification,
-                   lambda args: measure_floor(args.config, data=args.data, device=args.device, subset=args.subset))
+    return job_main(parser, argv, check_image_classification, floor_job)
 
 
 if __name__ == "__main__":

@@ -9,24 +9,33 @@ from typing import Callable
 import torch
 
 
-def time_ms(fn: Callable[[], object], device: torch.device, cpu_budget_s: float = 2.0, best: bool = False) -> float:
-    """Median wall time of ``fn`` in milliseconds; with ``best``, the fastest call (a floor: what ``fn``
-    costs when nothing interrupts it).
+def time_samples_ms(fn: Callable[[], object], device: torch.device, cpu_budget_s: float = 2.0,
+                    min_samples: int = 3) -> list[float]:
+    """Wall times of repeated calls of ``fn`` in milliseconds, after a warm-up.
 
-    On CUDA: ``triton.testing.do_bench`` (CUDA events, cache flushed between runs).
-    On the CPU: one warm-up call, then repeats until ``cpu_budget_s`` is spent (at least 3; 5 for ``best``).
+    On CUDA: ``triton.testing.do_bench``'s samples (CUDA events, cache flushed between runs).
+    On the CPU: one warm-up call, then repeats until ``cpu_budget_s`` is spent (at least
+    ``min_samples``, at most 50).
     """
     if device.type == "cuda":
         import triton.testing
 
-        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="min" if best else "median")
+        return list(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="all"))
     fn()
     samples = []
     deadline = time.perf_counter() + cpu_budget_s
-    while len(samples) < (5 if best else 3) or (time.perf_counter() < deadline and len(samples) < 50):
+    while len(samples) < min_samples or (time.perf_counter() < deadline and len(samples) < 50):
         start = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - start) * 1e3)
+    return samples
+
+
+def time_ms(fn: Callable[[], object], device: torch.device, cpu_budget_s: float = 2.0, best: bool = False) -> float:
+    """Median wall time of ``fn`` in milliseconds; with ``best``, the fastest call of at least five (a
+    floor: what ``fn`` costs when nothing interrupts it). See :func:`time_samples_ms`.
+    """
+    samples = time_samples_ms(fn, device, cpu_budget_s, min_samples=5 if best else 3)
     return min(samples) if best else statistics.median(samples)
 
 

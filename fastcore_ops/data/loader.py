@@ -171,6 +171,7 @@ def build_loader(
     rank: int | None = None,
     world_size: int | None = None,
     crop_cache_mb: int = CROP_CACHE_MB,
+    worker_niceness: int | None = None,
 ) -> Loader:
     """A loader of normalized ``(images, labels)`` batches on ``device`` for one rank.
 
@@ -191,6 +192,9 @@ def build_loader(
     crop_cache_mb: the pil backend's workers keep the crops whose box repeats every epoch (whole
         images, center crops) up to this many MB each, and copy them instead of decoding again
         (crop_cache.py); 0 turns it off.
+    worker_niceness: how far below this process (Unix niceness, 0-19) the pil backend's decoding
+        workers run; default 10 for batches on the CPU, where the workers share the cores with
+        the training step and would otherwise stall it, 0 otherwise (pil_backend.py says why).
 
     >>> loader = build_loader("/data/imagenet/train", batch_size=64, train=True, image_size=176)  # doctest: +SKIP
     >>> for epoch in range(16):                                                                   # doctest: +SKIP
@@ -205,6 +209,8 @@ def build_loader(
         check_int("num_workers", num_workers, low=0)
     check_bool("train", train)
     check_int("crop_cache_mb", crop_cache_mb, low=0)
+    if worker_niceness is not None:
+        check_int("worker_niceness", worker_niceness, low=0, high=19)
     for name, value in (("shuffle", shuffle), ("drop_last", drop_last), ("pad", pad)):
         check_bool(name, value, allow_none=True)
     check_interval("crop_scale", crop_scale, high=1.0)
@@ -233,7 +239,8 @@ def build_loader(
                   eval_crop_fraction=eval_crop_fraction)
     if name == "pil":
         # On a CPU the decoding workers run the batch stage too (decoded.py says why).
-        decoder = PilBackend(**common, stage=stage if device.type == "cpu" else None, crop_cache_mb=crop_cache_mb)
+        decoder = PilBackend(**common, stage=stage if device.type == "cpu" else None, crop_cache_mb=crop_cache_mb,
+                             worker_niceness=worker_niceness)
     else:
         decoder = DaliBackend(**common)
     return Loader(

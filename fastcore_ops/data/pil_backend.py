@@ -292,9 +292,31 @@ class _RunDecoding(Dataset):
         return crop
 
 
-def _keep_freed_memory(worker_id: int) -> None:
-    """A worker's start: its batches' buffers reuse the last batch's pages (host_memory.py says why)."""
+# How far below the process that reads the batches the decoding workers run when the batches go
+# to the CPU. There the workers share the cores with the training step, whose threads wait for
+# each other at the end of every operation: a worker that takes a core mid-step stalls them all,
+# and a worker is woken each time the step takes a batch, as the forward pass starts. Ten steps
+# down, the kernel's scheduler gives a worker about a tenth of a core it contends for, so it
+# decodes mostly in the step's gaps. On a 2-core machine 10 trained fastest of 0, 5, 10 and 19;
+# at 19 the workers fell behind and the step waited for data (reports/worker-niceness-20261127/).
+CPU_WORKER_NICENESS = 10
+
+
+def default_worker_niceness(device: torch.device) -> int:
+    """The workers' niceness when none is chosen: CPU_WORKER_NICENESS for batches on the CPU, else 0
+    (a GPU step leaves the cores to the workers).
+
+    >>> default_worker_niceness(torch.device("cuda")), default_worker_niceness(torch.device("cpu"))
+    (0, 10)
+    """
+    return CPU_WORKER_NICENESS if device.type == "cpu" else 0
+
+
+def _start_worker(worker_id: int, niceness: int) -> None:
+    """A worker's start: its batches' buffers reuse the last batch's pages (host_memory.py says why),
+    and it runs ``niceness`` steps below the process that started it."""
     keep_freed_memory()
+    os.nice(niceness)
 
 
 class _Runs(Sampler):
@@ -319,6 +341,8 @@ class PilBackend:
     """Decode with Pillow(-SIMD) in ``num_workers`` DataLoader workers (the contract is in decoded.py).
 
     build_loader validates the arguments; ``num_workers=0`` decodes in the calling process.
+    ``worker_niceness``: how far below the calling process the workers run (default
+    :func:`default_worker_niceness`).
 
     >>> backend = PilBackend(batch_size=64, train=True, image_size=176, seed=0)      # doctest: +SKIP
     >>> batch = next(iter(backend.batches(samples, epoch=0)))                          # doctest: +SKIP
@@ -340,6 +364,7 @@ class PilBackend:
         eval_crop_fraction: float = 0.875,
         stage: DeviceAugment | None = None,
         crop_cache_mb: int = 0,
+        worker_niceness: int | None = None,
     ):
         warn_if_no_pillow_simd()
         warn_if_missing()
@@ -347,6 +372,8 @@ class PilBackend:
         self.image_size = image_size
         self.device = torch.device(device if device is not None else "cpu")
         self.num_workers = default_num_workers() if num_workers is None else num_workers
+        if worker_niceness is None:
+            worker_niceness = default_worker_niceness(self.device)
         plan = CropPlan(image_size, train, tuple(crop_scale), tuple(crop_ratio), eval_crop_fraction)
         self._refill = train  # decoded.py: training batches keep their length, evaluation counts each image once
         self._runs = _Runs()
@@ -368,7 +395,7 @@ class PilBackend:
             # Its own generator: starting workers draws a base seed, which must not advance the
             # global torch RNG that stochastic depth draws from (a resumed run would diverge).
             generator=torch.Generator().manual_seed(seed),
-            worker_init_fn=_keep_freed_memory,
+            worker_init_fn=functools.partial(_start_worker, niceness=worker_niceness),
         )
 
     def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0,

@@ -307,6 +307,8 @@ BAD_ARGUMENTS = [
     (dict(device=0.5), TypeError, "device must be a torch.device or a name.*got float 0.5"),
     (dict(flip="no"), TypeError, "flip must be a bool"),
     (dict(crop_cache_mb=-1), ValueError, "crop_cache_mb must be an int >= 0, got -1"),
+    (dict(worker_niceness=20), ValueError, "worker_niceness must be an int in"),
+    (dict(worker_niceness=-1), ValueError, "worker_niceness must be an int in"),
 ]
 
 

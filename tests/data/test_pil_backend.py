@@ -2,6 +2,8 @@
 
 import importlib.metadata
 import io
+import multiprocessing
+import os
 import random
 import warnings
 
@@ -216,3 +218,21 @@ def test_a_large_png_is_cropped_where_its_crop_box_says(photo_jpegs):
     box = plan.box(*photo.size, random.Random(0))
     expected = np.asarray(photo.resize((48, 48), Image.Resampling.BILINEAR, box=box, reducing_gap=3.0))
     assert np.array_equal(decode_crop(png_bytes(photo), plan, random.Random(0)), expected)
+
+
+def _new_workers_niceness(backend, samples) -> list[int]:
+    """The niceness of the decoding processes that start for ``backend``'s first batch."""
+    before = {child.pid for child in multiprocessing.active_children()}
+    next(iter(backend.batches(samples, epoch=0)))
+    return [os.getpriority(os.PRIO_PROCESS, child.pid) for child in multiprocessing.active_children()
+            if child.pid not in before]
+
+
+@pytest.mark.parametrize("niceness, expected", [(None, pil_backend.CPU_WORKER_NICENESS), (0, 0), (3, 3)])
+def test_decoding_workers_run_the_chosen_niceness_below_the_process(real_jpegs, niceness, expected):
+    # None: batches for a CPU training step, whose cores the workers yield to it.
+    samples = [(str(path), 0) for path in real_jpegs(4)]
+    backend = PilBackend(batch_size=2, train=True, image_size=16, num_workers=1, device="cpu",
+                         worker_niceness=niceness)
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    assert _new_workers_niceness(backend, samples) == [min(19, own + expected)]

@@ -1,0 +1,16 @@
+"""One run of ``python -m training.train`` with the pil backend's decoding workers at a chosen niceness.
+
+    PYTHONPATH=. python reports/worker-niceness-20261127/measure.py NICENESS TRAIN-ARGUMENTS...
+
+NICENESS replaces ``pil_backend.CPU_WORKER_NICENESS``, the default a CPU run's loaders read
+(0 is what every run did before 2026-11-27). ``measure.sh`` runs the comparison.
+"""
+
+import sys
+
+from fastcore_ops.data import pil_backend
+from training.train import main
+
+if __name__ == "__main__":
+    pil_backend.CPU_WORKER_NICENESS = int(sys.argv[1])
+    sys.exit(main(sys.argv[2:]))
