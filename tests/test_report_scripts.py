@@ -174,3 +174,24 @@ def test_every_script_in_reports_is_tested():
     scripts = sorted(path.relative_to(REPORTS).as_posix() for path in REPORTS.rglob("*")
                      if path.suffix in (".py", ".sh"))
     assert [script for script in scripts if f'"{script}' not in source] == []
+
+
+def test_worker_niceness_measure_sets_the_default_and_passes_the_rest_to_train(monkeypatch, capsys):
+    from fastcore_ops.data import pil_backend
+
+    monkeypatch.setattr(pil_backend, "CPU_WORKER_NICENESS", pil_backend.CPU_WORKER_NICENESS)  # restored after
+    assert load("worker-niceness-20261127/measure.py").main(["5", "--recipe", "no_such_recipe", "--out", "x"]) == 2
+    assert pil_backend.CPU_WORKER_NICENESS == 5
+    assert "no_such_recipe" in capsys.readouterr().err
+
+
+def test_worker_niceness_measure_sh(tmp_path, ten_jpegs, children_compute):
+    command = ["bash", str(REPORTS / "worker-niceness-20261127/measure.sh"), str(ten_jpegs), str(tmp_path / "runs"), "1",
+               "--epochs", "1", "--set", "data.batch_size=10"]
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    finished = subprocess.run(command, cwd=ROOT, env={**os.environ, "PATH": path}, capture_output=True, text=True,
+                              timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    rows = list(csv.DictReader(finished.stdout.splitlines()))
+    assert [row["niceness"] for row in rows] == ["0", "5", "10"]
+    assert all(float(row["train_seconds"]) > 0 for row in rows)

@@ -9,8 +9,13 @@ NICENESS replaces ``pil_backend.CPU_WORKER_NICENESS``, the default a CPU run's l
 import sys
 
 from fastcore_ops.data import pil_backend
-from training.train import main
+from training import train
+
+
+def main(argv: list[str]) -> int:
+    pil_backend.CPU_WORKER_NICENESS = int(argv[0])
+    return train.main(argv[1:])
+
 
 if __name__ == "__main__":
-    pil_backend.CPU_WORKER_NICENESS = int(sys.argv[1])
-    sys.exit(main(sys.argv[2:]))
+    sys.exit(main(sys.argv[1:]))

@@ -1,10 +1,10 @@
 #!/bin/bash
 # Full-data cifar_mild at --scale-schedule 0.25 with the decoding workers at niceness 0, 5 and 10,
 # taking turns (each round starts one further along the list), ROUNDS rounds (default 3); one CSV
-# row per run. From the repository root:
+# row per run. Further arguments go to every training run. From the repository root:
 #   bash reports/worker-niceness-20261127/measure.sh ../shared/datasets/cifar10-jpeg RUNS_FOLDER > runs.csv
 set -eu
-data=$1; runs=$2; rounds=${3:-3}
+data=$1; runs=$2; rounds=${3:-3}; shift $(($# < 3 ? $# : 3))
 here=$(dirname "$0")
 levels=(0 5 10)
 mkdir -p "$runs"
@@ -14,7 +14,7 @@ for round in $(seq 0 $((rounds - 1))); do
     niceness=${levels[$(((round + turn) % 3))]}
     out=$runs/n$niceness-r$round
     PYTHONPATH=. python "$here/measure.py" "$niceness" --recipe cifar_mild --data "$data" --scale-schedule 0.25 \
-      --eval-every 0 --no-progress --out "$out" > "$out.log" 2>&1
+      --eval-every 0 --no-progress --out "$out" "$@" > "$out.log" 2>&1
     python -c "
 import json
 s = json.load(open('$out/summary.json')); p = s['phase_seconds']
