@@ -52,10 +52,9 @@ def ten_jpegs(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def one_thread(monkeypatch):
-    """One thread, here and in children; children find the project's packages."""
+    """One thread here (children have one from the root conftest.py); children find the project's packages."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     yield
     torch.set_num_threads(threads)
@@ -183,6 +182,18 @@ def test_worker_niceness_measure_sets_the_default_and_passes_the_rest_to_train(m
     assert load("worker-niceness-20261127/measure.py").main(["5", "--recipe", "no_such_recipe", "--out", "x"]) == 2
     assert pil_backend.CPU_WORKER_NICENESS == 5
     assert "no_such_recipe" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [[], ["ten", "--recipe", "cifar_mild"], ["-3"], ["20"]])
+def test_worker_niceness_measure_refuses_a_niceness_that_is_not_0_to_19(argv, monkeypatch, capsys):
+    from fastcore_ops.data import pil_backend
+
+    monkeypatch.setattr(pil_backend, "CPU_WORKER_NICENESS", pil_backend.CPU_WORKER_NICENESS)
+    default = pil_backend.CPU_WORKER_NICENESS
+    assert load("worker-niceness-20261127/measure.py").main(argv) == 2
+    assert pil_backend.CPU_WORKER_NICENESS == default
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: NICENESS must be an integer from 0 to 19")
 
 
 def test_worker_niceness_measure_sh(tmp_path, ten_jpegs, children_compute):

@@ -13,7 +13,12 @@ from training import train
 
 
 def main(argv: list[str]) -> int:
-    pil_backend.CPU_WORKER_NICENESS = int(argv[0])
+    niceness = argv[0] if argv else ""
+    if not niceness.isdigit() or int(niceness) > 19:
+        print(f"error: NICENESS must be an integer from 0 to 19 (got {niceness!r}); "
+              "usage: measure.py NICENESS TRAIN-ARGUMENTS...", file=sys.stderr)
+        return 2
+    pil_backend.CPU_WORKER_NICENESS = int(niceness)
     return train.main(argv[1:])
 
 

@@ -1,10 +1,23 @@
 """Fixtures for the trainer tests: a small CIFAR-10 tree of real images, linked from ../shared/datasets."""
 
 import pytest
+import torch
 
 from tests.data.conftest import DATASETS
 
 CIFAR = DATASETS / "cifar10-jpeg"
+
+
+@pytest.fixture(scope="package", autouse=True)
+def one_compute_thread():
+    """Training in this process computes on one thread, as the children do (see the root conftest.py).
+
+    Package-scoped, so that module-scoped fixtures that train run on one thread too.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def link_cifar_subset(root, *, train_per_class: int, test_per_class: int):

@@ -128,8 +128,7 @@ def test_an_unknown_base_and_a_method_that_does_not_apply_are_refused_before_tra
     assert not (tmp_path / "runs").exists()
 
 
-def test_a_tiny_ablation_trains_each_variant_and_reports_its_effect(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+def test_a_tiny_ablation_trains_each_variant_and_reports_its_effect(tmp_path, capsys):
     data = link_cifar_subset(tmp_path / "cifar", train_per_class=20, test_per_class=5)
     out = tmp_path / "ablation"
     args = ["--base", "cifar_baseline", "--methods", "cutout,blurpool", "--budgets", "0.05", "--seeds", "1",

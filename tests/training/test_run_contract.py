@@ -34,14 +34,6 @@ def refused(argv: list[str], capsys) -> str:
     return err
 
 
-@pytest.fixture
-def owned_cifar(micro_cifar, tmp_path):
-    """A copy of micro_cifar's images that a test may change (micro_cifar links the shared files)."""
-    root = tmp_path / "cifar"
-    shutil.copytree(micro_cifar, root, symlinks=False)
-    return root
-
-
 @pytest.fixture(scope="module")
 def prepared_cifar(micro_cifar, tmp_path_factory):
     root = tmp_path_factory.mktemp("prepared")
@@ -135,11 +127,24 @@ def test_keeping_older_checkpoints_never_overwrites_a_file_that_is_not_one(tmp_p
     assert [checkpoint.load(p)["step"] for p in (path, checkpoint.older(path, 1))] == [2, 1]
 
 
+@pytest.fixture(scope="module")
+def trained_image_run(micro_cifar, tmp_path_factory):
+    """(images, finished run folder): trained once, copied by image_run for each test."""
+    root = tmp_path_factory.mktemp("image-run")
+    data = root / "cifar"
+    shutil.copytree(micro_cifar, data, symlinks=False)  # micro_cifar links the shared files
+    out = root / "run"
+    assert main([*TINY_IMAGES, "--epochs", "2", "--data", str(data), "--out", str(out)]) == 0
+    return data, out
+
+
 @pytest.fixture
-def image_run(owned_cifar, tmp_path):
-    out = tmp_path / "image-run"
-    assert main([*TINY_IMAGES, "--epochs", "2", "--data", str(owned_cifar), "--out", str(out)]) == 0
-    return owned_cifar, out
+def image_run(trained_image_run, tmp_path):
+    """A copy of the trained run and of its images, which the test may change (times of writing kept)."""
+    copies = tmp_path / "cifar", tmp_path / "image-run"
+    for original, copy in zip(trained_image_run, copies):
+        shutil.copytree(original, copy)
+    return copies
 
 
 @pytest.mark.parametrize("change, message", [
@@ -168,13 +173,13 @@ def test_resume_refuses_a_replaced_corpus(micro_text, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
-def test_resume_refuses_more_processes_than_the_run_had(strategy, image_run, micro_text, tmp_path, monkeypatch, capsys):
+def test_resume_refuses_more_processes_than_the_run_had(strategy, request, micro_text, tmp_path, monkeypatch, capsys):
     if strategy == "fsdp":  # FSDP shards language models only
         data, out = micro_text, tmp_path / "gpt-run"
         assert main(["--recipe", "gpt_alibi", *TINY_TEXT, "--epochs", "0.1", "--data", str(data),
                      "--out", str(out)]) == 0
     else:
-        data, out = image_run
+        data, out = request.getfixturevalue("image_run")
     before = snapshot(out)
     # As torchrun starts each rank; refused before joining a process group.
     monkeypatch.setenv("WORLD_SIZE", "2")

@@ -19,15 +19,6 @@ OUTPUTS = ("results.csv", "results.json", "speedups.csv", "speedups.md", "breakd
            "breakdown.png", "report.html")
 
 
-@pytest.fixture(scope="module")
-def one_thread_per_run():
-    # The runs inherit it: one thread each keeps this shared 2-core machine usable and, with
-    # other jobs running, avoids OpenMP threads spinning against each other.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OMP_NUM_THREADS", "1")
-        yield
-
-
 def _tradeoff(args, capsys):
     code = main(args)
     captured = capsys.readouterr()
@@ -36,7 +27,7 @@ def _tradeoff(args, capsys):
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory, one_thread_per_run):
+def sweep(tmp_path_factory):
     root = tmp_path_factory.mktemp("tradeoff")
     data = link_cifar_subset(root / "cifar", train_per_class=20, test_per_class=5)
     args = [*SWEEP, "--data", str(data), "--out", str(root / "report")]
