@@ -184,7 +184,7 @@ def test_worker_niceness_measure_sets_the_default_and_passes_the_rest_to_train(m
     assert "no_such_recipe" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [[], ["ten", "--recipe", "cifar_mild"], ["-3"], ["20"]])
+@pytest.mark.parametrize("argv", [[], ["ten", "--recipe", "cifar_mild"], ["-3"], ["20"], ["²"]])
 def test_worker_niceness_measure_refuses_a_niceness_that_is_not_0_to_19(argv, monkeypatch, capsys):
     from fastcore_ops.data import pil_backend
 

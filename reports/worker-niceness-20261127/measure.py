@@ -14,7 +14,7 @@ from training import train
 
 def main(argv: list[str]) -> int:
     niceness = argv[0] if argv else ""
-    if not niceness.isdigit() or int(niceness) > 19:
+    if not (niceness.isascii() and niceness.isdigit()) or int(niceness) > 19:
         print(f"error: NICENESS must be an integer from 0 to 19 (got {niceness!r}); "
               "usage: measure.py NICENESS TRAIN-ARGUMENTS...", file=sys.stderr)
         return 2
