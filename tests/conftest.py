@@ -1,5 +1,7 @@
 """Shared test fixtures. Kernels run through Triton's interpreter (see the root conftest.py) unless a GPU is present."""
 
+from contextlib import contextmanager
+
 import pytest
 import torch
 
@@ -29,3 +31,14 @@ TOLERANCES = {
 @pytest.fixture
 def device():
     return DEVICE
+
+
+@contextmanager
+def torch_threads(count: int):
+    """PyTorch computes on ``count`` threads inside the block, on its previous count after it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
+from tests.conftest import torch_threads
 from tests.data.conftest import DATASETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,11 +53,9 @@ def ten_jpegs(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def one_thread(monkeypatch):
     """One thread here (children have one from the root conftest.py); children find the project's packages."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture

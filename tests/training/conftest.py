@@ -1,8 +1,8 @@
 """Fixtures for the trainer tests: a small CIFAR-10 tree of real images, linked from ../shared/datasets."""
 
 import pytest
-import torch
 
+from tests.conftest import torch_threads
 from tests.data.conftest import DATASETS
 
 CIFAR = DATASETS / "cifar10-jpeg"
@@ -14,10 +14,8 @@ def one_compute_thread():
 
     Package-scoped, so that module-scoped fixtures that train run on one thread too.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(1):
+        yield
 
 
 def link_cifar_subset(root, *, train_per_class: int, test_per_class: int):
