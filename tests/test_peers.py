@@ -75,7 +75,7 @@ def test_composer_s_torchvision_loader_crops_and_flips_as_the_recipe_does(micro_
     loader = torchvision_loader(recipe, micro_cifar / "train", subset=1)
     resize, crop, flip = loader.dataset.transform.transforms[:3]
     assert (resize.size, crop.padding, crop.padding_mode) == ((32, 32), 4, "reflect") and flip.p == 0.5
-    assert len(loader.dataset) == 10 and loader.batch_size == 128 and loader.drop_last
+    assert len(loader.dataset) == 10 and loader.batch_size == recipe.data.batch_size and loader.drop_last
     images, labels = next(iter(torchvision_loader(override(recipe, ["data.batch_size=5"]), micro_cifar / "train", 1)))
     assert images.shape == (5, 3, 32, 32) and labels.dtype == torch.int64
 

@@ -131,27 +131,31 @@ def test_cifar_recipes_fit_cifar_on_a_cpu(name):
 
 def test_cifar_baseline_is_plain_sgd_with_cifars_standard_augmentation():
     config = get_recipe("cifar_baseline")
-    assert config.optimizer == OptimizerConfig(lr=0.2, reference_batch=128, momentum=0.9, nesterov=True,
+    assert config.optimizer == OptimizerConfig(lr=0.4, reference_batch=256, momentum=0.9, nesterov=True,
                                                weight_decay=5e-4)
-    assert config.data.batch_size == 128
+    assert config.data.batch_size == 256
     assert config.methods == MethodsConfig(padded_crop=PaddedCropOptions())  # 4 px, zero fill; no other method
 
 
 # What the full-data search changed from the recipes tuned on 500 images per class: recipe -> (the small
-# recipe's LR, its weight decay, its EMA half-life in steps or None, its padded crop). All else is shared.
-SUBSET_VALUES = {"cifar_baseline": (0.8, 5e-4, None, None), "cifar_mild": (0.6, 1e-3, None, None),
-                 "cifar_medium": (0.4, 5e-4, 25, None), "cifar_hot": (0.4, 5e-4, 25, None)}
+# recipe's LR, its weight decay, its EMA half-life in steps or None, its padded crop, its batch, which is
+# also the batch its LR is for). All else is shared.
+SUBSET_VALUES = {"cifar_baseline": (0.8, 5e-4, None, None, 128), "cifar_mild": (0.6, 1e-3, None, None, 128),
+                 "cifar_medium": (0.4, 5e-4, 25, None, 128), "cifar_hot": (0.4, 5e-4, 25, None, 128)}
 
 
 @pytest.mark.parametrize("name", CIFAR)
 def test_a_small_recipe_is_its_full_data_recipe_with_the_subsets_optimizer(name):
     full, small = get_recipe(name), get_recipe(f"{name}_small")
-    lr, weight_decay, half_life, padded_crop = SUBSET_VALUES[name]
-    assert small.optimizer == dataclasses.replace(full.optimizer, lr=lr, weight_decay=weight_decay)
+    lr, weight_decay, half_life, padded_crop, batch = SUBSET_VALUES[name]
+    assert small.optimizer == dataclasses.replace(full.optimizer, lr=lr, weight_decay=weight_decay,
+                                                  reference_batch=batch)
     assert (small.methods.ema and small.methods.ema.half_life_steps, small.methods.padded_crop) == (half_life,
                                                                                                     padded_crop)
-    assert dataclasses.replace(small, name=name, optimizer=full.optimizer, methods=dataclasses.replace(
-        small.methods, ema=full.methods.ema, padded_crop=full.methods.padded_crop)) == full
+    assert small.data.batch_size == batch
+    assert dataclasses.replace(
+        small, name=name, optimizer=full.optimizer, data=dataclasses.replace(small.data, batch_size=full.data.batch_size),
+        methods=dataclasses.replace(small.methods, ema=full.methods.ema, padded_crop=full.methods.padded_crop)) == full
 
 
 @pytest.mark.parametrize("size", ["", "_small"])
@@ -174,7 +178,7 @@ def test_cifar_recipes_add_methods_in_the_mosaic_order(size):
 
 # The LR each recipe trains at on one process of its default batch: the CIFAR recipes' own LR
 # (their reference is that batch), the ResNet-50 recipes' 2.048 scaled from 8 x 256 to 1 x 256.
-ONE_PROCESS_LR = {"cifar_baseline": 0.2, "cifar_mild": 0.3, "cifar_medium": 0.3, "cifar_hot": 0.3,
+ONE_PROCESS_LR = {"cifar_baseline": 0.4, "cifar_mild": 0.3, "cifar_medium": 0.3, "cifar_hot": 0.3,
                   "cifar_baseline_small": 0.8, "cifar_mild_small": 0.6, "cifar_medium_small": 0.4,
                   "cifar_hot_small": 0.4, **dict.fromkeys(RESNET50, 0.256)}
 

@@ -267,7 +267,7 @@ def _saved_run(folder: Path, *, subset=20, finished=False, assignments=("schedul
     (["--epochs", "1"], "schedule.epochs differs from the run in {out}: it was 3.0, this command gives 1.0; "
                         "--epochs may only grow"),
     (["--seed", "5"], "seed differs from the run in {out}: it was 0, this command gives 5"),
-    (["--set", "optimizer.lr=0.3"], "optimizer.lr differs from the run in {out}: it was 0.2, this command gives 0.3"),
+    (["--set", "optimizer.lr=0.3"], "optimizer.lr differs from the run in {out}: it was 0.4, this command gives 0.3"),
     (["--recipe", "cifar_mild"], "differs from the run in {out}"),
     (["--subset", "30"], "--subset differs from the run in {out}: it was 20, this command gives 30"),
     (["--subset", "10"], "--subset differs from the run in {out}: it was 20, this command gives 10"),

@@ -8,7 +8,7 @@ and narrow) and ColOut 0.05; progressive resizing starts at 0.6 of 32 px after a
 as in Hot. Trains 30 epochs, twice the baseline, with Medium's optimizer and EMA.
 ``cifar_hot_small`` is its version for 500 images per class.
 
-The LR 0.3 is for the baseline's global batch of 128 (``optimizer.reference_batch``), one
+The LR 0.3 is for Mild's global batch of 128 (``optimizer.reference_batch``), one
 process at the default batch, and is scaled linearly to other global batches:
 
     >>> from training.assemble import effective_lr

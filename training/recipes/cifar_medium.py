@@ -4,11 +4,11 @@ Follows ``resnet50_medium`` (the Medium column of Table 1 in "Mosaic ResNet Deep
 everything in ``cifar_mild`` with label smoothing 0.1, EMA (which Mild dropped but the study's
 Medium has), MixUp (alpha 0.2) and SAM on every 10th step, at rho 0.05, the value Foret et al.
 (2021) use for CIFAR. It trains the baseline's 15 epochs with Mild's optimizer (the baseline's
-at 1.5x its LR). MixUp, SAM and EMA stay although each alone added nothing on the 5,000-image
+at 1.5x its LR per image). MixUp, SAM and EMA stay although each alone added nothing on the 5,000-image
 subset: the recipe follows the study's column, and the sweep shows what they cost at CIFAR
 scale. ``cifar_medium_small`` is its version for 500 images per class.
 
-The LR 0.3 is for the baseline's global batch of 128 (``optimizer.reference_batch``), one
+The LR 0.3 is for Mild's global batch of 128 (``optimizer.reference_batch``), one
 process at the default batch, and is scaled linearly to other global batches:
 
     >>> from training.assemble import effective_lr
@@ -34,7 +34,7 @@ RECIPE = TrainConfig(
     methods=replace(
         MILD.methods,  # BlurPool, channels last, patch whitening, progressive resizing from 16 px, BCE
         label_smoothing=LabelSmoothingOptions(0.1),
-        # About 5% of the baseline's 5,850 steps, as the ResNet-50 recipes' 1000 steps are of theirs.
+        # About 5% of its 5,850 steps, as the ResNet-50 recipes' 1000 steps are of theirs.
         # Mild dropped EMA; Medium keeps the study's column (see above).
         ema=EMAOptions(half_life_steps=250),
         mixup=MixUpOptions(alpha=0.2),
