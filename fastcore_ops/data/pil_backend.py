@@ -40,6 +40,7 @@ from fastcore_ops.data.probe import (
 )
 from fastcore_ops.data.shards import ShardMember, read_encoded
 from fastcore_ops.data.shared_slots import SharedBatchSlots
+from fastcore_ops.data.worker_stop import WorkerStop, leave_when_set
 from fastcore_ops.host_memory import keep_freed_memory
 
 # Pillow first shrinks by an integer factor with a box filter, then resamples the rest; at a gap
@@ -312,11 +313,12 @@ def default_worker_niceness(device: torch.device) -> int:
     return CPU_WORKER_NICENESS if device.type == "cpu" else 0
 
 
-def _start_worker(worker_id: int, niceness: int) -> None:
+def _start_worker(worker_id: int, niceness: int, stop) -> None:
     """A worker's start: its batches' buffers reuse the last batch's pages (host_memory.py says why),
-    and it runs ``niceness`` steps below the process that started it."""
+    it runs ``niceness`` steps below the process that started it, and it leaves when ``stop`` is set."""
     keep_freed_memory()
     os.nice(niceness)
+    leave_when_set(stop)
 
 
 class _Runs(Sampler):
@@ -381,6 +383,7 @@ class PilBackend:
         if stage is not None and self.num_workers > 0:
             # A worker's slots: the batches it may have in flight, and one the consumer holds.
             self._slots = SharedBatchSlots(self.num_workers, slots_per_worker=_PREFETCH + 1)
+        self._worker_stop = WorkerStop(self)
         # One DataLoader for the backend's life: its workers persist across epochs (no start-up
         # cost per epoch) and receive each epoch's runs through the sampler. PyTorch gives each
         # worker one intra-op thread, so a stage run there never oversubscribes the cores.
@@ -395,8 +398,16 @@ class PilBackend:
             # Its own generator: starting workers draws a base seed, which must not advance the
             # global torch RNG that stochastic depth draws from (a resumed run would diverge).
             generator=torch.Generator().manual_seed(seed),
-            worker_init_fn=functools.partial(_start_worker, niceness=worker_niceness),
+            worker_init_fn=functools.partial(_start_worker, niceness=worker_niceness, stop=self._worker_stop.event),
         )
+
+    def close(self) -> None:
+        """Stop the decoding workers now; the backend cannot decode afterwards.
+
+        Without it they stop when the backend is collected (worker_stop.py says why that is ours).
+        """
+        self._worker_stop.stop()
+        self._loader = None
 
     def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0,
                 plans: list[RunPlan] | None = None):
@@ -404,6 +415,8 @@ class PilBackend:
 
         plans: one per run from ``first_batch`` on (decoded.py); None decodes at ``image_size``.
         """
+        if self._loader is None:
+            raise RuntimeError("this backend was closed; make a new one")
         starts = range(first_batch * self.batch_size, len(samples), self.batch_size)
         plans = plans or [RunPlan(self.image_size, 0)] * len(starts)
         self._runs.runs = [_Run(samples[start : start + self.batch_size], start, epoch, plan)

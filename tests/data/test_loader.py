@@ -1,7 +1,9 @@
 """build_loader on the CPU with each backend: shapes, normalization, labels, seeds, epochs, shards, errors."""
 
+import gc
 import logging
 import multiprocessing
+import time
 
 import numpy as np
 import pytest
@@ -365,3 +367,21 @@ def test_close_stops_the_decoding_workers_and_a_closed_loader_says_so(numbered_t
     assert not any(worker.is_alive() for worker in workers)
     with pytest.raises(RuntimeError, match="loader was closed; build a new one with build_loader"):
         next(iter(loader))
+
+
+def test_a_loader_dropped_mid_epoch_in_a_reference_cycle_lets_its_workers_go_at_once(numbered_tree):
+    # As when a traceback holds the frame: PyTorch alone makes each worker wait out a 5 s join, then kills it.
+    before = set(multiprocessing.active_children())
+    loader = _loader(numbered_tree, "pil", num_workers=2)
+    batches = iter(loader)
+    next(batches)
+    workers = [child for child in multiprocessing.active_children() if child not in before]
+    cycle = [loader, batches]
+    cycle.append(cycle)
+    del loader, batches, cycle
+    started = time.perf_counter()
+    gc.collect()
+    assert time.perf_counter() - started < 4
+    for worker in workers:
+        worker.join(timeout=10)
+    assert [worker.exitcode for worker in workers] == [0, 0]  # they left; none was killed
