@@ -6,9 +6,10 @@ runs (Nesterov momentum, linear warmup then a step-wise cosine decay), shortened
 paper's 164 epochs to 15. Its LR, weight decay, batch and crop fill were searched on all 50,000
 training images at this budget, seeds 0 and 1 (below;
 ``reports/cifar-full-baseline-search-20261125/``): the short run wants batch 256 and twice the
-paper's LR per image. No speed-up methods: this is the "NVIDIA Hparams Baseline" of the CIFAR
-family (see ``resnet50_baseline``). ``cifar_baseline_small`` is its version tuned on 500 images
-per class.
+paper's LR per image. At this point its five seeds end within 0.25 points of each other
+(``reports/cifar-full-tradeoff-20261127/``). No speed-up methods: this is the "NVIDIA Hparams
+Baseline" of the CIFAR family (see ``resnet50_baseline``). ``cifar_baseline_small`` is its
+version tuned on 500 images per class.
 
 The LR 0.4 is for a global batch of 256 (``optimizer.reference_batch``), one process at its
 default batch; other global batches scale it linearly (lr = 0.4 x global batch / 256):
