@@ -234,6 +234,10 @@ class DaliBackend:
         # holds the sample list's own path strings: a set entry per file, about 50 MB for ImageNet.
         self._verified: set[str] = set()
 
+    def close(self) -> None:
+        """Nothing to release: each :meth:`batches` call builds its own pipeline and ends it; here for the
+        backend contract (the pil backend's close stops its workers)."""
+
     def batches(self, samples: list[tuple[str, int]], epoch: int, first_batch: int = 0,
                 plans: list[RunPlan] | None = None) -> Iterator[DecodedBatch]:
         """One DecodedBatch per run of ``batch_size`` consecutive samples, in order, from run ``first_batch``.

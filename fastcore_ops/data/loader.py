@@ -86,9 +86,8 @@ class Loader:
 
             >>> loader.close()  # doctest: +SKIP
         """
-        close = getattr(self._backend, "close", None)  # the pil backend's workers; DALI's threads need none
-        if close is not None:
-            close()
+        if self._backend is not None:
+            self._backend.close()
         self._backend = None
 
     def __iter__(self):
