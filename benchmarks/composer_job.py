@@ -12,7 +12,7 @@ through ours at the full size (``--loader ours``), which leaves the trainers alo
 Composer pins an older torch, so it lives in a folder of its own (``make peers``), appended to
 ``sys.path`` after this environment's packages. Its ``amp_bf16`` precision autocasts only on
 CUDA and XLA devices; on a CPU the model's forward is wrapped in ``torch.autocast`` here, as
-our trainer does, so that both run bf16 where the recipe asks for it.
+our trainer does, so that both compute in the precision ``training.precision`` chooses.
 
 Writes ``summary.json`` in ``--out``: ``train_seconds`` (patch whitening plus ``fit()``, no
 evaluation), ``steps`` and ``metrics`` (top-1 and loss on the evaluation images).
@@ -41,8 +41,8 @@ from training.assemble import effective_lr, scaled
 from training.config import TrainConfig
 from training.methods.registry import active, plan_methods
 from training.optim import build_optimizer
+from training.precision import Precision
 from training.tasks.classification import build_image_classification, first_per_class, split_folders
-from training.trainer import autocast_dtype
 
 from .job_cli import job_main, job_parser
 
@@ -59,17 +59,19 @@ _COMPOSER_ALGORITHMS = {
 _SET_UP_AS_OURS = {"bce_loss", "patch_whitening"}
 
 
-class AutocastForward(nn.Module):
-    """``module`` with its forward under ``torch.autocast(dtype)``, float32 logits out: Composer's CPU bf16."""
+# Composer's names of the precisions it autocasts to itself (on CUDA).
+_COMPOSER_PRECISION = {None: "fp32", torch.bfloat16: "amp_bf16", torch.float16: "amp_fp16"}
 
-    def __init__(self, module: nn.Module, device: torch.device, dtype: torch.dtype | None):
+
+class AutocastForward(nn.Module):
+    """``module`` with its forward under ``precision``'s autocast, float32 logits out: Composer's CPU bf16."""
+
+    def __init__(self, module: nn.Module, device: torch.device, precision: Precision):
         super().__init__()
-        self.module, self.device_type, self.dtype = module, device.type, dtype
+        self.module, self.device, self.precision = module, device, precision
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        if self.dtype is None:
-            return self.module(images)
-        with torch.autocast(self.device_type, dtype=self.dtype):
+        with self.precision.autocast(self.device):
             return self.module(images).float()
 
 
@@ -127,7 +129,8 @@ def torchvision_loader(config: TrainConfig, train_root: Path, subset: int | None
                                        num_workers=workers, persistent_workers=workers > 0)
 
 
-def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None, loader: str) -> dict:
+def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None, loader: str,
+        precision: Precision) -> dict:
     """Train ``config`` (scale schedule applied) through Composer's Trainer; the summary it writes."""
     from composer import Trainer
     from composer.loss import binary_cross_entropy_with_logits, soft_cross_entropy
@@ -148,14 +151,16 @@ def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | 
     steps = max(1, round(config.schedule.epochs * len(train_loader)))
     warmup = round(config.schedule.warmup_epochs * len(train_loader))
     loss_fn = soft_cross_entropy if config.methods.bce_loss is None else binary_cross_entropy_with_logits
-    wrapped = AutocastForward(model, device, autocast_dtype(config.precision, device))
+    # On CUDA Composer autocasts itself; on a CPU it cannot, so the forward is wrapped.
+    on_cuda = device.type == "cuda"
+    wrapped = AutocastForward(model, device, Precision(None, "Composer autocasts") if on_cuda else precision)
     trainer = Trainer(
         model=ComposerClassifier(wrapped, num_classes=task.num_classes, loss_fn=loss_fn),
         train_dataloader=train_loader, max_duration=f"{steps}ba", optimizers=optimizer,
         schedulers=CosineAnnealingWithWarmupScheduler(t_warmup=f"{warmup}ba",
                                                       alpha_f=config.schedule.final_lr_fraction),
         algorithms=composer_algorithms(config), device="gpu" if device.type == "cuda" else "cpu",
-        precision="amp_bf16" if device.type == "cuda" and config.precision == "amp" else "fp32",
+        precision=_COMPOSER_PRECISION[precision.dtype] if on_cuda else "fp32",
         seed=config.seed, progress_bar=False, log_to_console=False, loggers=[], save_folder=None)
     started = time.perf_counter()
     trainer.fit()
@@ -185,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def job(args) -> dict:
         sys.path.append(str(args.peers.resolve()))  # after this environment's packages: ours win where both have one
-        return run(args.config, data=args.data, device=args.device, subset=args.subset, loader=args.loader)
+        return run(args.config, data=args.data, device=args.device, subset=args.subset, loader=args.loader,
+                   precision=args.precision)
 
     return job_main(parser, argv, check_supported, job)
 

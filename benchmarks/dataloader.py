@@ -44,6 +44,7 @@ from fastcore_ops.data.probe import jpeg_truncation
 from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
 from fastcore_ops.data.sources import find_samples
 from fastcore_ops.owned_folder import check_claimable, claim_folder
+from training.precision import choose_precision
 from training.recipes.resnet50_mild import RECIPE as MILD
 
 from .loaders import MEAN, STD, ScheduledResizedCrop, images_per_second, one_core_busy, torchvision_loader
@@ -108,8 +109,10 @@ def _feeds_resnet50(data: Path, device: torch.device, workers: int, epochs: int)
     """On a GPU: whether the dali backend (mixed decoding) keeps ResNet-50 at 224 px fed.
 
     Compares the loader's images/s at 224 px with ResNet-50's own training speed on synthetic
-    batches (bf16 autocast, channels-last, SGD), the speed a perfect loader would allow.
+    batches (the resnet50 recipes' precision, channels-last, SGD), the speed a perfect loader would allow.
     """
+    precision = choose_precision(MILD.precision, device)
+    print(f"ResNet-50's own speed: {precision.describe()}")
     batch = 128
     model = torchvision.models.resnet50().to(device, memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -117,7 +120,7 @@ def _feeds_resnet50(data: Path, device: torch.device, workers: int, epochs: int)
     labels = torch.randint(0, 1000, (batch,), device=device)
 
     def step():
-        with torch.autocast(device.type, dtype=torch.bfloat16):
+        with precision.autocast(device):
             loss = torch.nn.functional.cross_entropy(model(images), labels)
         loss.backward()
         optimizer.step()
@@ -302,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     _print_table(rows.rows, [("section", "table", ""), ("loader", "loader", ""), ("images_per_s", "images/s", ".1f"),
                              ("vs_baseline", "vs torchvision", ".2f"), ("images", "images timed", "d")])
 
-    files = sorted(p for p in args.data.rglob("*") if p.is_file())
+    files = [Path(path) for path, _ in find_samples(args.data)[0]]  # what the loaders read: regular files only
     breakdown = _breakdown(files, args.image_size, args.batch, device)
     print("\nWhere one image's time goes (single-threaded, best of 3, ms per image):")
     _print_table(breakdown, [("stage", "stage", ""), ("path", "loader", ""), ("ms_per_image", "ms / image", ".3f")])

@@ -17,6 +17,7 @@ import torch
 
 from fastcore_ops import cli
 from training.config import TrainConfig, override
+from training.precision import choose_precision
 from training.recipes import get_recipe
 from training.tasks.classification import split_folders
 
@@ -48,7 +49,10 @@ def job_main(parser: cli.ArgumentParser, argv: list[str] | None, check: Callable
             raise ValueError(f"--out {args.out} is not empty; give a new folder")
     except cli.REFUSALS as error:
         return cli.refuse(error)
-    summary = job(args)
+    # The precision every job of the comparison computes in, and why, chosen once (see training.precision).
+    args.precision = choose_precision(args.config.precision, args.device)
+    print(args.precision.describe(), flush=True)
+    summary = job(args) | {"precision": args.precision.describe()}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     return 0

@@ -20,6 +20,8 @@ from torchvision import transforms
 from torchvision.transforms import functional
 from tqdm import tqdm
 
+from fastcore_ops.data.sources import is_image_file
+
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
@@ -45,7 +47,8 @@ def torchvision_loader(root: Path, *, crop: torch.nn.Module, batch_size: int, wo
     steps = [crop, transforms.RandomHorizontalFlip()]
     steps += [transforms.RandAugment(num_ops=1)] if randaugment else []
     steps += [transforms.ToTensor(), transforms.Normalize(MEAN, STD)]
-    dataset = torchvision.datasets.ImageFolder(str(root), transforms.Compose(steps))
+    # is_image_file: the files our loaders take (a named pipe named like an image would hang a worker).
+    dataset = torchvision.datasets.ImageFolder(str(root), transforms.Compose(steps), is_valid_file=is_image_file)
     return torch.utils.data.DataLoader(
         dataset, batch_size=batch_size, shuffle=True, drop_last=True, num_workers=workers,
         persistent_workers=workers > 0, pin_memory=device.type == "cuda",

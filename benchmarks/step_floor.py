@@ -26,9 +26,9 @@ import torch
 from fastcore_ops.host_memory import keep_freed_memory
 from training.assemble import scaled
 from training.config import TrainConfig
+from training.precision import Precision
 from training.methods.registry import plan_methods
 from training.tasks.classification import build_image_classification
-from training.trainer import autocast_dtype
 
 from .job_cli import job_main, job_parser
 from .timing import time_samples_ms
@@ -43,7 +43,8 @@ def steps_at_sizes(loader, total_steps: int) -> Counter:
     return sizes
 
 
-def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None) -> dict:
+def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None,
+                  precision: Precision) -> dict:
     """Forward plus backward of ``config``'s model alone over the run's steps (see the module's text)."""
     config = scaled(config)
     plan = plan_methods(config)
@@ -53,7 +54,6 @@ def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subs
     total_steps = max(1, round(config.schedule.epochs * len(loader)))
     sizes = steps_at_sizes(loader, total_steps)
     loader.close()
-    dtype = autocast_dtype(config.precision, device)
     memory_format = torch.channels_last if config.methods.channels_last is not None else torch.contiguous_format
     model.train()
     fastest, median = {}, {}
@@ -62,7 +62,7 @@ def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subs
         labels = torch.randint(0, task.num_classes, (config.data.batch_size,), device=device)
 
         def step():
-            with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+            with precision.autocast(device):
                 loss = task.loss(model(images), labels)
             loss.backward()
             model.zero_grad(set_to_none=True)
@@ -84,7 +84,8 @@ def check_image_classification(config: TrainConfig) -> None:
 def floor_job(args) -> dict:
     if args.device.type == "cpu":
         keep_freed_memory()  # as python -m training.train trains on a CPU
-    return measure_floor(args.config, data=args.data, device=args.device, subset=args.subset)
+    return measure_floor(args.config, data=args.data, device=args.device, subset=args.subset,
+                         precision=args.precision)
 
 
 def main(argv: list[str] | None = None) -> int:

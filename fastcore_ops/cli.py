@@ -15,6 +15,7 @@ output folder as it was.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 import torch
@@ -63,6 +64,18 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise ValueError(f"{value} < 1")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a number that is neither inf nor NaN (1e999 overflows to inf, so it is refused too).
+
+    >>> finite_float("0.5")
+    0.5
+    """
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     return value
 
 

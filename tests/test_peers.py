@@ -42,6 +42,7 @@ def test_without_composer_it_says_so_in_one_line_and_times_ours_against_the_floo
     assert set(floor["sizes"]) == {"16", "20"}  # Mild's sizes at 0 and 1/2 of the run
     assert all(0 < size["step_seconds"] <= size["median_step_seconds"] for size in floor["sizes"].values())
     assert floor["train_seconds"] <= floor["median_train_seconds"]
+    assert floor["precision"].startswith("precision: "), "the floor records the precision it timed in, and why"
     assert 0 < floor["train_seconds"] < run["train_seconds"]
     assert "Our time over the floor" in (out / "peers.md").read_text()
     assert (out / "peers.png").stat().st_size > 0 and (out / "peers.csv").read_text().count("\n") == 3  # header, run, floor

@@ -3,7 +3,8 @@
 A checkpoint file is one header line, ``fastcore_ops checkpoint v1 sha256=<digest>``, then the
 payload serialized by torch.save. The payload holds only tensors and plain containers, is
 loaded with ``torch.load(weights_only=True)``, and its sha256 is checked first, so a truncated,
-corrupted or crafted file gives one :class:`CheckpointError` naming it. Files are written
+corrupted or crafted file gives one :class:`CheckpointError` naming it; so does a run's payload
+that lacks a field of :data:`RUN_LAYOUT` or holds one of another type. Files are written
 atomically (temporary file, fsync, rename), and the last ``keep`` checkpoints are kept as
 ``checkpoint.pt`` (newest), ``checkpoint.1.pt``, ``checkpoint.2.pt``, ...
 
@@ -30,6 +31,7 @@ import pickle
 import random
 import re
 import signal
+import time
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -63,8 +65,48 @@ def encode(payload: dict) -> bytes:
     return header.encode() + body
 
 
-def decode(data: bytes, path: Path) -> dict:
-    """The payload in ``data`` (read from ``path``), or a CheckpointError saying what is wrong with it."""
+@dataclass(frozen=True)
+class Layout:
+    """The fields a checkpoint's payload holds, each with the types it may take (a bool is not an int).
+
+    added_later: fields that checkpoints of older versions lack (their reader supplies a default).
+    """
+
+    fields: dict
+    added_later: dict
+
+    def check(self, payload: dict, path: Path) -> None:
+        """CheckpointError naming ``path`` for a field ``payload`` lacks or holds with another type."""
+        for name, kinds in {**self.fields, **self.added_later}.items():
+            if name not in payload:
+                if name in self.added_later:
+                    continue
+                raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: its payload lacks {name!r}; only "
+                                      f"files written by training.train are loaded")
+            kinds, value = kinds if isinstance(kinds, tuple) else (kinds,), payload[name]
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                names = " or ".join("None" if kind is type(None) else kind.__name__ for kind in kinds)
+                raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: its {name!r} is a "
+                                      f"{type(value).__name__}, not {names}; only files written by training.train "
+                                      f"are loaded")
+
+
+_SECONDS = (int, float)
+# A run's checkpoint, as training.trainer writes it: checked on reading, so that a payload missing a
+# field, or holding another type, is refused naming the file, not met as a KeyError halfway through a resume.
+RUN_LAYOUT = Layout(fields={
+    "model": dict, "optimizer": dict, "scheduler": dict, "scaler": dict, "methods": dict, "rng": dict,
+    "step": int, "epoch": int, "batch_in_epoch": int, "samples_seen": int, "epoch_losses": int,
+    "epoch_loss_sum": torch.Tensor, "train_seconds": _SECONDS, "first_epoch_seconds": _SECONDS,
+    "phase_seconds": dict, "method_seconds": dict, "final": (dict, type(None)),
+}, added_later={"compile_seconds": _SECONDS})
+
+
+def decode(data: bytes, path: Path, layout: Layout | None = None) -> dict:
+    """The payload in ``data`` (read from ``path``), or a CheckpointError saying what is wrong with it.
+
+    layout: the fields the payload must hold (:data:`RUN_LAYOUT` for a run's checkpoint); None: any.
+    """
     if not data:
         raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: the file is empty")
     header, _, body = data.partition(b"\n")
@@ -89,6 +131,8 @@ def decode(data: bytes, path: Path) -> dict:
         raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: its payload cannot be read ({error})") from None
     if not isinstance(payload, dict) or payload.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: no format version {FORMAT_VERSION} inside")
+    if layout is not None:
+        layout.check(payload, path)
     return payload
 
 
@@ -108,7 +152,9 @@ def _write_temporary(payload: dict, path: Path) -> Path:
     except OSError as error:
         temporary.unlink(missing_ok=True)
         reason = "no space left on device" if error.errno == errno.ENOSPC else f"{error.strerror or error}"
-        raise CheckpointError(f"{reason} while writing checkpoint {path}; the previous checkpoint is intact") from None
+        kept = ("the previous checkpoint is intact" if existing(path) else
+                "it was the first one there, so there is no earlier checkpoint to resume from")
+        raise CheckpointError(f"{reason} while writing checkpoint {path}; {kept}") from None
     return temporary
 
 
@@ -176,15 +222,15 @@ def existing(path: Path) -> list[Path]:
     return found
 
 
-def load(path: Path) -> dict:
-    """A checkpoint written by :func:`save_atomic` or :func:`save_keeping`."""
+def load(path: Path, layout: Layout | None = None) -> dict:
+    """A checkpoint written by :func:`save_atomic` or :func:`save_keeping`, its fields checked against ``layout``."""
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}; start without --resume, or point --out at the run to resume")
-    return decode(path.read_bytes(), path)
+    return decode(path.read_bytes(), path, layout)
 
 
-def load_newest(path: Path) -> dict:
-    """The newest readable checkpoint among ``path`` and its older copies.
+def load_newest(path: Path, layout: Layout | None = None) -> dict:
+    """The newest readable checkpoint among ``path`` and its older copies (with the fields of ``layout``).
 
     A damaged newer one is skipped with a warning naming it (the run goes back to the one
     before, losing the steps in between); when none is readable, the newest one's error.
@@ -193,7 +239,7 @@ def load_newest(path: Path) -> dict:
     errors = []
     for candidate in candidates:
         try:
-            payload = load(candidate)
+            payload = load(candidate, layout)
         except CheckpointError as error:
             errors.append(error)
             continue
@@ -274,18 +320,28 @@ class StopSignalHandler(abc.ABC):
 class StopRequests(StopSignalHandler):
     """Catches SIGTERM and SIGINT while active, so the trainer can checkpoint before it exits.
 
-    ``requested`` holds the signal number once one arrived; a second signal of the same kind
-    falls through to the previous handler (a user pressing Ctrl-C twice means it).
+    ``requested`` holds the signal number once one arrived. One stop often arrives several times
+    within moments: from the process group, again from torchrun or a sweep passing theirs on, and
+    from each decoding worker that got it too (fastcore_ops/data/worker_stop.py); those are one
+    request. A signal ``ECHO_SECONDS`` or more after the first falls through to the previous
+    handler (a user pressing Ctrl-C again means it).
     """
+
+    # The copies are passed on at once (torchrun's handler, the workers' signal threads): milliseconds after the first.
+    ECHO_SECONDS = 2.0
 
     def __init__(self):
         super().__init__()
         self.requested: int | None = None
+        self._first_at = 0.0
 
     def _handle(self, number, frame):
-        if self.requested is not None:
+        now = time.monotonic()
+        if self.requested is None:
+            self.requested, self._first_at = number, now
+            return
+        if now - self._first_at >= self.ECHO_SECONDS:
             previous = self._previous.get(number)
             if callable(previous):
                 previous(number, frame)
             raise KeyboardInterrupt
-        self.requested = number

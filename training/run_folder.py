@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 
 from fastcore_ops.checks import check_int
+from fastcore_ops.data.shards import parse_json
 from training import checkpoint
 from training.config import TrainConfig, to_dict
 from training.data_identity import describe_changes, same_data
@@ -78,9 +80,8 @@ class RunSettings:
         if not path.is_file():
             return None
         try:
-            values = json.loads(path.read_text())
-            return cls(**values)
-        except (json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError) as error:
+            return cls(**parse_json(path.read_text()))
+        except (TypeError, ValueError) as error:  # UnicodeDecodeError and nesting past the stack are ValueErrors
             raise ValueError(f"the run settings {path} are not valid: {error}") from None
 
 
@@ -169,7 +170,11 @@ def check_run_folder(out: Path, resume: bool) -> None:
     and to resume a run that is not there."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file; pass a folder for the run (it is created if missing)")
-    has_checkpoint = bool(checkpoint.existing(out / checkpoint.CHECKPOINT_NAME))
+    newest = out / checkpoint.CHECKPOINT_NAME
+    has_checkpoint = bool(checkpoint.existing(newest))
+    if resume and not has_checkpoint and newest.is_dir():
+        raise ValueError(f"--resume: {newest} is a directory, not a checkpoint file, so {out} holds no checkpoint "
+                         f"to resume; move that directory out of {out}, then start the run without --resume")
     if resume and not has_checkpoint:
         raise ValueError(f"--resume: no {checkpoint.CHECKPOINT_NAME} in {out}; start the run without --resume")
     if resume:
@@ -180,6 +185,20 @@ def check_run_folder(out: Path, resume: bool) -> None:
     if leftovers:
         raise ValueError(f"{out} already holds files a run writes ({', '.join(leftovers)}) and no checkpoint to "
                          f"resume; choose another --out, or move those files away")
+
+
+def check_out_outside_data(out: Path, data: Path | None) -> None:
+    """Refuse an ``--out`` that is ``--data`` or inside it (links resolved).
+
+    The run's folder would become part of the data: under ``train/`` a class of its own, in a text
+    folder more text, so the next run on that data (this one resumed, too) trains on something
+    else. A ``--data`` inside ``--out`` is harmless: a run writes only its own names at the top of
+    ``--out`` (:data:`RUN_FILES`, its checkpoints), never into a folder there.
+    """
+    # os.path.realpath, not Path.resolve, which raises RuntimeError on a link loop.
+    if data is not None and Path(os.path.realpath(out)).is_relative_to(os.path.realpath(data)):
+        raise ValueError(f"--out {out} is inside --data {data}: the run's files would become part of the data it "
+                         f"reads (under train/, a class of images); choose an --out outside {data}")
 
 
 class NewRunFiles:

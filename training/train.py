@@ -4,12 +4,14 @@
     python -m training.train --recipe cifar_mild_small --data ... --out runs/mild --set optimizer.lr=0.4 --subset 500
     python -m training.train --out runs/mild --data ... --resume          # continue a stopped run
     torchrun --nproc_per_node=2 -m training.train --recipe cifar_mild --data ... --out runs/ddp
+    python -m training.torchrun --nproc_per_node=2 -m training.train ...  # torchrun, exiting as this command does
     python -m training.train --recipe gpt_alibi --out runs/gpt            # text: Python's own source
     python -m training.train --recipe gpt_alibi --data my_texts/ --out runs/gpt --set text.tokenizer=bpe
 
 Writes ``config.json`` (the effective configuration), ``run.json`` (``--subset``, ``--eval-every``),
 ``metrics.jsonl``, ``curves.png``, ``checkpoint.pt`` (and the previous ones, ``checkpoint.1.pt``, ...)
-and ``summary.json`` to ``--out``. Invalid settings, data or models exit with status 2 and one
+and ``summary.json`` (the result, and in ``skipped_files`` each input file left out as unreadable, relative to
+``--data``, with the reason) to ``--out``. Invalid settings, data or models exit with status 2 and one
 ``error: ...`` line, leaving ``--out`` as it was: everything is checked before anything is
 written, and a new run that fails before its first checkpoint removes what it wrote.
 """
@@ -21,7 +23,9 @@ import dataclasses
 import json
 import logging
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -37,8 +41,8 @@ from fastcore_ops.host_memory import keep_freed_memory
 from training.compute_threads import use_threads
 from training.recipes import get_recipe, list_recipes
 from training.data_identity import image_fingerprint, text_fingerprint
-from training.run_folder import (CONFIG_NAME, SUMMARY_NAME, NewRunFiles, RunSettings, check_resume,
-                                 check_run_folder, check_same_inputs, check_settings)
+from training.run_folder import (CONFIG_NAME, SUMMARY_NAME, NewRunFiles, RunSettings, check_out_outside_data,
+                                 check_resume, check_run_folder, check_same_inputs, check_settings)
 from training.parallel import STRATEGIES
 from training.tasks.classification import check_shard_size, split_folders, training_samples
 from training.tasks.language import check_text_size, keep_run_tokenizer, prepare_text_data
@@ -68,8 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "library's source)")
     parser.add_argument("--out", type=Path, required=True, help="the run's folder (checkpoint, metrics, plot)")
     parser.add_argument("--model", help="override model.name (cifar_resnet20, resnet50, any torchvision classifier)")
-    parser.add_argument("--epochs", type=float, help="override schedule.epochs")
-    parser.add_argument("--scale-schedule", type=float, help="override schedule.scale_schedule_ratio")
+    parser.add_argument("--epochs", type=cli.finite_float, help="override schedule.epochs")
+    parser.add_argument("--scale-schedule", type=cli.finite_float, help="override schedule.scale_schedule_ratio")
     parser.add_argument("--seed", type=int, help="override seed")
     parser.add_argument("--subset", type=int, help="train on the first N images of each class")
     parser.add_argument("--eval-every", type=int, metavar="EPOCHS",
@@ -232,6 +236,7 @@ class CheckedRun:
 def checked_start(args: argparse.Namespace) -> CheckedRun:
     """Everything the run needs, checked, before anything is written; ValueError, TypeError or OSError otherwise."""
     check_arguments(args)
+    check_out_outside_data(args.out, args.data)
     check_run_folder(args.out, args.resume)
     config, settings = resumed_run(args) if args.resume else new_run(args)
     check_distributed_support(config, args.strategy)
@@ -250,9 +255,39 @@ def checked_start(args: argparse.Namespace) -> CheckedRun:
 REFUSALS = (*cli.REFUSALS, CheckpointError)
 
 
+# How long a rank other than 0 that refuses waits for torchrun to end it (below).
+RANK_0_GRACE_SECONDS = 10.0
+
+
 def refuse(error: BaseException) -> int:
-    """Refuse the run (exit 2), saying why once: every torchrun rank refuses alike."""
-    return cli.refuse(error) if os.environ.get("RANK", "0") == "0" else 2
+    """Refuse the run (exit 2), saying why once: every torchrun rank refuses alike, and rank 0 says so.
+
+    torchrun ends every other rank as soon as one exits with an error: a rank other than 0 that
+    exited at once could have rank 0 ended before it printed the line. So under torchrun such a rank
+    waits (up to RANK_0_GRACE_SECONDS) for torchrun to end it, which it does once rank 0 has exited.
+    """
+    if os.environ.get("RANK", "0") == "0":
+        return cli.refuse(error)
+    if "TORCHELASTIC_RUN_ID" in os.environ:
+        for number in (signal.SIGTERM, signal.SIGINT):  # torchrun ends ranks with SIGTERM, or the signal it got
+            signal.signal(number, _exit_refused)
+        time.sleep(RANK_0_GRACE_SECONDS)
+    return 2
+
+
+def _exit_refused(number, frame):
+    raise SystemExit(2)
+
+
+def skipped_on_every_process(task) -> list[dict]:
+    """The input files any process of the run skipped as unreadable (:meth:`Task.skipped_files`), once each."""
+    found = task.skipped_files()
+    if dist.is_initialized():  # each process read its own share of the data
+        shares = [None] * dist.get_world_size()
+        dist.all_gather_object(shares, found)
+        found = [entry for share in shares for entry in share]
+    unique = {entry["file"]: entry for entry in found}
+    return [unique[name] for name in sorted(unique)]
 
 
 def run_checked(args: argparse.Namespace, run: CheckedRun) -> int:
@@ -272,9 +307,12 @@ def run_checked(args: argparse.Namespace, run: CheckedRun) -> int:
             write_run(args.out, config, settings)
             print(f"{config.name} ({config_hash(config)}) on {device}, writing to {args.out}")
             print(lr_scaling_note(config, joined_world_size()))
+            print(trainer.precision.describe())
         result = trainer.fit(resume=args.resume)
+        skipped = skipped_on_every_process(trainer.task)
     except TrainingInterrupted as stop:
-        print(stop, file=sys.stderr)
+        if is_main:  # every rank stopped at the same step; one says so
+            print(stop, file=sys.stderr)
         return 128 + stop.signal_number
     finally:
         trainer.train_loader.close()
@@ -282,7 +320,8 @@ def run_checked(args: argparse.Namespace, run: CheckedRun) -> int:
         if dist.is_initialized():
             dist.destroy_process_group()
     if is_main:
-        (args.out / SUMMARY_NAME).write_text(json.dumps(dataclasses.asdict(result), indent=2) + "\n")
+        summary = dataclasses.asdict(result) | {"skipped_files": skipped}
+        (args.out / SUMMARY_NAME).write_text(json.dumps(summary, indent=2) + "\n")
         compiling = f" | compile time {result.compile_seconds:.1f} s" if config.compile else ""
         print(f"{config.name}: {describe_metric(result)} | train time {result.train_seconds:.1f} s "
               f"(evaluation, checkpoints and compilation excluded){compiling} | "

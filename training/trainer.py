@@ -16,8 +16,6 @@ Time is kept the way the methodology measures cost: ``train_seconds`` counts the
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import math
 import signal
 import time
@@ -33,6 +31,7 @@ from fastcore_ops.checks import check_int, check_number
 from training import checkpoint, parallel
 from training.methods.base import Event, Method, TrainState
 from training.metrics import MetricsLog
+from training.precision import choose_precision
 from training.schedule import warmup_cosine
 from training.tasks import Task
 
@@ -72,39 +71,6 @@ def compile_clock() -> float:
     # Dynamo's own running totals: the only record of compile time that covers graphs compiled
     # lazily inside a step (the backward graph compiles during the first backward pass).
     return torch._dynamo.utils.calculate_time_spent()["total_wall_time"]
-
-
-@functools.cache
-def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX), read from Linux's /proc/cpuinfo.
-
-    Only there does bf16 autocast speed training up; on other CPUs it emulates bf16 and runs
-    slower than fp32. False where /proc/cpuinfo does not exist.
-    """
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        return False
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
-    return bool({"avx512_bf16", "amx_bf16"} & set(flags))
-
-
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype for a precision name, None for none.
-
-    "amp" is mixed precision where the hardware gains from it: fp16 (with a grad scaler) on CUDA,
-    bf16 on a CPU with bf16 units, and no autocast (fp32) on other CPUs, which only emulate bf16.
-
-        >>> autocast_dtype("amp_bf16", torch.device("cpu")), autocast_dtype("fp32", torch.device("cuda"))
-        (torch.bfloat16, None)
-    """
-    if precision == "fp32":
-        return None
-    if precision == "amp":
-        if device.type == "cuda":
-            return torch.float16
-        return torch.bfloat16 if cpu_has_bf16() else None
-    return {"amp_bf16": torch.bfloat16, "amp_fp16": torch.float16}[precision]
 
 
 def _distributed() -> bool:
@@ -147,7 +113,7 @@ class Trainer:
                  progress: bool = True, phase_timing: bool = True, eval_every: int = 1, grad_clip_norm: float = 0.0,
                  checkpoint_policy: checkpoint.CheckpointPolicy = checkpoint.CheckpointPolicy(),
                  compiled: bool = False):
-        self.dtype = autocast_dtype(precision, device)
+        self.precision = choose_precision(precision, device)
         check_int("total_steps", total_steps, low=1)
         check_int("eval_every", eval_every, low=0)
         check_number("grad_clip_norm", grad_clip_norm, low=0)
@@ -158,7 +124,7 @@ class Trainer:
         self.forward_module = forward_module if forward_module is not None else model
         self.is_main = not _distributed() or dist.get_rank() == 0
         self.progress, self.phase_timing, self.eval_every = progress and self.is_main, phase_timing, eval_every
-        scaler = torch.amp.GradScaler(device.type, enabled=self.dtype == torch.float16)
+        scaler = torch.amp.GradScaler(device.type, enabled=self.precision.dtype == torch.float16)
         self.scheduler = warmup_cosine(optimizer, warmup_steps=warmup_steps, total_steps=total_steps,
                                        final_fraction=final_lr_fraction)
         self.state = TrainState(model=model, optimizer=optimizer, scaler=scaler, device=device,
@@ -187,9 +153,7 @@ class Trainer:
         self.phase_seconds["methods"] += time.perf_counter() - started
 
     def _autocast(self):
-        if self.dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.dtype)
+        return self.precision.autocast(self.device)
 
     def _sync(self) -> float:
         if self.phase_timing and self.device.type == "cuda":
@@ -309,7 +273,7 @@ class Trainer:
 
     def _resume(self) -> dict:
         """Restore what a fit needs before FIT_START; returns the payload for the rest."""
-        payload = checkpoint.load_newest(self.out / CHECKPOINT_NAME)
+        payload = checkpoint.load_newest(self.out / CHECKPOINT_NAME, checkpoint.RUN_LAYOUT)
         parallel.load_model_state(self.model, payload["model"])
         state = self.state
         state.step, state.epoch = payload["step"], payload["epoch"]

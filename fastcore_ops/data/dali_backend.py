@@ -25,7 +25,8 @@ import torch
 from PIL import Image, UnidentifiedImageError
 
 from fastcore_ops.data.crops import CropPlan, crop_rng
-from fastcore_ops.data.decoded import DecodedBatch, RunPlan, give_up_if_nothing_decodes, replacement_candidates
+from fastcore_ops.data.decoded import (DecodedBatch, RunPlan, SkippedFile, give_up_if_nothing_decodes,
+                                       replacement_candidates)
 from fastcore_ops.data.probe import image_format, jpeg_truncation, unusable_reason
 from fastcore_ops.data.shards import read_encoded
 
@@ -98,7 +99,7 @@ class _FedRun:
 
     index: int
     kept: list[str]
-    skipped: list[str]
+    skipped: list[SkippedFile]
 
 
 @dataclass
@@ -164,7 +165,7 @@ class _RunFeeder:
             for position, (path, label) in enumerate(run, start):
                 reason = self._add(batch, path, label, (position,))
                 if reason is not None:
-                    skipped.append(f"{path}: {reason}")
+                    skipped.append(SkippedFile(str(path), reason))
             if self.refill and skipped:
                 self._add_stand_ins(batch, start, len(run), skipped)
             self.fed.append(_FedRun(index, batch.kept, skipped))
@@ -184,7 +185,7 @@ class _RunFeeder:
         batch.add(path, data, label, window)
         return None
 
-    def _add_stand_ins(self, batch: _FeedBatch, start: int, length: int, skipped: list[str]) -> None:
+    def _add_stand_ins(self, batch: _FeedBatch, start: int, length: int, skipped: list[SkippedFile]) -> None:
         for key, (path, label) in replacement_candidates(self.samples, start, length):
             if len(batch.kept) == length:
                 return
@@ -252,7 +253,8 @@ class DaliBackend:
 
         >>> backend = DaliBackend(batch_size=2, train=True, image_size=32, device="cpu", seed=0, num_workers=1)
         >>> samples = [(red_jpeg, 0), ("missing.jpg", 1), (red_jpeg, 2)]   # red_jpeg: a JPEG file's path
-        >>> [(tuple(b.images.shape), b.labels.tolist(), b.skipped) for b in backend.batches(samples, epoch=3)]
+        >>> batches = backend.batches(samples, epoch=3)
+        >>> [(tuple(b.images.shape), b.labels.tolist(), list(map(str, b.skipped))) for b in batches]
         [((2, 3, 32, 32), [0, 2], ['missing.jpg: cannot read (No such file or directory)']), ((1, 3, 32, 32), [2], [])]
         """
         sizes = [plan.size for plan in plans] if plans else []

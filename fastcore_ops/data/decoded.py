@@ -22,7 +22,7 @@ crop of its own; which ones are used depends only on the run's position and on w
 unusable, never on worker count or timing, so an epoch resumed at a batch gets the same batches.
 A stand-in may repeat an image of the epoch (with another crop); that is the price of an equal
 batch, and it is paid only for broken files. When no file of the epoch decodes, training raises
-a RuntimeError instead of searching forever. Evaluation never refills: each image counts once.
+``NothingDecodesError`` (a ValueError: the dataset is bad input) instead of searching forever. Evaluation never refills: each image counts once.
 
 Training crops are random-resized crops (``crop_scale``, ``crop_ratio``) drawn reproducibly
 from ``(seed, epoch)``; evaluation resizes the shorter side to ``round(image_size / eval_crop_fraction)`` and takes the
@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 
@@ -50,6 +51,20 @@ class RunPlan:
     augment_seed: int
 
 
+class SkippedFile(NamedTuple):
+    """A file left out of a batch: its path (as ``str`` gives it) and why.
+
+    >>> str(SkippedFile("cat/0.jpg", "empty file"))
+    'cat/0.jpg: empty file'
+    """
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
 @dataclass
 class DecodedBatch:
     """One decoded batch.
@@ -58,14 +73,14 @@ class DecodedBatch:
         ``size`` the run's planned size (else the backend's image_size); when ``augmented``, the
         batch stage's float32 output instead.
     labels: int64 tensor (n,) on the same device; ``labels[i]`` is the label of the file ``images[i]`` came from.
-    skipped: paths from this batch's run of samples that could not be decoded and were left out,
-        each with the reason, as ``"path: reason"``. In evaluation ``n`` is then smaller than the
-        run; in training stand-ins fill their places (see the module docstring).
+    skipped: the files of this batch's run of samples that could not be decoded and were left out,
+        each with the reason. In evaluation ``n`` is then smaller than the run; in training
+        stand-ins fill their places (see the module docstring).
     """
 
     images: torch.Tensor
     labels: torch.Tensor
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
     augmented: bool = False
 
     def pin_memory(self) -> DecodedBatch:
@@ -98,15 +113,20 @@ def replacement_candidates(samples: list, start: int, length: int) -> Iterator[t
         yield (start, attempt, _STAND_IN), samples[(start + length + attempt) % len(samples)]
 
 
-def give_up_if_nothing_decodes(key: tuple[int, ...], found: int, count: int, skipped: list[str]) -> None:
-    """Raise RuntimeError when the stand-in with ``key`` starts a second cycle through ``count`` samples and none decoded.
+class NothingDecodesError(ValueError):
+    """No file of a training epoch can be decoded, so no batch can be filled."""
+
+
+def give_up_if_nothing_decodes(key: tuple[int, ...], found: int, count: int, skipped: list[SkippedFile]) -> None:
+    """Raise NothingDecodesError when the stand-in with ``key`` starts a second cycle through ``count`` samples and
+    none decoded.
 
     Without it, an epoch of only unreadable files would look for a stand-in forever.
     """
     attempt = key[1]
     if attempt >= count and found == 0:
-        shown = "; ".join(skipped[:3])
-        raise RuntimeError(
+        shown = "; ".join(map(str, skipped[:3]))
+        raise NothingDecodesError(
             f"no file of this epoch's {count} samples can be decoded, so no training batch can be filled "
-            f"(for example: {shown}). Check the dataset: are these image files, and readable?"
+            f"(for example: {shown}). Check the dataset: are these image files, and readable? Replace them, or pass the folder that holds the images"
         )

@@ -17,7 +17,7 @@ from fastcore_ops.checks import check_bool, check_choice, check_device, check_in
 from fastcore_ops.data.colout import ColOutOptions
 from fastcore_ops.data.padded_crop import PaddedCropOptions
 from fastcore_ops.data.dali_backend import DaliBackend, dali_available
-from fastcore_ops.data.decoded import RunPlan
+from fastcore_ops.data.decoded import RunPlan, SkippedFile
 from fastcore_ops.data.device_stage import DeviceAugment
 from fastcore_ops.data.order import (batch_count, check_epoch_position, drop_incomplete_batch, epoch_order, mix_seed,
                                      samples_per_rank)
@@ -35,7 +35,7 @@ BACKENDS = ("auto", "pil", "dali")
 # take 150 MB at 32 px, and about 500 MB at the five sizes of cifar_mild's progressive resizing.
 CROP_CACHE_MB = 1024
 
-# How many skipped files the end-of-epoch warning names before summarizing the rest.
+# How many skipped files the epoch's warning names before summarizing the rest.
 _NAMED_SKIPS = 10
 
 
@@ -48,13 +48,14 @@ class Loader:
 
     ``images``: float32 (n, 3, S, S) normalized with the ImageNet mean and std (channels-last if
     asked), ``labels``: int64 (n,), both on the device. Unreadable files are skipped and named in
-    one ``SkippedImagesWarning`` per epoch. Training batches keep their size (stand-ins take the
-    skipped files' places, see decoded.py); in evaluation a batch is that much smaller, and one
-    whose every file was skipped is not yielded, so an epoch can yield fewer than ``len(loader)``
-    batches. Prepared shards are checked against their sha256 before the first batch (shards.py);
-    a changed one raises ``ShardChecksumError``. Call ``set_epoch``
-    before each epoch to reshuffle (and to advance progressive resizing); ``first_batch`` resumes
-    an epoch part-way with exactly the batches and augmentations an uninterrupted epoch has there.
+    one ``SkippedImagesWarning`` per epoch, when its iteration ends or is left (a run that stops
+    mid-epoch names them too), and gathered in ``skipped_files``. Training batches keep their size
+    (stand-ins take the skipped files' places, see decoded.py); in evaluation a batch is that much
+    smaller, and one whose every file was skipped is not yielded, so an epoch can yield fewer than
+    ``len(loader)`` batches. Prepared shards are checked against their sha256 before the first
+    batch (shards.py); a changed one raises ``ShardChecksumError``. Call ``set_epoch`` before each
+    epoch to reshuffle (and to advance progressive resizing); ``first_batch`` resumes an epoch
+    part-way with exactly the batches and augmentations an uninterrupted epoch has there.
     """
 
     def __init__(self, *, samples, classes, backend, backend_name, stage, batch_size, image_size, seed,
@@ -69,6 +70,8 @@ class Loader:
         self.epoch = 0
         self.first_batch = 0
         self._shards_verified = False
+        # Every file skipped so far, by path, with its latest reason: what a run reports at its end.
+        self.skipped_files: dict[str, str] = {}
 
     def __len__(self) -> int:
         per_rank = samples_per_rank(len(self._samples), self.world_size, rank=self.rank, pad=self.pad)
@@ -103,21 +106,26 @@ class Loader:
                             rank=self.rank, world_size=self.world_size, pad=self.pad)
         order = drop_incomplete_batch(order, self.batch_size, self.drop_last)
         samples = [self._samples[index] for index in order]
-        skipped: list[str] = []
+        skipped: list[SkippedFile] = []
         runs = batch_count(len(samples), self.batch_size, drop_last=False)
         plans = [self._plan(epoch, step) for step in range(self.first_batch, runs)]
         batches = self._backend.batches(samples, epoch, self.first_batch, plans)
-        for plan, batch in zip(plans, batches):
-            skipped += batch.skipped
-            if len(batch.labels) == 0:
-                continue
-            if batch.augmented:
-                yield batch.images, batch.labels
-            else:
-                generator = torch.Generator().manual_seed(plan.augment_seed)
-                yield self._stage(batch.images, size=plan.size, generator=generator), batch.labels
-        if skipped:
-            warnings.warn(_skipped_message(epoch, skipped), SkippedImagesWarning, stacklevel=2)
+        try:
+            for plan, batch in zip(plans, batches):
+                skipped += batch.skipped
+                self.skipped_files.update(batch.skipped)
+                if len(batch.labels) == 0:
+                    continue
+                if batch.augmented:
+                    yield batch.images, batch.labels
+                else:
+                    generator = torch.Generator().manual_seed(plan.augment_seed)
+                    yield self._stage(batch.images, size=plan.size, generator=generator), batch.labels
+        finally:
+            # Also when the caller stops before the epoch's end (a run ends at its last step, which
+            # need not be an epoch's last batch) and the generator is closed.
+            if skipped:
+                warnings.warn(_skipped_message(epoch, skipped), SkippedImagesWarning, stacklevel=2)
 
     def _plan(self, epoch: int, step: int) -> RunPlan:
         # Seeded per (seed, epoch, rank, batch): a rerun or a resumed epoch repeats its
@@ -137,8 +145,8 @@ class Loader:
         return self._progressive.size(self.image_size, progress)
 
 
-def _skipped_message(epoch: int, skipped: list[str]) -> str:
-    named = "; ".join(skipped[:_NAMED_SKIPS])
+def _skipped_message(epoch: int, skipped: list[SkippedFile]) -> str:
+    named = "; ".join(map(str, skipped[:_NAMED_SKIPS]))
     rest = f"; and {len(skipped) - _NAMED_SKIPS} more" if len(skipped) > _NAMED_SKIPS else ""
     return (f"epoch {epoch}: skipped {len(skipped)} unreadable image file(s), their labels were dropped with them: "
             f"{named}{rest}. Replace or remove these files.")

@@ -29,7 +29,8 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from fastcore_ops.data.crop_cache import CropCache
 from fastcore_ops.data.crops import CropPlan, crop_rng
 from fastcore_ops.data.device_stage import DeviceAugment
-from fastcore_ops.data.decoded import DecodedBatch, RunPlan, give_up_if_nothing_decodes, replacement_candidates
+from fastcore_ops.data.decoded import (DecodedBatch, RunPlan, SkippedFile, give_up_if_nothing_decodes,
+                                       replacement_candidates)
 from fastcore_ops.data.jpeg_region import Box, decode_region, warn_if_missing
 from fastcore_ops.data.probe import (
     image_format,
@@ -40,7 +41,7 @@ from fastcore_ops.data.probe import (
 )
 from fastcore_ops.data.shards import ShardMember, read_encoded
 from fastcore_ops.data.shared_slots import SharedBatchSlots
-from fastcore_ops.data.worker_stop import WorkerStop, leave_when_set
+from fastcore_ops.data.worker_stop import WorkerStop, in_worker
 from fastcore_ops.host_memory import keep_freed_memory
 
 # Pillow first shrinks by an integer factor with a box filter, then resamples the rest; at a gap
@@ -253,7 +254,7 @@ class _RunDecoding(Dataset):
             try:
                 images[len(labels)] = self.decode(path, run.epoch, (position,), size)
             except (UnusableImage, OSError) as error:
-                skipped.append(f"{path}: {error}")
+                skipped.append(SkippedFile(str(path), str(error)))
                 continue
             labels.append(label)
         batch = DecodedBatch(torch.from_numpy(images[: len(labels)]), torch.tensor(labels, dtype=torch.int64), skipped)
@@ -315,10 +316,11 @@ def default_worker_niceness(device: torch.device) -> int:
 
 def _start_worker(worker_id: int, niceness: int, stop) -> None:
     """A worker's start: its batches' buffers reuse the last batch's pages (host_memory.py says why),
-    it runs ``niceness`` steps below the process that started it, and it leaves when ``stop`` is set."""
+    it runs ``niceness`` steps below the process that started it, and it leaves when told through
+    ``stop`` (passing stop signals on meanwhile: worker_stop.py)."""
     keep_freed_memory()
     os.nice(niceness)
-    leave_when_set(stop)
+    in_worker(stop)
 
 
 class _Runs(Sampler):
@@ -398,7 +400,7 @@ class PilBackend:
             # Its own generator: starting workers draws a base seed, which must not advance the
             # global torch RNG that stochastic depth draws from (a resumed run would diverge).
             generator=torch.Generator().manual_seed(seed),
-            worker_init_fn=functools.partial(_start_worker, niceness=worker_niceness, stop=self._worker_stop.event),
+            worker_init_fn=functools.partial(_start_worker, niceness=worker_niceness, stop=self._worker_stop.watched),
         )
 
     def close(self) -> None:
@@ -446,9 +448,11 @@ class PilBackend:
                 break
             give_up_if_nothing_decodes(key, found + len(extra_labels), len(samples), batch.skipped)
             try:
-                extra_images.append(torch.from_numpy(decoding.decode(path, run.epoch, key, run.plan.size)))
+                extra_images.append(decoding.decode(path, run.epoch, key, run.plan.size))
             except (UnusableImage, OSError):
                 continue  # named where its own run reaches it
             extra_labels.append(label)
-        return DecodedBatch(torch.cat([batch.images, torch.stack(extra_images)]),
+        # np.stack copies the crops (read-only views of Pillow's pixels or of kept crops) into one
+        # writable array, which torch.from_numpy may then share without a warning.
+        return DecodedBatch(torch.cat([batch.images, torch.from_numpy(np.stack(extra_images))]),
                             torch.cat([batch.labels, torch.tensor(extra_labels)]), batch.skipped)

@@ -22,10 +22,14 @@ prepare's by an earlier run (``.fastcore_ops-prepare``, owned_folder.py), and ev
 the names prepare writes are replaced or deleted. The arguments, the source and any progress
 file are checked before the folder is created or marked, so a refused command (exit 2, one
 ``error:`` line) leaves it as it was; so does a run that fails before its first shard is whole.
+A full disk is said as such, naming the file being written, what was kept or deleted, and the fix;
+the half-written file is deleted to give the space back.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -46,7 +50,7 @@ from fastcore_ops.checks import check_bool, check_int
 from fastcore_ops.data.pil_backend import UnusableImage, default_num_workers, to_rgb
 from fastcore_ops.data.probe import image_format, jpeg_truncation, unusable_reason
 from fastcore_ops.data.shards import (INDEX_FILE, INDEX_FORMAT, INDEX_VERSION, SHARD_KEYS, JsonFields, ShardMember,
-                                      is_shard_folder, read_index, sha256_of)
+                                      is_shard_folder, read_encoded, read_index, sha256_of)
 from fastcore_ops.data.sources import Source, find_samples
 from fastcore_ops.owned_folder import check_claimable, claim_folder, marker, owns, release_folder
 
@@ -112,8 +116,7 @@ def _encode(job: tuple[str, int, int]) -> tuple[bytes | None, str | None]:
     """Worker: (JPEG bytes, None), or (None, the reason the file was left out)."""
     path, max_side, quality = job
     try:
-        with open(path, "rb") as file:
-            return shrunk_jpeg(file.read(), max_side, quality), None
+        return shrunk_jpeg(read_encoded(path), max_side, quality), None
     except (UnusableImage, OSError) as error:
         return None, str(error)
 
@@ -131,11 +134,22 @@ def _add_member(tar: tarfile.TarFile, name: str, data: bytes) -> int:
     return start
 
 
+@contextlib.contextmanager
+def _writing(path: Path):
+    """Name ``path`` in an OSError raised while writing it: a failed write or fsync names no file."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is not None or error.errno is None:
+            raise
+        raise OSError(error.errno, error.strerror, os.fspath(path)) from error
+
+
 def _write_shard(path: Path, members: list[tuple[str, bytes, int]]) -> list[list]:
     """Write (key, jpeg, label) members to ``path`` atomically; returns [key, offset, size, label] per member."""
     partial = path.with_name(path.name + ".partial")
     placed = []
-    with open(partial, "wb") as file:
+    with _writing(partial), open(partial, "wb") as file:
         with tarfile.open(fileobj=file, mode="w", format=tarfile.USTAR_FORMAT) as tar:
             for key, jpeg, label in members:
                 placed.append([key, _add_member(tar, f"{key}.jpg", jpeg), len(jpeg), label])
@@ -203,11 +217,12 @@ class _Progress:
     def start(self) -> None:
         """Write the settings and the shards kept so far (replacing what was there), ready for :meth:`add`."""
         partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text("".join(json.dumps(entry) + "\n" for entry in (self.header, *self.shards)))
+        with _writing(partial):
+            partial.write_text("".join(json.dumps(entry) + "\n" for entry in (self.header, *self.shards)))
         os.replace(partial, self.path)
 
     def add(self, entry: dict) -> None:
-        with open(self.path, "a") as file:
+        with _writing(self.path), open(self.path, "a") as file:
             file.write(json.dumps(entry) + "\n")
             file.flush()
             os.fsync(file.fileno())
@@ -274,15 +289,34 @@ def prepare_shards(source: Source, destination: str | os.PathLike, settings: Pre
         _remove_own(destination, _PARTIAL)
         done.start()
         _write_shards(samples, destination, settings, done, workers, progress)
-    except BaseException:
-        if marked_here and not done.shards:  # nothing worth resuming: leave the folder as it was
+        return _write_index(destination, classes, settings, done)
+    except BaseException as error:
+        undone = marked_here and not done.shards
+        if undone:  # nothing worth resuming: leave the folder as it was
             _remove_own(destination, _WRITTEN)
             if created:
                 release_folder(destination, TOOL)
             else:
                 marker(destination, TOOL).unlink()
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            if not undone:
+                _remove_own(destination, _PARTIAL)  # gives back the space of the file cut short
+            raise OSError(_disk_full_message(error, destination, undone, created, len(done.shards))) from error
         raise
-    return _write_index(destination, classes, settings, done)
+
+
+def _disk_full_message(error: OSError, destination: Path, undone: bool, created: bool, finished: int) -> str:
+    """What a preparation stopped by a full disk (or quota) says: the file, what it left, and the fix."""
+    writing = f"writing {error.filename}" if error.filename else f"writing into {destination}"
+    if not undone:
+        left = (f"kept the {finished} finished shard(s) and {PROGRESS_FILE} in {destination} and deleted the file "
+                f"cut short; once there is space, rerun the same command to continue from there")
+    elif created:
+        left = f"deleted what it wrote, and {destination}, which it had created"
+    else:
+        left = f"deleted what it wrote: {destination} is as it was"
+    return (f"the disk is full ({error.strerror}) while {writing}; prepare {left}. Free space on that disk "
+            f"(df -h shows how much is left), or pass a destination folder on another disk")
 
 
 def _remove_own(folder: Path, names: re.Pattern) -> None:

@@ -26,6 +26,7 @@ labelling them wrongly.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -103,6 +104,21 @@ def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def parse_json(text: str) -> object:
+    """``text`` as JSON from outside: ValueError for invalid JSON, NaN or Infinity, a key twice in an object, or
+    nesting past Python's recursion limit (json.loads raises RecursionError there, which no caller expects).
+
+    >>> parse_json("[" * 100_000)
+    Traceback (most recent call last):
+    ...
+    ValueError: maximum recursion depth exceeded while decoding a JSON array from a unicode string
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except RecursionError as error:
+        raise ValueError(str(error)) from None
+
+
 class JsonFields:
     """Checks on the values of a JSON file from elsewhere: each failure a ValueError naming the file, field and fix.
 
@@ -136,8 +152,8 @@ class JsonFields:
     def parse(self, text: str, field: str = "") -> object:
         """``text`` as JSON: no NaN or Infinity, no key twice in an object, no nesting past Python's recursion limit."""
         try:
-            return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-        except (ValueError, RecursionError) as error:  # JSONDecodeError, a too-long int, nesting too deep
+            return parse_json(text)
+        except ValueError as error:
             self.fail(field, f"is not valid JSON ({error})")
 
     def kind(self, field: str, value, kind: type):
@@ -358,11 +374,11 @@ def verify_shards(samples: Iterable[tuple[object, int]], threads: int | None = N
 def read_encoded(path: str | ShardMember) -> bytes:
     """The encoded bytes of one sample: a whole file, or one member of a shard. OSError when they cannot be read.
 
-    A shard's checksum is checked first, once per process (ShardChecksumError if it differs).
+    A shard's checksum is checked first, once per process (ShardChecksumError if it differs). A path
+    that is not a regular file (a named pipe, a socket, a device) raises NotARegularFile unread.
     """
     if not isinstance(path, ShardMember):
-        with open(path, "rb") as file:
-            return file.read()
+        return _read_regular_file(path)
     if path.sha256 is not None and (path.shard, path.sha256) not in _VERIFIED:
         verify_shards([(path, 0)])
     with open(path.shard, "rb") as file:
@@ -371,3 +387,39 @@ def read_encoded(path: str | ShardMember) -> bytes:
     if len(data) != path.size:
         raise OSError(f"the shard ends {path.size - len(data)} bytes early")
     return data
+
+
+class NotARegularFile(OSError):
+    """A sample path that names a named pipe, a socket or a device: it is never read."""
+
+
+def file_type(mode: int) -> str:
+    """What a file of ``stat`` mode ``mode`` is, in words.
+
+    >>> file_type(stat.S_IFIFO)
+    'a named pipe'
+    """
+    kinds = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((words for is_kind, words in kinds if is_kind(mode)), "not a regular file")
+
+
+def _read_regular_file(path: str | os.PathLike) -> bytes:
+    """The bytes of the regular file ``path`` (links followed); NotARegularFile for anything else, unread."""
+    # Without O_NONBLOCK, opening a named pipe waits for a writer that never comes; with it the open
+    # returns at once, and fstat (of what was opened, so no swap in between) tells what it is.
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        if error.errno == errno.ENXIO:  # a socket, which open() refuses
+            raise NotARegularFile(_left_unread(os.stat(path).st_mode)) from None
+        raise
+    with open(descriptor, "rb") as file:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(_left_unread(mode))
+        return file.read()
+
+
+def _left_unread(mode: int) -> str:
+    return f"{file_type(mode)}, not a regular file: left unread, as reading one can wait forever; remove it"

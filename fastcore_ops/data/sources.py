@@ -1,16 +1,19 @@
 """Find a dataset's samples: an ImageFolder tree or a list of (path, label) pairs.
 
 Scanning only lists names; it never opens a file (an ImageNet tree has 1.28M of them). Broken
-files are found when a backend reads them, and skipped there.
+files are found when a backend reads them, and skipped there. Only regular files are samples: a
+named pipe, a socket or a device named like an image is left out and named (opening a pipe waits
+for a writer that never comes), as is a link that leads nowhere; the listing tells file types
+apart without a system call per file.
 
 The walk follows symbolic links (datasets are often assembled from linked folders) but enters
 each real folder once, so a link loop cannot make it run forever and a link back to its own
 class cannot count that class's images again. What the walk leaves out, it says, with a
-``DatasetScanWarning``: a link it did not follow, a folder it could not list. These are
-warnings, not errors: the rest of the tree is a usable dataset, and one unreadable folder (a
-``lost+found``, a colleague's private sub-folder) should not stop a run; but a dataset that
-silently shrinks would change every result, so it is never quiet. A root that cannot be listed
-and a class left without images are errors.
+``DatasetScanWarning``: a link it did not follow, a folder it could not list, an image name on
+something other than a regular file. These are warnings, not errors: the rest of the tree is a
+usable dataset, and one unreadable folder (a ``lost+found``, a colleague's private sub-folder)
+should not stop a run; but a dataset that silently shrinks would change every result, so it is
+never quiet. A root that cannot be listed and a class left without images are errors.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Sequence, Union
 
 from fastcore_ops.checks import check_int
-from fastcore_ops.data.shards import ShardMember, is_shard_folder, read_shard_samples
+from fastcore_ops.data.shards import ShardMember, file_type, is_shard_folder, read_shard_samples
 
 # Formats every backend decodes (fastcore_ops.data.probe checks their signatures); GIF is out
 # because DALI cannot decode it.
@@ -60,9 +63,27 @@ def _is_image(name: str) -> bool:
     return not name.startswith(".") and name.lower().endswith(IMAGE_EXTENSIONS)
 
 
+def is_image_file(path: str | os.PathLike) -> bool:
+    """Whether the scan takes ``path`` as an image: an image's name on a regular file (links followed).
+
+    An image's name on anything else is left out with a ``DatasetScanWarning``. For walks other
+    than :func:`find_samples`' own, such as torchvision's ``ImageFolder(is_valid_file=...)``.
+
+    >>> is_image_file("notes.txt")
+    False
+    """
+    path = os.fspath(path)
+    if not _is_image(os.path.basename(path)):
+        return False
+    if os.path.isfile(path):
+        return True
+    _warn_not_regular(path)
+    return False
+
+
 class DatasetScanWarning(UserWarning):
-    """Part of an ImageFolder tree was left out of the scan: a folder that could not be listed, or a
-    link to a folder the scan already covers."""
+    """Part of an ImageFolder tree was left out of the scan: a folder that could not be listed, a
+    link to a folder the scan already covers, or an image name on something other than a regular file."""
 
 
 def _folder_key(path: str | Path) -> tuple[int, int]:
@@ -71,19 +92,32 @@ def _folder_key(path: str | Path) -> tuple[int, int]:
     return status.st_dev, status.st_ino
 
 
-def _listing(folder: str) -> tuple[list[str], list[str]]:
-    """(sub-folder names, other names) in ``folder``, sorted, hidden names left out; OSError if unlistable."""
-    folders, others = [], []
+def _listing(folder: str) -> tuple[list[str], list[str], list[str]]:
+    """(sub-folder names, regular file names, other names) in ``folder``, sorted, hidden names left out.
+
+    Links are followed; OSError if ``folder`` cannot be listed.
+    """
+    folders, files, others = [], [], []
     with os.scandir(folder) as entries:
         for entry in entries:
             if entry.name.startswith("."):
                 continue
-            try:
-                is_folder = entry.is_dir()  # follows links
+            try:  # the file type the listing holds: no stat, except for links
+                kind = folders if entry.is_dir() else files if entry.is_file() else others
             except OSError:
-                is_folder = False
-            (folders if is_folder else others).append(entry.name)
-    return sorted(folders), sorted(others)
+                kind = others
+            kind.append(entry.name)
+    return sorted(folders), sorted(files), sorted(others)
+
+
+def _warn_not_regular(path: str) -> None:
+    """Say that the image name ``path``, not a regular file, is left out, and what it is."""
+    try:
+        what = file_type(os.stat(path).st_mode)
+    except OSError as error:
+        what = f"a link to a missing file ({error.strerror})"
+    _warn(f"left out {path!r}: it is {what}, not a regular file, and reading it could wait forever or fail; "
+          f"remove it, or put the image file in its place")
 
 
 def _enter_once(path: str, visited: set[tuple[int, int]]) -> bool:
@@ -118,12 +152,14 @@ def _images_under(folder: Path, visited: set[tuple[int, int]]) -> list[str]:
     while pending:
         parent = pending.pop()
         try:
-            folders, others = _listing(parent)
+            folders, files, others = _listing(parent)
         except OSError as error:
             _warn(f"could not list folder {parent!r} ({error}); its images are left out of the dataset. "
                   f"Fix its permissions, or remove it from the tree")
             continue
-        found.extend(os.path.join(parent, name) for name in others if _is_image(name))
+        found.extend(os.path.join(parent, name) for name in files if _is_image(name))
+        for name in filter(_is_image, others):
+            _warn_not_regular(os.path.join(parent, name))
         children = [os.path.join(parent, name) for name in folders]
         pending.extend(reversed([child for child in children if _enter_once(child, visited)]))
     return found
@@ -175,9 +211,11 @@ def _check_pairs(pairs: Iterable) -> tuple[list[Sample], list[str]]:
         samples.append((path if isinstance(path, ShardMember) else os.fspath(path), label))
     if not samples:
         raise ValueError("source is an empty list; pass at least one (path, label) pair")
+    # isfile: a regular file (links followed), so a named pipe in the list is refused, never opened.
     missing = [path for path, _ in samples if not os.path.isfile(path.shard if isinstance(path, ShardMember) else path)]
     if missing:
         shown = ", ".join(map(repr, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise FileNotFoundError(f"{len(missing)} file(s) in the (path, label) list do not exist: {shown}")
+        raise FileNotFoundError(f"{len(missing)} file(s) in the (path, label) list do not exist or are not regular "
+                                f"files (a named pipe, a socket, a device): {shown}")
     classes = [str(label) for label in range(max(label for _, label in samples) + 1)]
     return samples, classes

@@ -1,53 +1,93 @@
-"""Stop a backend's DataLoader workers as soon as the backend is gone, however it goes.
+"""How a backend's DataLoader workers stop: as soon as the backend is gone, however it goes, and
+never on a stop signal of their own.
 
 Why not leave it to PyTorch: its iterator stops persistent workers with a message through a
 multiprocessing queue, from the iterator's ``__del__``. When the backend is dropped inside a
 reference cycle (a traceback holding a frame, say), the garbage collector runs the queues' own
 finalizers first (weak-reference callbacks run before ``__del__``); they end the threads that
 would have sent those messages, so each worker waits out PyTorch's 5 s join and is then killed.
-Here each worker also watches an event of its backend's and leaves at once when it is set: by
-``close`` or by a finalizer on the backend, whichever comes first.
+Here each worker also watches a pipe of its backend's and leaves at once when something is written
+to it: by ``close`` or by a finalizer on the backend, whichever comes first. A pipe, not a
+``multiprocessing.Event``: setting an Event waits for every process waiting on it to wake, and
+forever for one that died (a worker killed by a signal or by the out-of-memory killer), which hung
+the process that closed the loader.
+
+Stop signals (SIGTERM, SIGINT) are the job's, not a worker's. They reach the workers with the rest
+of the process group (``kill -TERM -PGID``; Slurm and systemd signal every process of the job) or
+alone (a user or an out-of-memory guard picking one process). A worker that died of one left the
+process reading its batches waiting for batches that never come, or PyTorch's SIGCHLD handler
+raised an error in it wherever it stood, a checkpoint half-written included. So a worker passes a
+stop signal on to that process and goes on decoding until it is told to leave: the process decides
+how to stop. Two are not passed on: one from that process itself (PyTorch ending a worker that did
+not leave when asked: the worker leaves) and one sent by the kernel (a terminal's Ctrl-C, which
+reaches the whole foreground process group, that process included).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 import weakref
 
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
+
+# si_code of a signal the kernel sent (Linux's <asm-generic/siginfo.h>); Python names no constant for it.
+_SENT_BY_KERNEL = 0x80
+
 
 class WorkerStop:
-    """An event that ``owner``'s workers leave on: set by :meth:`stop`, or when ``owner`` is collected.
+    """A pipe that ``owner``'s workers leave on: written to by :meth:`stop`, or when ``owner`` is collected.
 
     >>> class Backend: ...
     >>> backend = Backend()
     >>> stop = WorkerStop(backend)
-    >>> stop.event.is_set()
+    >>> stop.watched.poll()
     False
     >>> del backend  # or stop.stop()
-    >>> stop.event.is_set()
+    >>> stop.watched.poll()
     True
     """
 
     def __init__(self, owner: object):
-        self.event = multiprocessing.Event()
-        # Holds the event's bound method, not the owner, so the owner can still be collected.
-        self._finalizer = weakref.finalize(owner, self.event.set)
+        self.watched, told = multiprocessing.Pipe(duplex=False)
+        # Holds the pipe's ends, not the owner, so the owner can still be collected; the read end
+        # stays open until the message is written, so writing it never meets a closed pipe.
+        self._finalizer = weakref.finalize(owner, _tell, told, self.watched)
 
     def stop(self) -> None:
         """Let the workers go now."""
         self._finalizer()
 
 
-def leave_when_set(event) -> None:
-    """In a worker: end this process as soon as ``event`` is set.
+def _tell(told, watched) -> None:
+    told.send_bytes(b"")
 
-    Exit status 0, so PyTorch's check on its workers' exits sees a clean end, not a crash.
+
+def in_worker(watched) -> None:
+    """In a worker, from its main thread before any other thread starts: leave as soon as ``watched``
+    is written to, and pass stop signals on to the process that started the worker (see above).
+
+    Leaving is exit status 0, so PyTorch's check on its workers' exits sees a clean end, not a crash.
     """
-    threading.Thread(target=_exit_when_set, args=(event,), name="worker-stop", daemon=True).start()
+    if hasattr(signal, "sigwaitinfo"):  # not on macOS or Windows: there a stop signal ends the worker
+        # Blocked first, so in every thread started from here on: only sigwaitinfo takes them, with their sender.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        threading.Thread(target=_pass_stop_signals_on, args=(os.getppid(),), name="worker-signals",
+                         daemon=True).start()
+    threading.Thread(target=_exit_when_told, args=(watched,), name="worker-stop", daemon=True).start()
 
 
-def _exit_when_set(event) -> None:
-    event.wait()
+def _exit_when_told(watched) -> None:
+    watched.poll(None)
     os._exit(0)
+
+
+def _pass_stop_signals_on(parent: int) -> None:
+    while True:
+        received = signal.sigwaitinfo(STOP_SIGNALS)
+        if received.si_pid == parent:
+            os._exit(0)
+        if received.si_code != _SENT_BY_KERNEL and os.getppid() == parent:  # not to whoever adopted an orphan
+            os.kill(parent, received.si_signo)

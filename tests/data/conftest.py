@@ -11,12 +11,15 @@ The shared images are only read; trees are written under pytest's tmp_path.
 - ``bad_files()``: one file per kind of awkward data (truncated, cut inside the compressed data
   and closed with an end marker, empty, text, PNG, grayscale, CMYK, 16-bit, palette, RGBA), each
   marked as decodable or to be skipped.
+- ``huge_png_header()``: a whole PNG whose header claims 60000x60000 pixels (a decompression bomb).
 """
 
 from __future__ import annotations
 
 import io
 import itertools
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +60,15 @@ def png_bytes(image: Image.Image) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+def huge_png_header() -> bytes:
+    """A PNG of nothing but a header claiming 60000x60000 RGB pixels and an end chunk: signature and CRCs intact."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)  # width, height, 8 bits, RGB, defaults
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
 
 
 def pixels_to_uint8(images: torch.Tensor) -> torch.Tensor:

@@ -1,15 +1,24 @@
 """Bad data through build_loader: awkward files decode or are skipped, counted and named once per epoch."""
 
+import itertools
+import os
 import shutil
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
 
 from fastcore_ops.data.dali_backend import dali_available
+from fastcore_ops.data.decoded import NothingDecodesError
 from fastcore_ops.data.loader import SkippedImagesWarning, build_loader
+from fastcore_ops.data.sources import DatasetScanWarning
 
-from .conftest import class_of
+from .conftest import class_of, huge_png_header
+
+ROOT = Path(__file__).resolve().parents[2]
 
 BACKENDS = [
     pytest.param("pil", id="pil"),
@@ -174,7 +183,59 @@ def test_refilled_batches_repeat_for_any_worker_count_and_when_resumed(holey_tre
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_epoch_of_only_unreadable_files_is_a_clear_error(make_tree, backend):
     root = make_tree({"a": {f"{i}.jpg": b"" for i in range(3)}, "b": {"x.jpg": b"not a picture"}})
-    with pytest.raises(RuntimeError, match="no file of this epoch's 4 samples can be decoded.*empty file"):
+    with pytest.raises(NothingDecodesError, match="no file of this epoch's 4 samples can be decoded.*empty file"):
         _run_epoch(build_loader(root, train=True, **{**_options(backend), "batch_size": 2}))
     batches, skips = _run_epoch(build_loader(root, train=False, **{**_options(backend), "batch_size": 2}))
     assert batches == [] and "skipped 4 " in str(skips[0].message)  # evaluation: nothing to count, no refill
+
+
+@pytest.mark.timeout(60)  # a named pipe that is opened waits for a writer forever: fail, do not hang
+def test_a_named_pipe_among_the_images_is_never_opened_even_when_it_appears_after_the_scan(coded_tree):
+    root = coded_tree(classes=2, per_class=3)
+    os.mkfifo(root / "class0" / "pipe.jpg")
+    with pytest.warns(DatasetScanWarning, match="pipe.jpg': it is a named pipe, not a regular file"):
+        loader = build_loader(root, train=True, drop_last=False, **_options("pil"))
+    swapped = root / "class1" / "001.jpg"
+    swapped.unlink()
+    os.mkfifo(swapped)  # where the scan found an image, the reader now finds a pipe: it must not wait on it either
+    batches, skips = _run_epoch(loader)
+    assert sum(len(labels) for _, labels in batches) == 6  # the scan's six images, the swapped one stood in for
+    assert "class1/001.jpg: a named pipe, not a regular file: left unread" in str(skips[0].message)
+
+
+def test_skipped_files_are_named_when_an_epoch_is_left_before_its_end_and_kept_with_their_reason(coded_tree):
+    root = coded_tree(classes=2, per_class=4)
+    (root / "class0" / "000_empty.jpg").write_bytes(b"")  # sorted second: in the first batch
+    (root / "class1" / "000_huge.png").write_bytes(huge_png_header())  # sorted seventh: in the fourth batch
+    loader = build_loader(root, train=True, shuffle=False, **{**_options("pil"), "batch_size": 2})
+    for epoch in (0, 1):  # a run's last epoch ends at its last step, with batches left: the loader is dropped
+        loader.set_epoch(epoch)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            batches = iter(loader)
+            assert len(list(itertools.islice(batches, len(loader) - 1))) == len(loader) - 1
+            del batches
+        messages = [str(w.message) for w in caught if issubclass(w.category, SkippedImagesWarning)]
+        assert len(messages) == 1 and messages[0].startswith(f"epoch {epoch}: skipped 2 ")
+        assert "000_empty.jpg: empty file" in messages[0] and "000_huge.png: DecompressionBombError" in messages[0]
+    assert {Path(path).name: reason.split(":")[0] for path, reason in loader.skipped_files.items()} == \
+        {"000_empty.jpg": "empty file", "000_huge.png": "DecompressionBombError"}
+
+
+# PyTorch warns about a read-only array once per process: a fresh one shows whether the refill path makes one.
+_REFILL_IN_A_FRESH_PROCESS = """
+import sys, warnings
+warnings.simplefilter("ignore", UserWarning)  # the skipped files named, plain Pillow in use
+warnings.filterwarnings("error", message="The given NumPy array is not writable")
+from fastcore_ops.data.loader import build_loader
+loader = build_loader(sys.argv[1], train=True, batch_size=5, image_size=16, backend="pil", num_workers=0)
+print(sum(len(labels) for _, labels in loader), len(loader))
+"""
+
+
+def test_refilling_a_batch_hands_torch_no_read_only_array(holey_tree):
+    done = subprocess.run([sys.executable, "-c", _REFILL_IN_A_FRESH_PROCESS, str(holey_tree)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    images, batches = map(int, done.stdout.split())
+    assert images == 5 * batches  # every batch was refilled to its full length, in this process

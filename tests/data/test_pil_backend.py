@@ -153,7 +153,7 @@ def test_bad_files_are_left_out_without_shifting_labels(coded_tree, bad_files):
     batches, images, labels = _decoded(backend, samples)
     assert labels.tolist() == [0, 0, 0, 1, 1, 1]
     assert class_of(images) == labels.tolist()
-    skipped = [entry for b in batches for entry in b.skipped]
+    skipped = [str(entry) for b in batches for entry in b.skipped]
     assert len(skipped) == len(broken)
     assert any("001_empty.jpg: empty file" in entry for entry in skipped)
     assert any("001_truncated.jpg: truncated JPEG" in entry for entry in skipped)

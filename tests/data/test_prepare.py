@@ -20,6 +20,7 @@ from fastcore_ops.data import prepare as prepare_module
 from fastcore_ops.data.dali_backend import dali_available
 from fastcore_ops.data.prepare import PrepareSettings, main, prepare_shards
 from fastcore_ops.data.shards import ShardChecksumError, ShardMember, read_encoded, read_shard_samples
+from fastcore_ops.data.sources import DatasetScanWarning
 from fastcore_ops.owned_folder import owns
 
 SMALL = PrepareSettings(max_side=64, quality=90, shard_size=3, seed=0)
@@ -304,3 +305,45 @@ def test_prepare_replaces_and_deletes_only_the_files_it_wrote(source, tmp_path, 
     assert {name: (out / name).read_bytes() for name in theirs} == theirs
     assert not list(out.glob("shard-00000?.tar.partial")) and not (out / "prepare-progress.jsonl").exists()
     assert read_shard_samples(out)[1] == ["a", "b"]
+
+
+@pytest.mark.timeout(60)  # a named pipe that is opened waits for a writer forever: fail, do not hang
+def test_a_named_pipe_in_the_source_is_left_out_and_named_never_opened(source, tmp_path, capsys):
+    os.mkfifo(source / "a" / "pipe.jpg")
+    with pytest.warns(DatasetScanWarning, match="a/pipe.jpg': it is a named pipe, not a regular file"):
+        assert main([str(source), str(tmp_path / "out"), "--max-side", "64", "--workers", "1", "--no-progress"]) == 0
+    assert "7 images in 1 shards, 2 unreadable files left out" in capsys.readouterr().out
+
+
+def _disk_full_in_shard(number: int, monkeypatch) -> None:
+    """Make the real shard writer run out of space in shard ``number``, after its first image is written."""
+    add_member = prepare_module._add_member
+
+    def add(tar, name, data):
+        start = add_member(tar, name, data)
+        if tar.fileobj.name.endswith(f"shard-{number:06d}.tar.partial"):
+            tar.fileobj.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return start
+
+    monkeypatch.setattr(prepare_module, "_add_member", add)
+
+
+@pytest.mark.parametrize("full_in", [0, 1], ids=["first-shard", "second-shard"])
+def test_a_full_disk_names_the_file_what_was_left_and_the_fix(source, tmp_path, monkeypatch, capsys, full_in):
+    out = tmp_path / "new" / "out"
+    _disk_full_in_shard(full_in, monkeypatch)
+    line = _refused([str(source), str(out), "--max-side", "64", "--shard-size", "3", "--workers", "1"], capsys)
+    assert line.startswith(f"error: the disk is full (No space left on device) while writing {out}/shard-"
+                           f"00000{full_in}.tar.partial; prepare ")
+    assert line.endswith("Free space on that disk (df -h shows how much is left), or pass a destination folder on "
+                         "another disk")
+    if full_in == 0:  # nothing worth keeping: the new folder is gone again
+        assert f"deleted what it wrote, and {out}, which it had created" in line
+        assert _snapshot(out) is None
+    else:  # the finished shard is kept to continue from; the one cut short is deleted, giving its space back
+        assert f"kept the 1 finished shard(s) and prepare-progress.jsonl in {out} and deleted the file cut short" in line
+        assert sorted(_snapshot(out)) == [".fastcore_ops-prepare", "prepare-progress.jsonl", "shard-000000.tar"]
+        monkeypatch.undo()
+        prepare_shards(source, out, SMALL, workers=1, progress=False)  # once there is space, the same command ends it
+        assert read_shard_samples(out)[1] == ["a", "b"]

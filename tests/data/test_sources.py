@@ -2,6 +2,7 @@
 
 import multiprocessing
 import os
+import socket
 import warnings
 from pathlib import Path
 
@@ -207,3 +208,21 @@ def test_a_class_folder_that_cannot_be_listed_is_an_error_naming_it(make_tree, m
                 find_samples(root)
     finally:
         (root / "other").chmod(0o755)
+
+
+def test_a_pipe_a_socket_or_a_dead_link_named_like_an_image_is_left_out_and_named(make_tree, tmp_path):
+    root = make_tree({"cls": {"0.jpg": b"x"}, "other": {"1.jpg": b"x"}})
+    os.mkfifo(root / "cls" / "pipe.jpg")
+    (root / "cls" / "to_pipe.jpg").symlink_to(root / "cls" / "pipe.jpg")  # links are followed: to what they lead
+    (root / "other" / "gone.jpg").symlink_to(tmp_path / "nowhere.jpg")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(root / "other" / "s.png"))
+        samples, _, messages = _scan_warnings(root)
+        with pytest.raises(FileNotFoundError, match="not regular files.*pipe.jpg"):
+            find_samples([(root / "cls" / "0.jpg", 0), (root / "cls" / "pipe.jpg", 0)])
+    assert [Path(path).name for path, _ in samples] == ["0.jpg", "1.jpg"]
+    expected = {"cls/pipe.jpg": "a named pipe", "cls/to_pipe.jpg": "a named pipe", "other/gone.jpg": "a link to a "
+                "missing file", "other/s.png": "a socket"}
+    assert len(messages) == len(expected)
+    for name, what in expected.items():
+        assert any(f"{name}': it is {what}" in message for message in messages), (name, messages)

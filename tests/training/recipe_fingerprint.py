@@ -4,7 +4,8 @@ Run as a child process by ``test_recipe_fingerprints.py``, in numerics pinned to
 machine runs alike: no SIMD dispatch in ATen, MKL in its compatible mode, one thread, and oneDNN
 off (:func:`main`). The same recipe then hashes the same on any machine (the kernels run their
 PyTorch reference), so a reshape of the code that changes what a recipe trains is caught bit for
-bit.
+bit. Its first line names the instruction sets the CPU it ran on offers (an emulated one's, under
+qemu); the last holds the fingerprints.
 
     python -m tests.training.recipe_fingerprint <cifar folder> <text folder> <recipe> ...
 """
@@ -62,12 +63,19 @@ def fingerprint(recipe: str, cifar: Path, text: Path, extra: tuple[str, ...] = (
     return digest.hexdigest()[:12]
 
 
+def cpu_instruction_sets() -> dict[str, bool]:
+    """Which of the instruction sets that change PyTorch's, MKL's and oneDNN's code this CPU offers."""
+    return {"avx2": torch.cpu._is_avx2_supported(), "avx512": torch.cpu._is_avx512_supported(),
+            "avx512_bf16": torch.cpu._is_avx512_bf16_supported(), "amx": torch.cpu._is_amx_tile_supported()}
+
+
 def main(argv: list[str]) -> None:
     # oneDNN off: only the GPT recipes, whose GELU ran in oneDNN even capped at SSE4.1, hashed
     # otherwise on an Intel Xeon (AVX-512, AMX) than on the AMD EPYC that recorded them. Without
     # it, GELU and the convolutions run ATen's own code, pinned above.
     torch.backends.mkldnn.enabled = False
     cifar, text, *recipes = argv
+    print("cpu offers:", " ".join(name for name, offered in cpu_instruction_sets().items() if offered))
     print(json.dumps({recipe: fingerprint(recipe, Path(cifar), Path(text)) for recipe in recipes}))
 
 

@@ -5,13 +5,14 @@ import hashlib
 import io
 import os
 import random
+import re
 
 import numpy as np
 import pytest
 import torch
 
 from training import checkpoint
-from training.checkpoint import CheckpointError, encode, load, load_newest, save_atomic, save_keeping
+from training.checkpoint import CheckpointError, load, load_newest, save_atomic, save_keeping
 
 MARKER_NAME = "code-ran.txt"
 
@@ -96,16 +97,17 @@ def test_a_damaged_checkpoint_gives_one_clear_error_naming_the_file(tmp_path, da
     assert str(path) in str(error.value) and message in str(error.value)
 
 
+def _full_disk(data, target):
+    """A write of a checkpoint that fills the disk part way."""
+    with open(target, "wb") as file:
+        file.write(data[:10])
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
 def test_a_full_disk_keeps_the_previous_checkpoint_and_leaves_no_temporary_file(tmp_path, monkeypatch):
     path = tmp_path / "checkpoint.pt"
     save_atomic({"step": 1}, path)
-
-    def full_disk(data, target):
-        with open(target, "wb") as file:
-            file.write(data[:10])  # a partial write, then the disk is full
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    monkeypatch.setattr(checkpoint, "_write_synced", full_disk)
+    monkeypatch.setattr(checkpoint, "_write_synced", _full_disk)
     for save in (save_atomic, lambda payload, target: save_keeping(payload, target, keep=2)):
         with pytest.raises(CheckpointError, match=f"no space left on device while writing checkpoint {path}; "
                                                   f"the previous checkpoint is intact"):
@@ -167,3 +169,62 @@ def test_without_a_step_interval_a_run_checkpoints_every_ten_minutes_of_training
     assert trainer._checkpoint_due()
     trainer.state.step = trainer.batch_in_epoch = 4  # the epoch's end saves anyway
     assert not trainer._checkpoint_due()
+
+
+def _trainer_payload() -> dict:
+    """The payload a run's checkpoint holds, as the trainer builds it (a tiny model, not trained)."""
+    from training.tasks.classification import ImageClassification
+    from training.trainer import Trainer
+
+    model = torch.nn.Linear(2, 2)
+    task = ImageClassification(eval_loader=[], num_classes=2, loss_fn=torch.nn.functional.cross_entropy,
+                               device=torch.device("cpu"))
+    trainer = Trainer(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), task=task,
+                      train_loader=[None] * 4, total_steps=8, device=torch.device("cpu"), progress=False)
+    return trainer._checkpoint_payload(final=None)
+
+
+def test_the_run_layout_lists_every_field_the_trainer_saves(tmp_path):
+    payload = _trainer_payload()
+    layout = checkpoint.RUN_LAYOUT
+    assert set(payload) == set(layout.fields) | set(layout.added_later)
+    path = tmp_path / "checkpoint.pt"
+    save_atomic(payload, path)
+    assert load(path, layout)["step"] == 0
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda payload: payload.pop("model"), "its payload lacks 'model'"),
+    (lambda payload: payload.update(step="3"), "its 'step' is a str, not int"),
+    (lambda payload: payload.update(step=True), "its 'step' is a bool, not int"),
+    (lambda payload: payload.update(final=0.5), "its 'final' is a float, not dict or None"),
+    (lambda payload: payload.update(compile_seconds="1"), "its 'compile_seconds' is a str, not int or float"),
+], ids=["no-model", "step-a-str", "step-a-bool", "final-a-float", "compile-seconds-a-str"])
+def test_a_checksummed_payload_lacking_a_field_or_mistyping_one_is_not_a_checkpoint(change, message, tmp_path):
+    payload = _trainer_payload()
+    change(payload)
+    path = tmp_path / "checkpoint.pt"
+    save_atomic(payload, path)  # a correct header and sha256
+    with pytest.raises(CheckpointError, match=re.escape(f"{path} is not a fastcore_ops checkpoint: {message}")):
+        load_newest(path, checkpoint.RUN_LAYOUT)
+
+
+def test_a_checkpoint_from_before_a_field_was_added_still_loads(tmp_path):
+    payload = _trainer_payload()
+    del payload["compile_seconds"]
+    path = tmp_path / "checkpoint.pt"
+    save_atomic(payload, path)
+    assert "compile_seconds" not in load(path, checkpoint.RUN_LAYOUT)
+
+
+def test_a_full_disk_during_the_first_checkpoint_says_there_is_no_earlier_one(tmp_path, monkeypatch):
+    path = tmp_path / "checkpoint.pt"
+    (tmp_path / "notes.txt").write_text("mine")
+
+    monkeypatch.setattr(checkpoint, "_write_synced", _full_disk)
+    for save in (save_atomic, lambda payload, target: save_keeping(payload, target, keep=2)):
+        with pytest.raises(CheckpointError) as error:
+            save({"step": 1}, path)
+        assert str(error.value) == (f"no space left on device while writing checkpoint {path}; it was the first one "
+                                    f"there, so there is no earlier checkpoint to resume from")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

@@ -2,7 +2,11 @@
 
 import dataclasses
 import json
+import math
 import re
+import types
+import typing
+from copy import copy as shallow_copy
 
 import pytest
 
@@ -245,8 +249,10 @@ def test_sequence_length_warmup_options_check_themselves(options, error, message
         SeqLengthWarmupOptions(**options)
 
 
-def test_model_options_must_survive_json():
-    config = dataclasses.replace(override(TrainConfig(), LANGUAGE_MODEL), model=ModelConfig("gpt", {"sizes": (1, 2)}))
+@pytest.mark.parametrize("options", [{"sizes": (1, 2)}, {"initializer_range": math.inf},
+                                     {"layer_norm_epsilon": [math.nan]}], ids=["a-tuple", "inf", "nan-in-a-list"])
+def test_model_options_must_survive_json(options):
+    config = dataclasses.replace(override(TrainConfig(), LANGUAGE_MODEL), model=ModelConfig("gpt", options))
     with pytest.raises(ValueError, match=re.escape("model.options must hold JSON values")):
         validate(config)
 
@@ -258,3 +264,88 @@ def test_configs_share_no_lists_or_dicts_with_their_sources():
     copy = override(config, [])
     copy.model.options["n_layer"].append(3)
     assert config.model.options == options == {"n_layer": [2]}
+
+
+NON_FINITE = [math.inf, -math.inf, math.nan]
+
+
+def _float_fields(kind, path=()) -> list[tuple]:
+    """The path (field names, then an index for a tuple's item) of each float the dataclass ``kind`` declares.
+
+    Read from the declared types, not from values, so that a field the validation's walk missed is listed.
+    """
+    found = []
+    for name, field_kind in typing.get_type_hints(kind).items():
+        if typing.get_origin(field_kind) is typing.ClassVar:
+            continue
+        if typing.get_origin(field_kind) in (typing.Union, types.UnionType):  # X | None
+            field_kind = next(arg for arg in typing.get_args(field_kind) if arg is not type(None))
+        items = typing.get_args(field_kind)
+        if field_kind is float:
+            found.append((*path, name))
+        elif dataclasses.is_dataclass(field_kind):
+            found += _float_fields(field_kind, (*path, name))
+        elif typing.get_origin(field_kind) is tuple and float in items:
+            length = len(getattr(kind(), name)) if Ellipsis in items else len(items)
+            found += [(*path, name, index) for index in range(length)]
+    return found
+
+
+def _with_value(target, path: tuple, value):
+    """A copy of the dataclass ``target`` with the value at ``path`` replaced, made without any check of its own."""
+    name, rest = path[0], path[1:]
+    current = getattr(target, name)
+    if rest and isinstance(rest[0], int):
+        new = tuple(value if index == rest[0] else item for index, item in enumerate(current))
+    else:
+        new = _with_value(current, rest, value) if rest else value
+    changed = shallow_copy(target)
+    object.__setattr__(changed, name, new)  # the options dataclasses may be frozen
+    return changed
+
+
+def _dotted(path: tuple) -> str:
+    index = f"[{path[-1]}]" if isinstance(path[-1], int) else ""
+    return ".".join(part for part in path if isinstance(part, str)) + index
+
+
+FLOAT_FIELDS = _float_fields(TrainConfig)
+
+
+def test_the_float_fields_of_every_section_and_method_are_found():
+    dotted = {_dotted(path) for path in FLOAT_FIELDS}
+    assert {"optimizer.lr", "optimizer.betas[1]", "schedule.epochs", "data.crop_scale[0]", "methods.sam.rho",
+            "methods.swa.lr", "methods.selective_backprop.scale_factor"} <= dotted
+    assert len(dotted) >= 40
+
+
+@pytest.mark.parametrize("value", NON_FINITE, ids=["inf", "-inf", "nan"])
+def test_every_float_field_refuses_inf_and_nan_in_validate_and_from_json(value):
+    """validate() names each float field holding ``value``, and a config.json holding it is refused."""
+    config = TrainConfig(methods=MethodsConfig(**{method.name: method.options() for method in all_methods()}))
+    wrong, wrong_from_json = {}, {}
+    for path in FLOAT_FIELDS:
+        bad = _with_value(config, path, value)
+        try:
+            validate(bad)
+            wrong[_dotted(path)] = "accepted"
+        except ValueError as error:
+            if f"{_dotted(path)} must be a finite number, got {value!r}" not in str(error):
+                wrong[_dotted(path)] = str(error)
+        # Built from JSON, a method's options refuse a value outside their range themselves, naming the method.
+        names = (_dotted(path), f"{_dotted(path[:-1])}: {path[-1]} must be")
+        try:
+            from_dict(json.loads(json.dumps(to_dict(bad))))
+            wrong_from_json[_dotted(path)] = "accepted"
+        except ValueError as error:
+            if not any(name in str(error) for name in names):
+                wrong_from_json[_dotted(path)] = str(error)
+    assert not wrong, f"validate() did not refuse {value!r}, naming the field: {wrong}"
+    assert not wrong_from_json, f"a config.json with {value!r} was not refused naming the field: {wrong_from_json}"
+
+
+@pytest.mark.parametrize("assignment", ["optimizer.lr=1e999", "schedule.epochs=1e999",
+                                        "optimizer.betas=(0.9, -1e999)", "methods.sam={'rho': 1e999}"])
+def test_a_set_value_that_overflows_to_inf_is_refused(assignment):
+    with pytest.raises(ValueError, match=r"must be a finite number, got -?inf \(a number past 1.8e308, such as 1e999"):
+        override(TrainConfig(), [assignment])

@@ -66,7 +66,8 @@ def _stranger_file_named_like_a_run_file(micro_cifar, out):
 
 
 @pytest.mark.parametrize("case", ["no-data", "out-is-a-file", "stranger-curves-png", "bad-value", "unknown-model",
-                                  "missing-eval-shard", "label-out-of-range"])
+                                  "missing-eval-shard", "label-out-of-range", "epochs-1e999", "epochs-flag-1e999",
+                                  "lr-1e999"])
 def test_a_refused_start_leaves_out_as_it_was(case, micro_cifar, prepared_cifar, tmp_path, capsys):
     out = tmp_path / "parent" / "run"
     extra = {
@@ -74,6 +75,9 @@ def test_a_refused_start_leaves_out_as_it_was(case, micro_cifar, prepared_cifar,
         "out-is-a-file": lambda: out.parent.mkdir() or out.write_text("not a folder") and ["--data", str(micro_cifar)],
         "stranger-curves-png": lambda: _stranger_file_named_like_a_run_file(micro_cifar, out),
         "bad-value": lambda: ["--data", str(micro_cifar), "--set", "optimizer.lr=-1"],
+        "epochs-1e999": lambda: ["--data", str(micro_cifar), "--set", "schedule.epochs=1e999"],  # was OverflowError
+        "lr-1e999": lambda: ["--data", str(micro_cifar), "--set", "optimizer.lr=1e999"],  # trained NaN, exited 0
+        "epochs-flag-1e999": lambda: ["--data", str(micro_cifar), "--epochs", "1e999"],  # its message named --set
         "unknown-model": lambda: ["--data", str(micro_cifar), "--model", "resnet9000"],
         "missing-eval-shard": lambda: _missing_eval_shard(prepared_cifar, tmp_path),
         "label-out-of-range": lambda: _label_out_of_range(prepared_cifar, tmp_path),
@@ -81,6 +85,12 @@ def test_a_refused_start_leaves_out_as_it_was(case, micro_cifar, prepared_cifar,
     before = snapshot(tmp_path / "parent")
     refused([*TINY_IMAGES, *extra, "--out", str(out)], capsys)
     assert snapshot(tmp_path / "parent") == before
+
+
+@pytest.mark.parametrize("flag", ["--epochs", "--scale-schedule"])
+def test_a_flag_that_overflows_to_inf_is_refused_naming_the_flag(flag, micro_cifar, tmp_path, capsys):
+    err = refused([*TINY_IMAGES, "--data", str(micro_cifar), flag, "1e999", "--out", str(tmp_path / "run")], capsys)
+    assert f"argument {flag}: must be a finite number, got '1e999'" in err and "--set" not in err
 
 
 @pytest.mark.parametrize("error, exit_code", [(ValueError("the model cannot run these images"), 2),
@@ -199,3 +209,50 @@ def test_a_checkpoint_past_the_end_of_the_run_it_resumes_is_refused(image_run, c
     (out / "run.json").write_text(json.dumps({key: settings[key] for key in ("subset", "eval_every")}))
     err = refused(["--resume", "--no-progress", "--data", str(data), "--out", str(out)], capsys)
     assert "is at step 1000, at or past this run's 10 steps: its data or number of processes changed" in err
+
+
+@pytest.mark.parametrize("out_under", ["train/run", "train", ".", "link/run"],
+                         ids=["a-class-folder", "train", "data-itself", "through-a-link"])
+def test_an_out_inside_data_is_refused_before_anything_is_created(out_under, micro_cifar, tmp_path, capsys):
+    data = tmp_path / "data"
+    shutil.copytree(micro_cifar, data, symlinks=True)  # the links to the shared images, not the images
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "link").symlink_to(data / "train")
+    out = (tmp_path / "elsewhere" / "link" / "run") if out_under == "link/run" else data / out_under
+    before = snapshot(data)
+    err = refused([*TINY_IMAGES, "--data", str(data), "--out", str(out)], capsys)
+    assert f"--out {out} is inside --data {data}: the run's files would become part of the data it reads" in err
+    assert snapshot(data) == before
+
+
+def test_a_data_folder_inside_out_is_left_alone(micro_cifar, tmp_path):
+    """The run writes only its own names at the top of --out, so data kept inside it trains and stays as it was."""
+    out = tmp_path / "run"
+    data = out / "data"
+    shutil.copytree(micro_cifar, data, symlinks=True)
+    before = snapshot(data)
+    assert main([*TINY_IMAGES, "--data", str(data), "--out", str(out)]) == 0
+    assert snapshot(data) == before and (out / "summary.json").is_file()
+
+
+def test_resume_where_checkpoint_pt_is_a_directory_says_so(tmp_path, capsys):
+    out = tmp_path / "run"
+    (out / "checkpoint.pt").mkdir(parents=True)
+    err = refused(["--resume", "--no-progress", "--data", str(tmp_path / "data"), "--out", str(out)], capsys)
+    assert f"--resume: {out / 'checkpoint.pt'} is a directory, not a checkpoint file, so {out} holds no " \
+           f"checkpoint" in err
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda payload: payload.pop("model"), "its payload lacks 'model'"),
+    (lambda payload: payload.update(epoch="2"), "its 'epoch' is a str, not int"),
+], ids=["no-model", "epoch-a-str"])
+def test_a_checksummed_checkpoint_without_a_run_s_fields_is_refused_on_resume(change, message, image_run, capsys):
+    data, out = image_run
+    payload = checkpoint.load(out / checkpoint.CHECKPOINT_NAME)
+    del payload["format_version"]
+    change(payload)
+    for path in checkpoint.existing(out / checkpoint.CHECKPOINT_NAME):  # the older one too: nothing to fall back on
+        checkpoint.save_atomic(payload, path)  # a correct header and sha256
+    err = refused(["--resume", "--no-progress", "--data", str(data), "--out", str(out)], capsys)
+    assert f"{out / checkpoint.CHECKPOINT_NAME} is not a fastcore_ops checkpoint: {message}" in err

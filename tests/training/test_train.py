@@ -64,6 +64,7 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
     assert json.loads((out / "config.json").read_text())["schedule"]["epochs"] == 3.0
     assert "top-1" in stdout and "images/s" in stdout and "train time" in stdout
     assert "computing with" in stdout, "the run says how many threads it computes with"
+    assert "precision: " in stdout and "(precision=amp" in stdout, "the run says which precision it computes in, and why"
 
 
 def test_training_reads_prepared_shards_as_it_reads_image_folders(micro_cifar, tmp_path):
@@ -96,8 +97,9 @@ def hot_reference(micro_cifar, tmp_path_factory):
     return out
 
 
-def _wait_for_mid_epoch_checkpoint(out: Path, process, timeout=180) -> dict:
-    """The first checkpoint written within an epoch (the process keeps running)."""
+def _wait_for_mid_epoch_checkpoint(out: Path, process, timeout=180, *, within_epoch=True) -> dict:
+    """The first checkpoint written within an epoch (the process keeps running); any before the last
+    with ``within_epoch=False``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()[1]
@@ -105,7 +107,7 @@ def _wait_for_mid_epoch_checkpoint(out: Path, process, timeout=180) -> dict:
             payload = checkpoint.load(out / checkpoint.CHECKPOINT_NAME)
         except (FileNotFoundError, checkpoint.CheckpointError):  # not written yet, or mid-rename
             payload = None
-        if payload is not None and payload["final"] is None and payload["batch_in_epoch"] % 5:
+        if payload is not None and payload["final"] is None and (payload["batch_in_epoch"] % 5 or not within_epoch):
             return payload
         time.sleep(0.02)
     raise AssertionError(f"no mid-epoch checkpoint in {out} after {timeout} s")
@@ -296,7 +298,9 @@ def test_resume_extends_an_unfinished_run_with_a_longer_epochs_but_not_a_finishe
     ('{"model": {"nme": "resnet50"}}', "unknown configuration field 'model.nme'"),
     ('{"optimizer": {"lr": "fast"}}', "optimizer.lr must be a number > 0, got str 'fast'"),
     ('[1, 2]', "a configuration must be an object"),
-], ids=["not-json", "unknown-field", "lr-a-string", "not-an-object"])
+    ("[" * 100_000 + "]" * 100_000, "is not valid JSON: maximum recursion depth exceeded"),  # was RecursionError
+    ('{"optimizer": {"lr": Infinity}}', "is not valid JSON: Infinity is not a JSON number"),
+], ids=["not-json", "unknown-field", "lr-a-string", "not-an-object", "nested-100000-deep", "lr-infinity"])
 def test_a_malformed_saved_configuration_is_named_on_resume(text, message, tiny_cifar, tmp_path, capsys):
     out = _saved_run(tmp_path / "run")
     (out / "config.json").write_text(text)
@@ -305,8 +309,9 @@ def test_a_malformed_saved_configuration_is_named_on_resume(text, message, tiny_
     assert f"the configuration {out / 'config.json'}" in err and message in err
 
 
-@pytest.mark.parametrize("text", ['{"subset": "20", "eval_every": 1}', '{"subset": 0}', "[20]", "{"],
-                         ids=["subset-a-string", "subset-0", "not-an-object", "not-json"])
+@pytest.mark.parametrize("text", ['{"subset": "20", "eval_every": 1}', '{"subset": 0}', "[20]", "{",
+                                  "[" * 100_000 + "]" * 100_000],  # the last was a RecursionError
+                         ids=["subset-a-string", "subset-0", "not-an-object", "not-json", "nested-100000-deep"])
 def test_malformed_saved_run_settings_are_named_on_resume(text, tiny_cifar, tmp_path, capsys):
     out = _saved_run(tmp_path / "run")
     (out / "run.json").write_text(text)
@@ -346,7 +351,8 @@ def test_a_full_disk_while_checkpointing_exits_2_saying_so(micro_cifar, tmp_path
     assert main(["--recipe", "cifar_baseline", "--epochs", "1", "--set", "data.batch_size=4", "--set",
                  "data.num_workers=0", "--no-progress", "--data", str(micro_cifar), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert f"error: no space left on device while writing checkpoint {out / 'checkpoint.pt'}" in err
+    assert f"error: no space left on device while writing checkpoint {out / 'checkpoint.pt'}; it was the first one " \
+           f"there, so there is no earlier checkpoint to resume from" in err, "there is no previous checkpoint to keep"
     assert "Traceback" not in err and not list(out.glob("*.tmp"))
 
 

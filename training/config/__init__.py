@@ -27,6 +27,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from fastcore_ops.data.shards import parse_json
 from training.config.fields import assign, from_fields
 from training.config.schema import (OPTIMIZERS, PRECISIONS, TOKENIZERS, DataConfig, MethodsConfig, ModelConfig,
                                     OptimizerConfig, ScheduleConfig, TextConfig, TrainConfig)
@@ -96,10 +97,10 @@ def load_config(path: Path) -> TrainConfig:
     ValueError: cannot read the configuration no/such/config.json: No such file or directory
     """
     try:
-        values = json.loads(path.read_text())
+        values = parse_json(path.read_text())
     except OSError as error:
         raise ValueError(f"cannot read the configuration {path}: {error.strerror or error}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except ValueError as error:  # not JSON, not UTF-8, NaN, a key twice, or nested past the recursion limit
         raise ValueError(f"the configuration {path} is not valid JSON: {error}") from None
     try:
         return from_dict(values)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+from collections.abc import Iterator
 
 from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number, check_str
 from fastcore_ops.data.loader import BACKENDS
@@ -24,6 +27,7 @@ def validate(config: TrainConfig) -> None:
     ...
     ValueError: methods.stochastic_depth: drop_rate must be a number in [0, 1), ...
     """
+    _check_finite(config)
     if not isinstance(config.name, str):
         raise TypeError(f"name must be a str, got {type(config.name).__name__} {config.name!r}")
     check_choice("task", config.task, TASKS)
@@ -38,14 +42,44 @@ def validate(config: TrainConfig) -> None:
     _validate_methods(config)
 
 
+def _non_finite(value, path: str) -> Iterator[tuple[str, float]]:
+    """(dotted path, value) of each inf or NaN float in ``value``, walking dataclass fields and tuple items.
+
+    Those hold every float field of the configuration; ``model.options`` (a dict) must hold JSON
+    values, which have no inf or NaN (:func:`_validate_model`).
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        yield path, value
+    elif dataclasses.is_dataclass(value):
+        for field in dataclasses.fields(value):
+            yield from _non_finite(getattr(value, field.name), f"{path}.{field.name}" if path else field.name)
+    elif isinstance(value, tuple):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, f"{path}[{index}]")
+
+
+def _check_finite(config: TrainConfig) -> None:
+    """Refuse inf and NaN in any float field, method options included, however the value arrived.
+
+    One walk over every field, so that none can miss it: a range check lets inf through where it
+    has no upper bound (a learning rate of inf trained NaN weights and exited 0), and NaN through
+    where it has no bound at all; and ``--set optimizer.lr=1e999`` parses as inf.
+    """
+    found = next(_non_finite(config, ""), None)
+    if found is not None:
+        path, value = found
+        overflow = " (a number past 1.8e308, such as 1e999, is inf)" if math.isinf(value) else ""
+        raise ValueError(f"{path} must be a finite number, got {value!r}{overflow}; give a finite value")
+
+
 def _validate_model(model: ModelConfig, task: str) -> None:
     check_str("model.name", model.name)
     if not isinstance(model.options, dict):
         raise TypeError(f"model.options must be a dict of the model builder's options, got "
                         f"{type(model.options).__name__} {model.options!r}")
-    try:
-        restored = json.loads(json.dumps(model.options)) == model.options
-    except (TypeError, ValueError):
+    try:  # allow_nan=False: JSON has no inf or NaN, so a resumed run could not read them back
+        restored = json.loads(json.dumps(model.options, allow_nan=False)) == model.options
+    except (TypeError, ValueError, RecursionError):
         restored = False
     if not restored:
         raise ValueError(f"model.options must hold JSON values (str keys; numbers, strings, booleans, None, lists "

@@ -50,5 +50,10 @@ class Task(abc.ABC):
     def metrics(self, sums: torch.Tensor) -> dict[str, float]:
         """The named metrics of the summed :meth:`evaluation_sums`; ``metric`` among them."""
 
+    def skipped_files(self) -> list[dict]:
+        """The input files this process left out as unreadable so far, each ``{"file": ..., "reason": ...}``, for
+        ``summary.json``; none by default."""
+        return []
+
     def close(self) -> None:
         """Release what the evaluation data holds (loader workers); nothing by default."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fastcore_ops.data import build_loader
+from fastcore_ops.data.loader import Loader
 from fastcore_ops.data.order import samples_per_rank
 from fastcore_ops.data.sources import find_samples
 from fastcore_ops.kernels import init_bce_bias_
@@ -45,6 +47,7 @@ class ImageClassification(Task):
         plain cross-entropy on the labels).
     tta: test-time augmentation views; their averaged accuracy is reported as ``top1_tta``
         beside ``top1``, which stays the single-view accuracy.
+    train_loader, data_root: the run's training loader and its data folder, for :meth:`skipped_files`.
     """
 
     metric = "top1"
@@ -53,9 +56,10 @@ class ImageClassification(Task):
     sample_unit = "images"
 
     def __init__(self, *, eval_loader: Iterable, num_classes: int, loss_fn: LossFunction, device: torch.device,
-                 tta: TTAOptions | None = None):
+                 tta: TTAOptions | None = None, train_loader: Iterable | None = None, data_root: Path | None = None):
         self.eval_loader, self.num_classes, self.loss_fn, self.device = eval_loader, num_classes, loss_fn, device
         self.tta = tta
+        self.train_loader, self.data_root = train_loader, data_root
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return self.loss_fn(outputs, targets)
@@ -85,6 +89,15 @@ class ImageClassification(Task):
         if self.tta is not None:
             metrics["top1_tta"] = correct_tta / max(count, 1)
         return metrics
+
+    def skipped_files(self) -> list[dict]:
+        """The image files the training and evaluation loaders skipped, relative to ``data_root``, with the reason."""
+        found = {}
+        for loader in (self.train_loader, self.eval_loader):
+            if isinstance(loader, Loader):
+                found.update(loader.skipped_files)
+        return [{"file": os.path.relpath(path, self.data_root) if self.data_root else path, "reason": reason}
+                for path, reason in sorted(found.items())]
 
     def close(self) -> None:
         close = getattr(self.eval_loader, "close", None)
@@ -191,7 +204,8 @@ def build_image_classification(config: TrainConfig, plan: MethodPlan, *, data: P
     common = _loader_settings(config, device)
     train, evaluation, num_classes = _loaders(config, plan, data, train_samples, common)
     task = ImageClassification(eval_loader=evaluation, num_classes=num_classes, device=device,
-                               loss_fn=_loss_function(config), tta=config.methods.tta)
+                               loss_fn=_loss_function(config), tta=config.methods.tta, train_loader=train,
+                               data_root=data)
     model = build_model(config.model.name, num_classes)
     if config.methods.bce_loss is not None:  # the head's bias at -log(C): BCE starts at the prior of 1/C per class
         heads = [m for m in model.modules() if isinstance(m, nn.Linear) and m.out_features == num_classes]

@@ -276,6 +276,8 @@ def _read_json(path: Path):
         return json.loads(path.read_text())
     except OSError as error:
         raise ValueError(f"cannot read it: {error.strerror or error}") from None
+    except RecursionError:  # json.loads's answer to a value nested past Python's recursion limit
+        raise ValueError("it nests its values deeper than Python's recursion limit") from None
 
 
 def read_run(folder: Path, *, recipe: str, budget: float, seed: int) -> RunRecord:

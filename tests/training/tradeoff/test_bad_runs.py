@@ -129,8 +129,9 @@ GOOD = fakes.summary(["--recipe", "cifar_mild", "--scale-schedule", "1.0"])
     (json.dumps({**GOOD, "metrics": [0.5]}), "metrics must be a JSON object of numbers"),
     (json.dumps({**GOOD, "metrics": {"top1": "high"}}), "metrics['top1'] must be a number"),
     ('{"__class__": "os.system", "metrics": "rm -rf /"}', "lacks"),  # data, never code
+    ('{"metrics": ' + "[" * 100_000, "deeper than Python's recursion limit"),
 ], ids=["not-json", "a-list", "missing-fields", "a-word-for-seconds", "nan-seconds", "fractional-steps",
-        "metrics-a-list", "a-word-for-a-metric", "code-like"])
+        "metrics-a-list", "a-word-for-a-metric", "code-like", "nested-100000-deep"])
 def test_an_unreadable_summary_is_a_failed_run_naming_the_file(tmp_path, text, says):
     folder = _run_folder(tmp_path, text)
     outcome = read_outcome(RUN, folder, 0)

@@ -1,0 +1,107 @@
+"""The pil backend's decoding workers and stop signals: passed on once to the process reading the batches,
+never dying of one, and a worker that died anyway does not hang the loader's close."""
+
+import fcntl
+import json
+import multiprocessing
+import os
+import pty
+import signal
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+from fastcore_ops.data import build_loader
+from fastcore_ops.data.worker_stop import STOP_SIGNALS, WorkerStop, in_worker
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# How long the child waits after a signal for copies of it: the workers pass theirs on within milliseconds.
+ECHO_WAIT = 0.5
+ROUTES = 4  # the signals the test sends the child, one after the other
+
+
+def test_a_stop_signal_reaches_the_process_reading_the_batches_once_by_every_route_and_the_workers_go_on(coded_tree):
+    tree = coded_tree(classes=2, per_class=6)
+    terminal, child_terminal = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-m", "tests.data.test_worker_stop", str(tree)], cwd=ROOT,
+                             stdin=child_terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    os.close(child_terminal)
+    try:
+        workers = json.loads(child.stdout.readline() or "null")
+        assert workers and len(workers) == 2, child.communicate(timeout=60)[1]
+        routes = [lambda: os.kill(workers[0], signal.SIGTERM),  # a worker alone: passed on
+                  lambda: os.kill(workers[1], signal.SIGINT),
+                  lambda: os.killpg(child.pid, signal.SIGTERM),  # the group: there, and from each worker
+                  lambda: os.write(terminal, b"\x03")]  # Ctrl-C: the kernel signals the group; not passed on
+        assert len(routes) == ROUTES
+        received = []
+        for send in routes:
+            send()
+            received.append(json.loads(child.stdout.readline()))
+        batches, left = json.loads(child.stdout.readline())
+        assert child.wait(timeout=60) == 0, child.stderr.read()
+    finally:
+        child.kill()
+        os.close(terminal)
+    alone, group = received[:2], received[2]
+    assert alone == [[signal.SIGTERM], [signal.SIGINT]]
+    # Each worker passes the group's signal on too (copies that reach Python's handler together merge).
+    assert set(group) == {signal.SIGTERM} and 1 <= len(group) <= 3
+    assert received[3] == [signal.SIGINT], "a Ctrl-C reached the process once, from the terminal"
+    assert batches == 12 // 2, "the workers went on decoding: the epoch is whole"
+    assert left == [], "close() let every worker go"
+
+
+def _child(tree: str) -> None:
+    """The process the test signals: reads one batch, then reports each burst of stop signals it receives."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # the pseudo-terminal on stdin becomes this session's terminal
+    received = []
+    for number in STOP_SIGNALS:
+        signal.signal(number, lambda number, frame: received.append(number))
+    loader = build_loader(tree, batch_size=2, train=False, image_size=16, backend="pil", num_workers=2)
+    batches = iter(loader)
+    next(batches)
+    print(json.dumps(sorted(child.pid for child in multiprocessing.active_children())), flush=True)
+    for _ in range(ROUTES):
+        while not received:
+            time.sleep(0.01)
+        time.sleep(ECHO_WAIT)
+        print(json.dumps(received), flush=True)
+        received.clear()
+    count = 1 + sum(1 for _ in batches)
+    loader.close()
+    print(json.dumps([count, [child.pid for child in multiprocessing.active_children()]]), flush=True)
+
+
+def _watch_until_killed(watched) -> None:
+    in_worker(watched)
+    time.sleep(60)
+
+
+def test_a_worker_that_died_does_not_hang_telling_the_others_to_leave():
+    # A multiprocessing.Event here waited forever for the dead worker to wake (the hang at the end of
+    # a run whose workers a SIGTERM to the process group had killed).
+    owner = type("Backend", (), {})()
+    stop = WorkerStop(owner)
+    context = multiprocessing.get_context("fork")
+    dead, alive = (context.Process(target=_watch_until_killed, args=(stop.watched,)) for _ in range(2))
+    dead.start()
+    alive.start()
+    time.sleep(0.5)  # both watch the pipe by now
+    os.kill(dead.pid, signal.SIGKILL)
+    dead.join()
+    telling = threading.Thread(target=stop.stop, daemon=True)
+    telling.start()
+    telling.join(timeout=5)
+    assert not telling.is_alive(), "stop() hangs on the dead worker"
+    alive.join(timeout=5)
+    assert alive.exitcode == 0, "the living worker left when told"
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1])
