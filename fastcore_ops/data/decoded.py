@@ -22,7 +22,8 @@ crop of its own; which ones are used depends only on the run's position and on w
 unusable, never on worker count or timing, so an epoch resumed at a batch gets the same batches.
 A stand-in may repeat an image of the epoch (with another crop); that is the price of an equal
 batch, and it is paid only for broken files. When no file of the epoch decodes, training raises
-``NothingDecodesError`` (a ValueError: the dataset is bad input) instead of searching forever. Evaluation never refills: each image counts once.
+``NothingDecodesError`` (a ValueError: the dataset is bad input) instead of searching forever.
+Evaluation never refills: each image counts once.
 
 Training crops are random-resized crops (``crop_scale``, ``crop_ratio``) drawn reproducibly
 from ``(seed, epoch)``; evaluation resizes the shorter side to ``round(image_size / eval_crop_fraction)`` and takes the
@@ -128,5 +129,6 @@ def give_up_if_nothing_decodes(key: tuple[int, ...], found: int, count: int, ski
         shown = "; ".join(map(str, skipped[:3]))
         raise NothingDecodesError(
             f"no file of this epoch's {count} samples can be decoded, so no training batch can be filled "
-            f"(for example: {shown}). Check the dataset: are these image files, and readable? Replace them, or pass the folder that holds the images"
+            f"(for example: {shown}). Check the dataset: are these image files, and readable? Replace them, or "
+            f"pass the folder that holds the images"
         )

@@ -34,8 +34,9 @@ def test_bf16_by_name_is_kept_but_warned_about_where_the_cpu_emulates_it(cpu_uni
     assert len(warned) == (0 if cpu_units else 1)
 
 
-@pytest.mark.parametrize("name, device, dtype", [("fp32", CPU, None), ("fp32", CUDA, None), ("amp", CUDA, torch.float16),
-                                                 ("amp_fp16", CPU, torch.float16), ("amp_bf16", CUDA, torch.bfloat16)])
+@pytest.mark.parametrize("name, device, dtype", [
+    ("fp32", CPU, None), ("fp32", CUDA, None), ("amp", CUDA, torch.float16), ("amp_fp16", CPU, torch.float16),
+    ("amp_bf16", CUDA, torch.bfloat16)])
 def test_the_other_choices_do_not_depend_on_the_cpu(name, device, dtype, cpu_units):
     assert choose_precision(name, device).dtype == dtype
 

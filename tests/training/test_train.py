@@ -64,7 +64,7 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
     assert json.loads((out / "config.json").read_text())["schedule"]["epochs"] == 3.0
     assert "top-1" in stdout and "images/s" in stdout and "train time" in stdout
     assert "computing with" in stdout, "the run says how many threads it computes with"
-    assert "precision: " in stdout and "(precision=amp" in stdout, "the run says which precision it computes in, and why"
+    assert "precision: " in stdout and "(precision=amp" in stdout, "the run says its precision, and why"
 
 
 def test_training_reads_prepared_shards_as_it_reads_image_folders(micro_cifar, tmp_path):
