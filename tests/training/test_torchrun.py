@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from training.torchrun import main as torchrun_main
 from training.train import child_environment, main
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.torchrun runs from here
@@ -31,3 +32,9 @@ def test_two_processes_resuming_a_run_of_one_refuse_before_joining_and_the_comma
     assert len(errors) == 1 and "was trained by 1 process(es), this command starts 2" in errors[0], finished.stderr
     assert "Traceback" not in finished.stderr
     assert {path.name: path.read_bytes() for path in out.iterdir()} == saved
+
+
+def test_a_command_line_torchrun_cannot_parse_is_one_error_line_and_exit_2(capsys):
+    assert torchrun_main(["--nproc_per_node=2"]) == 2  # no training command
+    err = capsys.readouterr().err
+    assert err.startswith("error: the following arguments are required: training_script") and err.count("\n") == 1
