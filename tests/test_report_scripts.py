@@ -165,6 +165,13 @@ def test_token_scan(tmp_path, capsys):
     assert not (tmp_path / "train.bin").exists()
 
 
+def test_cpu_numerics_compare_ops(capsys):
+    load("cpu-numerics-20261128/compare_ops.py").main([])
+    digests = json.loads(capsys.readouterr().out)
+    recorded = json.loads((REPORTS / "cpu-numerics-20261128" / "xeon-amx.json").read_text())
+    assert sorted(digests) == sorted(recorded) and all(len(value) == 10 for value in digests.values())
+
+
 def test_every_script_in_reports_is_tested():
     """A script added to reports/ needs a test here."""
     source = Path(__file__).read_text()
