@@ -21,6 +21,13 @@ def test_every_readme_table_matches_the_report_file_it_names():
     assert readme_tables.stale_tables(readme, ROOT) == []
 
 
+def test_every_table_in_the_docs_matches_the_report_file_it_names():
+    pages = [path for path in (ROOT / "docs").glob("*.md") if "<!-- table: " in path.read_text()]
+    assert pages, "docs/cost-pass.md takes its validation table from reports/"
+    for page in pages:
+        assert readme_tables.stale_tables(page.read_text(), ROOT) == [], page
+
+
 def test_filling_copies_each_file_into_its_block_and_check_then_passes(tmp_path):
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports" / "a.md").write_text("| x |\n|---|\n| 1 |\n")

@@ -8,6 +8,7 @@ A table in the README sits between two markers naming its file under the reposit
 
     python tools/readme_tables.py           # copy every named file into its block
     python tools/readme_tables.py --check   # exit 1 naming each block that differs from its file
+    python tools/readme_tables.py docs/cost-pass.md --root .   # a page under docs/, its paths from the root
 
 The test suite runs the check, so a README figure cannot drift from the report behind it.
 """
@@ -55,10 +56,11 @@ def stale_tables(readme: str, root: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("readme", nargs="?", type=Path, default=ROOT / "README.md")
+    parser.add_argument("--root", type=Path, help="the folder the markers' paths start from (default: the README's)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table is out of date")
     args = parser.parse_args(argv)
     text = args.readme.read_text()
-    root = args.readme.resolve().parent
+    root = args.root.resolve() if args.root else args.readme.resolve().parent
     if args.check:
         stale = stale_tables(text, root)
         for path in stale:

@@ -325,24 +325,8 @@ class Trainer:
         epoch_started = time.perf_counter()
         batches = iter(self.train_loader)
         while state.step < state.total_steps:
-            started, compiled_before = time.perf_counter(), self._compile_clock()
-            try:
-                inputs, targets = next(batches)
-            except StopIteration:
+            if self._next_step(batches) is None:
                 break
-            self.phase_seconds["data"] += time.perf_counter() - started
-            # Counted before the step: methods may reshape the batch (sequence-length warmup), not its samples.
-            samples = self.task.samples(targets) * (dist.get_world_size() if _distributed() else 1)
-            self.epoch_loss_sum += self._train_step(inputs, targets)
-            self.epoch_losses += 1
-            self.batch_in_epoch += 1
-            self.samples_seen += samples
-            compiling = self._compile_clock() - compiled_before  # SAM's second pass may compile too
-            self.compile_seconds += compiling
-            elapsed = time.perf_counter() - started - compiling
-            self.train_seconds += elapsed
-            if state.epoch == 0:
-                self.first_epoch_seconds += elapsed
             bar.update()
             if self.epoch_losses % 10 == 0:  # .item() waits for the device: not every step
                 bar.set_postfix({"loss": f"{(self.epoch_loss_sum / self.epoch_losses).item():.3f}",
@@ -358,6 +342,68 @@ class Trainer:
         bar.close()
         self.epoch_train_loss = (self.epoch_loss_sum / max(self.epoch_losses, 1)).item()
         self.epoch_seconds = time.perf_counter() - epoch_started
+
+    def _next_step(self, batches) -> float | None:
+        """Take the next batch of ``batches`` and train on it; the step's seconds as ``train_seconds`` counts them
+        (waiting for data included, compilation not), or None when the epoch has no batch left."""
+        state = self.state
+        started, compiled_before = time.perf_counter(), self._compile_clock()
+        try:
+            inputs, targets = next(batches)
+        except StopIteration:
+            return None
+        self.phase_seconds["data"] += time.perf_counter() - started
+        # Counted before the step: methods may reshape the batch (sequence-length warmup), not its samples.
+        samples = self.task.samples(targets) * (dist.get_world_size() if _distributed() else 1)
+        self.epoch_loss_sum += self._train_step(inputs, targets)
+        self.epoch_losses += 1
+        self.batch_in_epoch += 1
+        self.samples_seen += samples
+        compiling = self._compile_clock() - compiled_before  # SAM's second pass may compile too
+        self.compile_seconds += compiling
+        elapsed = time.perf_counter() - started - compiling
+        self.train_seconds += elapsed
+        if state.epoch == 0:
+            self.first_epoch_seconds += elapsed
+        return elapsed
+
+    def time_steps(self, first_step: int, count: int) -> list[float]:
+        """Train ``count`` steps (fewer at the run's end) from step ``first_step`` on, as the run would train them
+        there; each step's seconds (what the tradeoff tool's cost pass measures).
+
+        The model is put where a run resumed at ``first_step`` would be (methods restart from that step,
+        the loader at that batch), not trained there: the weights are whatever this trainer holds.
+        Calling it again with the same ``first_step`` repeats the same batches, augmentations included.
+
+            >>> trainer.time_steps(first_step=390, count=20)  # doctest: +SKIP
+            [0.31, 0.12, 0.11, ...]
+        """
+        state = self.state
+        check_int("first_step", first_step, low=0, high=state.total_steps - 1)
+        check_int("count", count, low=1)
+        state.step, self.batch_in_epoch = first_step, first_step % state.steps_per_epoch
+        state.epoch = first_step // state.steps_per_epoch
+        self.model.train()
+        self._fire(Event.FIT_START)
+        seconds: list[float] = []
+        while len(seconds) < count and state.step < state.total_steps:
+            if seconds:  # the window goes on into the next epoch
+                self._fire(Event.EPOCH_END)
+                state.epoch, self.batch_in_epoch = state.epoch + 1, 0
+            self._fire(Event.EPOCH_START)
+            self.train_loader.set_epoch(state.epoch, self.batch_in_epoch)
+            batches, taken = iter(self.train_loader), len(seconds)
+            while len(seconds) < count and state.step < state.total_steps:
+                elapsed = self._next_step(batches)
+                if elapsed is None:
+                    break
+                seconds.append(elapsed)
+            close = getattr(batches, "close", None)
+            if close is not None:  # a generator: end its epoch now (the loader names skipped files there)
+                close()
+            if len(seconds) == taken:  # an epoch without a batch: nothing more to time
+                break
+        return seconds
 
     def _samples_per_second(self) -> float:
         return self.samples_seen / max(self.train_seconds, 1e-9)

@@ -77,6 +77,15 @@ class Loader:
         per_rank = samples_per_rank(len(self._samples), self.world_size, rank=self.rank, pad=self.pad)
         return batch_count(per_rank, self.batch_size, self.drop_last)
 
+    @property
+    def decoding_workers(self) -> int:
+        """The processes or threads that decode its files (0: the calling process decodes them).
+
+            >>> loader.decoding_workers  # doctest: +SKIP
+            2
+        """
+        return 0 if self._backend is None else self._backend.num_workers
+
     def set_epoch(self, epoch: int, first_batch: int = 0) -> None:
         """Use ``epoch``'s order and augmentation draws for the next iteration, starting at batch ``first_batch``."""
         check_epoch_position(epoch, first_batch, len(self))

@@ -35,7 +35,7 @@ from training.config.validation import validate
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "TOKENIZERS", "DataConfig", "MethodsConfig", "ModelConfig", "OptimizerConfig",
            "ScheduleConfig", "TextConfig", "TrainConfig", "config_hash", "from_dict", "load_config", "override",
-           "to_dict", "validate"]
+           "setup_hash", "to_dict", "validate"]
 
 
 def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
@@ -113,3 +113,15 @@ def config_hash(config: TrainConfig) -> str:
     values = to_dict(config)
     values.pop("name")
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def setup_hash(config: TrainConfig) -> str:
+    """The hash of ``config`` less its seed and budget: one value along a whole tradeoff curve.
+
+        >>> from training.recipes import get_recipe
+        >>> mild = get_recipe("cifar_mild")
+        >>> setup_hash(mild) == setup_hash(override(mild, ["seed=3", "schedule.scale_schedule_ratio=2"]))
+        True
+    """
+    return config_hash(dataclasses.replace(config, seed=0, schedule=dataclasses.replace(
+        config.schedule, scale_schedule_ratio=1.0)))

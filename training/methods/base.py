@@ -110,6 +110,15 @@ class Method:
     def on_epoch_end(self, state: TrainState) -> None: ...
     def on_fit_end(self, state: TrainState) -> None: ...
 
+    def cost_state(self, step: int, progress: float) -> str | None:
+        """What this method does at step ``step`` (``progress`` of the run done) that changes the step's cost,
+        in a few words ("second pass"); None when its work is the same at every step.
+
+        The tradeoff tool's cost pass (:mod:`training.tradeoff.step_kinds`) times each kind of step
+        once: two steps whose methods all give the same answer here cost the same.
+        """
+        return None
+
     def state_dict(self) -> dict[str, Any]:
         return {}
 

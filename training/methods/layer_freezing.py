@@ -121,6 +121,11 @@ class LayerFreezing(Method):
         # The small margin keeps exact products (e.g. 10 * 0.3) from flooring one layer short.
         return max(0, math.floor(num_layers * fraction + 1e-9))
 
+    def cost_state(self, step: int, progress: float) -> str | None:
+        # The share of layers frozen, to the nearest 5%: a step's backward pass shrinks with it.
+        share = max(0.0, self.freeze_level * (progress - self.freeze_start) / (1 - self.freeze_start))
+        return f"{round(share * 20) * 5}% of layers frozen" if share > 0 else None
+
     def on_fit_start(self, state: TrainState) -> None:
         self._freeze(state)
 

@@ -96,6 +96,9 @@ class SAM(Method):
         self.rho = check_number("rho", rho, low=0, low_open=True)
         self.interval = check_int("interval", interval, low=1)
 
+    def cost_state(self, step: int, progress: float) -> str | None:
+        return "sam second pass" if step % self.interval == 0 else None
+
     def on_after_backward(self, state: TrainState) -> None:
         if state.step % self.interval != 0:
             return

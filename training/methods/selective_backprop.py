@@ -121,9 +121,16 @@ class SelectiveBackprop(Method):
 
     def active(self, state: TrainState) -> bool:
         """Whether the step about to run trains on a selection."""
+        return self.active_at(state.step, state.progress)
+
+    def active_at(self, step: int, progress: float) -> bool:
+        """Whether step ``step``, at ``progress`` of the run, trains on a selection."""
         options = self.options
-        in_interval = options.start <= state.progress < options.end
-        return in_interval and (options.interrupt == 0 or (state.step + 1) % options.interrupt != 0)
+        in_interval = options.start <= progress < options.end
+        return in_interval and (options.interrupt == 0 or (step + 1) % options.interrupt != 0)
+
+    def cost_state(self, step: int, progress: float) -> str | None:
+        return f"selective backprop keeps {self.options.keep:g}" if self.active_at(step, progress) else None
 
     def on_after_dataloader(self, state: TrainState) -> None:
         if not self.active(state):

@@ -115,6 +115,10 @@ class SequenceLengthWarmup(Method):
         rounded = int(grown) // self.multiple_of * self.multiple_of
         return min(self.full_length, max(self.start_length, rounded))
 
+    def cost_state(self, step: int, progress: float) -> str | None:
+        length = self.length(progress)
+        return f"sequences of {length}" if length < self.full_length else None
+
     def on_after_dataloader(self, state: TrainState) -> None:
         state.inputs, state.targets = shorten_batch(state.inputs, state.targets, self.length(state.progress),
                                                     self.keep_tokens)

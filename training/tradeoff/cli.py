@@ -3,6 +3,8 @@
     python -m training.tradeoff --recipes cifar_baseline,cifar_mild,cifar_medium --budgets 0.25,0.5,1,2 \\
         --seeds 3 --data ../shared/datasets/cifar10-jpeg --out reports/cifar
     python -m training.tradeoff --merge reports/laptop reports/gpu --out reports/merged
+    python -m training.tradeoff --cost reports/laptop reports/gpu --data ../shared/datasets/cifar10-jpeg \
+        --out reports/costed   # every run priced on this machine (training/tradeoff/costing.py)
 
 Every input is checked before any training or any write, recipes of tasks with different metrics
 included (each finished run's metric is checked again), and so is ``--out``: it must be new,
@@ -28,10 +30,16 @@ from tqdm import tqdm
 
 from fastcore_ops import cli
 from fastcore_ops.cli import check_device, refuse
+from fastcore_ops.host_memory import keep_freed_memory
+from fastcore_ops.kernels import backend
 from fastcore_ops.owned_folder import check_claimable, claim_folder
+from training.assemble import build_trainer
+from training.compute_threads import use_threads
 from training.config import TrainConfig
 from training.recipes import list_recipes
 from training.tasks.classification import split_folders
+from training.tradeoff.cost_pass import read_costs
+from training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, plan_with_costs, time_records, write_cost_report
 from training.tradeoff.report import build_report
 from training.tradeoff.metric import one_metric
 from training.tradeoff.results import (FAILED, FailedRun, Run, RunRecord, common_metric, machine_label, merge_records,
@@ -64,6 +72,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                            "whose name holds 'baseline', else the first recipe)")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="FOLDER",
                         help="rebuild the report from these folders' results.json, without training")
+    parser.add_argument("--cost", nargs="+", type=Path, metavar="FOLDER",
+                        help="time every kind of step these folders' runs took, on this machine with nothing else "
+                             "running, and report on the modelled times (needs the runs' --data)")
+    parser.add_argument("--times", type=Path, metavar="COSTS_JSON",
+                        help="with --cost: take the step times from an earlier cost pass's costs.json instead of "
+                             "timing them")
+    parser.add_argument("--rounds", type=cli.positive_int,
+                        help="with --cost: how many times each window of steps is timed (default 3)")
+    parser.add_argument("--threads", type=cli.positive_int,
+                        help="with --cost on a CPU: PyTorch's threads (default: as python -m training.train "
+                             "chooses); time with the threads the runs trained with")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     return parser.parse_args(argv)
 
@@ -394,10 +413,65 @@ def _merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cost(args: argparse.Namespace) -> int:
+    try:
+        given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name) and name not in ("data", "subset")]
+        if given:
+            raise ValueError(f"--cost prices existing runs; it takes no {', '.join(given)}")
+        runs = merge_records(read_results(folder) for folder in args.cost)
+        records, left_out = split_runs(runs)
+        if not records:
+            raise ValueError(f"--cost {' '.join(map(str, args.cost))}: the folders hold no finished run to price")
+        common_metric(records)
+        costs = read_costs(args.times) if args.times is not None else None
+        baseline = _choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in runs)))
+        device = check_device(args.device)
+        if any(record.sample_unit == "images" for record in records):
+            if args.data is None:
+                raise ValueError("--data is required to price image-classification runs: the data they trained on")
+            split_folders(args.data)
+        check_claimable(args.out, "tradeoff")
+        check_claimable(args.out / MEASURED, "tradeoff")
+        if backend.INTERPRETING:  # the last check: the suite runs the others under the interpreter
+            raise ValueError("Triton's interpreter is on (FASTCORE_OPS_INTERPRET=1 or TRITON_INTERPRET=1): steps timed "
+                             "through it mean nothing; unset it to time the steps")
+    except (ValueError, TypeError, OSError) as error:
+        return refuse(error)
+    if device.type == "cpu":
+        print(use_threads(args.threads).describe())
+        keep_freed_memory()  # as python -m training.train does, so the steps run as the runs' did
+
+    def build(config: TrainConfig):
+        return build_trainer(config, data=args.data, out=None, device=device, subset=args.subset, progress=False,
+                             eval_every=0)
+
+    try:
+        if costs is None:
+            plans, costs = time_records(records, args.cost, build, rounds=args.rounds or 3, threads=torch.get_num_threads(),
+                                        progress=not args.no_progress)
+        else:
+            plans = plan_with_costs(records, args.cost, build, costs)
+        claim_out(args.out, "tradeoff")
+        claim_out(args.out / MEASURED, "tradeoff")
+    except (ValueError, TypeError, OSError) as error:
+        return refuse(error)
+    write_cost_report(records, left_out, plans, costs, args.out, baseline, timed_here=args.times is None)
+    print(f"costs: {args.out / COSTS_MD}; the model against each run: {args.out / CHECK_MD}; reports on modelled "
+          f"times: {args.out / 'report.html'}, on measured times: {args.out / MEASURED / 'report.html'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns its exit code."""
     try:
         args = parse_args(argv)
     except ValueError as error:
         return refuse(error)
+    if args.merge and args.cost:
+        return refuse("--merge and --cost each read folders of results; pass one of them")
+    if args.cost:
+        return _cost(args)
+    cost_only = [flag for flag in ("times", "rounds", "threads") if getattr(args, flag) is not None]
+    if cost_only:
+        return refuse(f"--{cost_only[0]} goes with --cost (the cost pass); leave it out or pass --cost FOLDER...")
     return _merge(args) if args.merge else _sweep(args)

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from fastcore_ops.checks import check_choice, check_int, check_number, check_str
-from training.config import config_hash, load_config
+from training.config import config_hash, load_config, setup_hash
 from training.tradeoff.metric import TOP1, Metric, direction, one_metric
 
 RESULTS_JSON = "results.json"
@@ -290,7 +290,6 @@ def read_run(folder: Path, *, recipe: str, budget: float, seed: int) -> RunRecor
     if not summary_path.is_file():
         raise FileNotFoundError(f"run folder {folder}: no summary.json; the run has not finished")
     config = load_config(folder / "config.json")
-    setup = dataclasses.replace(config, seed=0, schedule=dataclasses.replace(config.schedule, scale_schedule_ratio=1.0))
     try:
         summary = upgrade_legacy(_read_json(summary_path))
         missing = [key for key in SUMMARY_KEYS if key not in summary]
@@ -302,7 +301,7 @@ def read_run(folder: Path, *, recipe: str, budget: float, seed: int) -> RunRecor
                          train_seconds=summary["train_seconds"], first_epoch_seconds=summary["first_epoch_seconds"],
                          samples_per_second=summary["samples_per_second"], sample_unit=summary["sample_unit"],
                          steps=summary["steps"], config_hash=config_hash(config),
-                         phase_seconds=summary.get("phase_seconds", {}), setup_hash=config_hash(setup),
+                         phase_seconds=summary.get("phase_seconds", {}), setup_hash=setup_hash(config),
                          compile_seconds=summary.get("compile_seconds", 0.0))
     except (TypeError, ValueError) as error:
         raise ValueError(f"{summary_path} is not a run summary ({error}); delete the folder {folder} "

@@ -1,0 +1,199 @@
+"""``python -m training.tradeoff --cost FOLDER...``: price a sweep's runs on this machine; report on modelled times.
+
+The runs come from tradeoff or ablation output folders (their ``results.json``), trained on any
+machine. Each run's configuration is its folder's ``runs/<run>/config.json`` where the folder still
+holds it, else its recipe rebuilt at its budget and seed; either way it must hash to the
+configuration the run recorded. Every run's plan is checked against its record (the same number
+of steps: the same data and ``--subset``), the kinds are timed (:mod:`training.tradeoff.cost_pass`),
+or read from an earlier pass's ``costs.json`` (``--times``), and written:
+
+- ``OUT/costs.json`` and ``OUT/costs.md``: every kind's and setup's costs, and where they were measured;
+- ``OUT/modelled-vs-measured.md``: every run's measured and modelled time side by side, with the model's error;
+- ``OUT/`` the tradeoff report on modelled times (every run on the cost pass's machine);
+- ``OUT/measured/`` the same report on the times the runs measured, machine by machine.
+
+    >>> write_cost_report(records, plans, costs, Path("out"), "cifar_baseline")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from training.config import TrainConfig, config_hash, load_config, setup_hash
+from training.recipes import list_recipes
+from training.run_folder import CONFIG_NAME
+from training.tradeoff.cost_pass import (COSTS_JSON, ModelledTime, StepCosts, Window, choose_windows, measure,
+                                         write_costs)
+from training.tradeoff.report import build_report
+from training.tradeoff.results import Run, RunRecord
+from training.tradeoff.step_kinds import RunPlan, kind_function, plan_run
+from training.tradeoff.sweep import RUNS, PlannedRun, run_config
+from training.tradeoff.tables import markdown_table
+
+MEASURED = "measured"  # OUT's subfolder for the report on measured times
+COSTS_MD = "costs.md"
+CHECK_MD = "modelled-vs-measured.md"
+
+
+def record_config(record: RunRecord, folders: Sequence[Path]) -> TrainConfig:
+    """The configuration ``record`` trained: from a folder's ``runs/`` when one holds it, else its recipe rebuilt.
+
+    ValueError when neither hashes to the record's ``config_hash`` (the recipe changed since, or the
+    run was a variant whose folder is gone).
+    """
+    name = PlannedRun(record.recipe, record.budget, record.seed, 0.0).folder_name
+    for folder in folders:
+        path = folder / RUNS / name / CONFIG_NAME
+        if path.is_file():
+            config = load_config(path)
+            if config_hash(config) == record.config_hash:
+                return config
+    if record.recipe in list_recipes():
+        config = run_config(PlannedRun(record.recipe, record.budget, record.seed, 0.0), ())
+        if config_hash(config) == record.config_hash:
+            return config
+    raise ValueError(f"run {record.label}: no configuration hashing to its {record.config_hash} was found (neither "
+                     f"runs/{name}/{CONFIG_NAME} in {', '.join(map(str, folders))} nor its recipe as it is now); "
+                     f"cost it from the folder that holds its runs, at the commit that trained it")
+
+
+def plan_records(records: Sequence[RunRecord], configs: dict[tuple, TrainConfig],
+                 build: Callable[[TrainConfig], object]) -> tuple[dict[tuple, RunPlan], list[Window]]:
+    """Each run's plan (one trainer built per configuration less seed) and the windows that time every kind.
+
+    ValueError for a run whose plan has another number of steps than it trained (other data, another --subset).
+    """
+    plans, by_config, windows, covered = {}, {}, [], {}
+    for record in records:
+        config = configs[record.key]
+        setup = setup_hash(config)
+        shared = (setup, record.budget)
+        if shared not in by_config:
+            trainer = build(config)
+            try:
+                plan = plan_run(trainer, setup)
+                windows += choose_windows(kind_function(trainer, setup), plan, config, setup, covered)
+            finally:
+                trainer.train_loader.close()
+                trainer.task.close()
+            by_config[shared] = plan
+        plan = by_config[shared]
+        if plan.total_steps != record.steps:
+            raise ValueError(f"run {record.label} trained {record.steps} steps, but on this data it would train "
+                             f"{plan.total_steps}; pass the --data (and --subset) it trained on")
+        plans[record.key] = plan
+    return plans, windows
+
+
+def modelled_record(record: RunRecord, modelled: ModelledTime, machine: str) -> RunRecord:
+    """``record`` as if trained on the cost pass's ``machine``: its modelled time, its phases unknown."""
+    one_off = modelled.setup_seconds + modelled.starts_seconds
+    return dataclasses.replace(record, machine=f"{machine} (modelled)", train_seconds=modelled.seconds,
+                               first_epoch_seconds=max(0.0, one_off), phase_seconds={},
+                               samples_per_second=record.samples_per_second * record.train_seconds / modelled.seconds)
+
+
+def _kind_rows(costs: StepCosts) -> tuple[list[str], list[list[str]]]:
+    header = ["recipe", "precision", "kind", "ms/step, images decoded", "ms/step, images kept", "steps timed"]
+    rows = [[costs.setups[kind.setup].recipe, costs.setups[kind.setup].precision, kind.describe(),
+             f"{1000 * cost.decoded_seconds:.1f}", f"{1000 * cost.kept_seconds:.1f}", str(cost.samples)]
+            for kind, cost in sorted(costs.kinds.items())]
+    return header, rows
+
+
+def _setup_rows(costs: StepCosts) -> tuple[list[str], list[list[str]]]:
+    header = ["recipe", "setup", "precision", "before the first step (s)", "an image size's start (s)",
+              "an epoch's start (s)"]
+    rows = [[setup.recipe, setup.setup, setup.precision, f"{setup.setup_seconds:.2f}",
+             f"{setup.size_start_seconds:.2f}", f"{setup.epoch_start_seconds:.2f}"] for setup in costs.setups.values()]
+    return header, rows
+
+
+def model_error(record: RunRecord, modelled: ModelledTime) -> float:
+    """The modelled time's error relative to the measured one (0.03: 3% too long).
+
+        >>> round(model_error(RunRecord.made_up(seconds=100.0), ModelledTime(95.0, 5.0, 1.0, 1.0)), 6)
+        0.02
+    """
+    return modelled.seconds / record.train_seconds - 1
+
+
+def _run_rows(records: Sequence[RunRecord], modelled: dict[tuple, ModelledTime]) -> tuple[list[str], list[list[str]]]:
+    header = ["run", "measured on", "measured (s)", "modelled (s)", "error", "steps", "decoding (s)", "starts (s)",
+              "setup (s)"]
+    rows = [[record.label, record.machine, f"{record.train_seconds:.1f}", f"{modelled[record.key].seconds:.1f}",
+             f"{100 * model_error(record, modelled[record.key]):+.1f}%", str(record.steps),
+             f"{modelled[record.key].decoding_seconds:.1f}", f"{modelled[record.key].starts_seconds:.1f}",
+             f"{modelled[record.key].setup_seconds:.1f}"] for record in records]
+    return header, rows
+
+
+def error_summary(records: Sequence[RunRecord], modelled: dict[tuple, ModelledTime]) -> str:
+    """One sentence on the model's error over ``records``: mean absolute, largest, and the mean signed error.
+
+        >>> error_summary([RunRecord.made_up(seconds=100.0)], {RunRecord.made_up().key: ModelledTime(104, 0, 0, 0)})
+        'Over 1 runs the modelled time is off by 4.0% on average (largest 4.0%, r x1 seed 0); mean signed error +4.0%.'
+    """
+    errors = {record.label: model_error(record, modelled[record.key]) for record in records}
+    worst = max(errors, key=lambda label: abs(errors[label]))
+    mean_size = 100 * statistics.fmean(map(abs, errors.values()))
+    return (f"Over {len(errors)} runs the modelled time is off by {mean_size:.1f}% on average (largest "
+            f"{100 * abs(errors[worst]):.1f}%, {worst}); mean signed error {100 * statistics.fmean(errors.values()):+.1f}%.")
+
+
+def write_cost_report(records: Sequence[RunRecord], left_out: Sequence[Run], plans: dict[tuple, RunPlan],
+                      costs: StepCosts, out: Path, baseline: str, *, timed_here: bool) -> list[Path]:
+    """Write costs.json (when ``timed_here``), costs.md, modelled-vs-measured.md, the report on modelled times to
+    ``out`` and the report on measured times to ``out/measured``; the paths written."""
+    modelled = {record.key: costs.modelled(plans[record.key]) for record in records}
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if timed_here:
+        write_costs(costs, out / COSTS_JSON)
+        written.append(out / COSTS_JSON)
+    library = ", ".join(f"{name} {version}" for name, version in costs.library.items())
+    (out / COSTS_MD).write_text(f"""# Step costs on {costs.machine}
+
+{costs.rounds} rounds; in each, every window of {costs.warmup} start-up steps and up to {costs.timed} timed steps,
+twice: with every image decoded, then with every image kept by the decoding workers; {library}.
+Each kind's time is the median over rounds of its mean step time in a round.
+
+{markdown_table(*_setup_rows(costs))}
+
+{markdown_table(*_kind_rows(costs))}
+""")
+    (out / CHECK_MD).write_text(f"""{error_summary(records, modelled)} A run measured beside other work, or on another
+machine, is not expected to match (the machine column names where each run was measured).
+
+{markdown_table(*_run_rows(records, modelled))}
+""")
+    written += [out / COSTS_MD, out / CHECK_MD]
+    repriced = [modelled_record(record, modelled[record.key], costs.machine) for record in records]
+    written += build_report([*repriced, *left_out], out, baseline)
+    written += build_report([*records, *left_out], out / MEASURED, baseline)
+    return written
+
+
+def time_records(records: Sequence[RunRecord], folders: Sequence[Path], build: Callable[[TrainConfig], object], *,
+                 rounds: int, threads: int, progress: bool) -> tuple[dict[tuple, RunPlan], StepCosts]:
+    """Plan every run and time every kind of their steps here (see :func:`measure`)."""
+    configs = {record.key: record_config(record, folders) for record in records}
+    plans, windows = plan_records(records, configs, build)
+    recipes = {setup_hash(configs[record.key]): record.recipe for record in records}
+    return plans, measure(windows, build, rounds=rounds, threads=threads, recipes=recipes, progress=progress)
+
+
+def plan_with_costs(records: Sequence[RunRecord], folders: Sequence[Path], build: Callable[[TrainConfig], object],
+                    costs: StepCosts) -> dict[tuple, RunPlan]:
+    """Plan every run, refusing one with a kind of step ``costs`` never timed."""
+    configs = {record.key: record_config(record, folders) for record in records}
+    plans, _ = plan_records(records, configs, build)
+    for record in records:
+        missing = costs.missing(plans[record.key])
+        if missing:
+            raise ValueError(f"run {record.label} takes steps the --times file never timed ({missing[0].describe()} "
+                             f"of setup {missing[0].setup}); time them: leave --times out")
+    return plans

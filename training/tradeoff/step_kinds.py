@@ -1,0 +1,112 @@
+"""What a run's steps are, kind by kind: the cost pass times each kind once and prices every run from its counts.
+
+Two steps cost the same when they compute the same thing on the same machine: the same setup (the
+configuration less seed and budget: model, batch, precision, methods), the same image size
+(progressive resizing changes it), and the same per-step work of every method (SAM's second pass
+on every n-th step, selective backprop's window, the share of frozen layers: each method's
+:meth:`~training.methods.base.Method.cost_state`). A run's plan counts its steps of each kind,
+found by walking its schedule, not by training it.
+
+The data adds one more thing that changes along a run: the decoding workers keep the crops they
+made (:mod:`fastcore_ops.data.crop_cache`), so a step whose images were decoded before copies
+them instead. Each worker keeps its own, and an epoch hands batch ``b`` to worker ``b mod w``
+after a fresh shuffle, so an image met ``p`` times before at this size is in its worker's cache
+with probability ``1 - (1 - 1/w)^p``. The plan sums, per kind, the share of images decoded
+afresh (``decodes``); the cost pass times each kind both with every image decoded and with every
+image kept, and the model mixes the two by that share.
+
+    >>> plan = plan_run(trainer, setup="5dd3dad415ab")  # doctest: +SKIP
+    >>> {kind.describe(): round(steps) for kind, steps in plan.steps.items()}  # doctest: +SKIP
+    {'16 px': 2184, '20 px': 546, ...}
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+
+@dataclass(frozen=True, order=True)
+class StepKind:
+    """One kind of training step: its setup's hash, its image size (None: no image), what its methods do.
+
+        >>> StepKind("5dd3dad415ab", 16, ("sam second pass",)).describe()
+        '16 px, sam second pass'
+    """
+
+    setup: str
+    image_size: int | None
+    methods: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The kind in a few words, its setup left out."""
+        parts = ([f"{self.image_size} px"] if self.image_size is not None else []) + list(self.methods)
+        return ", ".join(parts) or "every step alike"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A run's steps by kind, and the starts the cost pass prices apart.
+
+    steps: the number of steps of each kind. decodes: of those, how many steps' worth of images are
+    decoded afresh rather than copied from a worker's crop cache (see the module's docstring).
+    sizes: the image sizes the run trains at, in order (each one's first steps pay for new kernels
+    and a filling pipeline). epochs: the epochs the run starts. first_steps: where each kind first
+    occurs. steps_per_epoch, total_steps: the run's shape.
+    """
+
+    steps: dict[StepKind, int]
+    decodes: dict[StepKind, float]
+    sizes: tuple[int | None, ...]
+    epochs: int
+    first_steps: dict[StepKind, int]
+    steps_per_epoch: int
+    total_steps: int
+
+
+def decode_share(workers: int, passes: int) -> float:
+    """The expected share of a batch's images its worker has not kept, for images met ``passes`` times before.
+
+        >>> decode_share(2, 0), decode_share(2, 1), decode_share(2, 3), decode_share(1, 1), decode_share(0, 2)
+        (1.0, 0.5, 0.125, 0.0, 0.0)
+    """
+    return (1.0 - 1.0 / max(workers, 1)) ** passes
+
+
+def kind_function(trainer, setup: str) -> Callable[[int], StepKind]:
+    """The kind of each step of ``trainer``'s run, as a function of the step's index."""
+    state, loader = trainer.state, trainer.train_loader
+    size_at = getattr(loader, "image_size_at", None)
+    fixed_size = getattr(loader, "image_size", None)
+
+    def kind_at(step: int) -> StepKind:
+        epoch, batch = divmod(step, state.steps_per_epoch)
+        size = (size_at(epoch, batch) if size_at is not None else None) or fixed_size
+        progress = min(1.0, step / state.total_steps)
+        states = tuple(filter(None, (method.cost_state(step, progress) for method in trainer.methods)))
+        return StepKind(setup, size, states)
+
+    return kind_at
+
+
+def plan_run(trainer, setup: str) -> RunPlan:
+    """Every step of the run ``trainer`` would train, counted by kind (nothing is trained)."""
+    state = trainer.state
+    per_epoch, total = state.steps_per_epoch, state.total_steps
+    workers = getattr(trainer.train_loader, "decoding_workers", 0)
+    kind_at = kind_function(trainer, setup)
+    steps: Counter[StepKind] = Counter()
+    decodes: dict[StepKind, float] = {}
+    first_steps: dict[StepKind, int] = {}
+    at_size: Counter[int | None] = Counter()  # steps trained so far at each image size
+    for step in range(total):
+        kind = kind_at(step)
+        steps[kind] += 1
+        first_steps.setdefault(kind, step)
+        decodes[kind] = decodes.get(kind, 0.0) + decode_share(workers, at_size[kind.image_size] // per_epoch)
+        at_size[kind.image_size] += 1
+    return RunPlan(steps=dict(steps), decodes=decodes, sizes=tuple(at_size), epochs=math.ceil(total / per_epoch),
+                   first_steps=first_steps, steps_per_epoch=per_epoch, total_steps=total)
