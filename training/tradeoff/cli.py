@@ -39,7 +39,7 @@ from training.config import TrainConfig
 from training.recipes import list_recipes
 from training.tasks.classification import split_folders
 from training.tradeoff.cost_pass import read_costs
-from training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, plan_with_costs, time_records, write_cost_report
+from training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, model_runs, time_records, write_cost_report
 from training.tradeoff.report import build_report
 from training.tradeoff.metric import one_metric
 from training.tradeoff.results import (FAILED, FailedRun, Run, RunRecord, common_metric, machine_label, merge_records,
@@ -446,16 +446,16 @@ def _cost(args: argparse.Namespace) -> int:
                              eval_every=0)
 
     try:
-        if costs is None:
-            plans, costs = time_records(records, args.cost, build, rounds=args.rounds or 3, threads=torch.get_num_threads(),
-                                        progress=not args.no_progress)
-        else:
-            plans = plan_with_costs(records, args.cost, build, costs)
+        rounds = None if costs is not None else args.rounds or 3
+        plans, timed = time_records(records, args.cost, build, rounds=rounds, threads=torch.get_num_threads(),
+                                    progress=not args.no_progress)
+        costs = costs or timed
+        modelled = model_runs(records, plans, costs)
         claim_out(args.out, "tradeoff")
         claim_out(args.out / MEASURED, "tradeoff")
     except (ValueError, TypeError, OSError) as error:
         return refuse(error)
-    write_cost_report(records, left_out, plans, costs, args.out, baseline, timed_here=args.times is None)
+    write_cost_report(records, left_out, modelled, costs, args.out, baseline, timed_here=args.times is None)
     print(f"costs: {args.out / COSTS_MD}; the model against each run: {args.out / CHECK_MD}; reports on modelled "
           f"times: {args.out / 'report.html'}, on measured times: {args.out / MEASURED / 'report.html'}")
     return 0

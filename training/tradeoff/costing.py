@@ -12,7 +12,8 @@ or read from an earlier pass's ``costs.json`` (``--times``), and written:
 - ``OUT/`` the tradeoff report on modelled times (every run on the cost pass's machine);
 - ``OUT/measured/`` the same report on the times the runs measured, machine by machine.
 
-    >>> write_cost_report(records, plans, costs, Path("out"), "cifar_baseline")  # doctest: +SKIP
+    >>> write_cost_report(records, [], model_runs(records, plans, costs), costs, Path("out"),
+    ...                   "cifar_baseline", timed_here=True)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -144,11 +145,10 @@ def error_summary(records: Sequence[RunRecord], modelled: dict[tuple, ModelledTi
             f"{100 * abs(errors[worst]):.1f}%, {worst}); mean signed error {100 * statistics.fmean(errors.values()):+.1f}%.")
 
 
-def write_cost_report(records: Sequence[RunRecord], left_out: Sequence[Run], plans: dict[tuple, RunPlan],
+def write_cost_report(records: Sequence[RunRecord], left_out: Sequence[Run], modelled: dict[tuple, ModelledTime],
                       costs: StepCosts, out: Path, baseline: str, *, timed_here: bool) -> list[Path]:
     """Write costs.json (when ``timed_here``), costs.md, modelled-vs-measured.md, the report on modelled times to
     ``out`` and the report on measured times to ``out/measured``; the paths written."""
-    modelled = {record.key: costs.modelled(plans[record.key]) for record in records}
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if timed_here:
@@ -178,22 +178,22 @@ machine, is not expected to match (the machine column names where each run was m
 
 
 def time_records(records: Sequence[RunRecord], folders: Sequence[Path], build: Callable[[TrainConfig], object], *,
-                 rounds: int, threads: int, progress: bool) -> tuple[dict[tuple, RunPlan], StepCosts]:
-    """Plan every run and time every kind of their steps here (see :func:`measure`)."""
+                 rounds: int | None, threads: int, progress: bool) -> tuple[dict[tuple, RunPlan], StepCosts | None]:
+    """Plan every run and, unless ``rounds`` is None, time every kind of their steps here (see :func:`measure`)."""
     configs = {record.key: record_config(record, folders) for record in records}
     plans, windows = plan_records(records, configs, build)
+    if rounds is None:
+        return plans, None
     recipes = {setup_hash(configs[record.key]): record.recipe for record in records}
     return plans, measure(windows, build, rounds=rounds, threads=threads, recipes=recipes, progress=progress)
 
 
-def plan_with_costs(records: Sequence[RunRecord], folders: Sequence[Path], build: Callable[[TrainConfig], object],
-                    costs: StepCosts) -> dict[tuple, RunPlan]:
-    """Plan every run, refusing one with a kind of step ``costs`` never timed."""
-    configs = {record.key: record_config(record, folders) for record in records}
-    plans, _ = plan_records(records, configs, build)
+def model_runs(records: Sequence[RunRecord], plans: dict[tuple, RunPlan],
+               costs: StepCosts) -> dict[tuple, ModelledTime]:
+    """Each run's modelled time; ValueError naming the first run that takes a kind of step ``costs`` never timed."""
     for record in records:
         missing = costs.missing(plans[record.key])
         if missing:
-            raise ValueError(f"run {record.label} takes steps the --times file never timed ({missing[0].describe()} "
+            raise ValueError(f"run {record.label} takes steps the step times never cover ({missing[0].describe()} "
                              f"of setup {missing[0].setup}); time them: leave --times out")
-    return plans
+    return {record.key: costs.modelled(plans[record.key]) for record in records}
