@@ -64,6 +64,7 @@ class FitResult:
     phase_seconds: dict[str, float] = field(default_factory=dict)  # where train_seconds went
     # torch.compile's tracing and code generation (forward and backward graphs), left out of train_seconds.
     compile_seconds: float = 0.0
+    precision: str = "fp32"  # what the steps computed in here (Precision.name): "amp" resolves per machine
 
 
 def compile_clock() -> float:
@@ -461,5 +462,6 @@ class Trainer:
                          metric_label=task.metric_label, steps=self.state.step, epochs_seen=self.state.epoch + 1,
                          train_seconds=self.train_seconds, first_epoch_seconds=self.first_epoch_seconds,
                          samples_per_second=self._samples_per_second(), sample_unit=task.sample_unit,
-                         phase_seconds=phases, compile_seconds=self.compile_seconds)
+                         phase_seconds=phases, compile_seconds=self.compile_seconds,
+                         precision=self.precision.name)
 

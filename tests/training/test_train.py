@@ -65,6 +65,7 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
     assert "top-1" in stdout and "images/s" in stdout and "train time" in stdout
     assert "computing with" in stdout, "the run says how many threads it computes with"
     assert "precision: " in stdout and "(precision=amp" in stdout, "the run says its precision, and why"
+    assert f"precision: {summary['precision']} (" in stdout, "the summary records what amp resolved to here"
 
 
 def test_training_reads_prepared_shards_as_it_reads_image_folders(micro_cifar, tmp_path):

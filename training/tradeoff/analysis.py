@@ -72,17 +72,23 @@ def group_runs(records: Sequence[RunRecord]) -> dict[CurveKey, dict[float, list[
 
 
 def mixed_curves(records: Sequence[RunRecord]) -> list[CurveKey]:
-    """The (machine, recipe) curves whose runs differ in more than seed and budget (e.g. other --set values).
+    """The (machine, recipe) curves whose runs differ in more than seed and budget: other --set values,
+    or a precision ("amp") that resolved differently on the CPUs behind one machine label.
 
     Example:
         >>> mixed_curves([RunRecord.made_up(seconds=1, quality=0.5), RunRecord.made_up(budget=2.0, seconds=2, quality=0.6)])
         []
     """
     setups: dict[CurveKey, set[str]] = defaultdict(set)
+    precisions: dict[CurveKey, set[str]] = defaultdict(set)
     for record in records:
+        key = (record.machine, record.recipe)
         if record.setup_hash:  # empty in records from before the field existed
-            setups[(record.machine, record.recipe)].add(record.setup_hash)
-    return [key for key, hashes in setups.items() if len(hashes) > 1]
+            setups[key].add(record.setup_hash)
+        if record.precision:  # likewise
+            precisions[key].add(record.precision)
+    return [key for key in dict.fromkeys([*setups, *precisions])
+            if len(setups[key]) > 1 or len(precisions[key]) > 1]
 
 
 def mean_curve(by_budget: dict[float, list[RunRecord]]) -> list[CurvePoint]:

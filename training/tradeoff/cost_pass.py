@@ -38,6 +38,7 @@ from tqdm import tqdm
 
 from fastcore_ops.data.shards import JsonFields
 from training.config import TrainConfig
+from training.tradeoff.results import device_name
 from training.tradeoff.step_kinds import RunPlan, StepKind, kind_function
 
 WARMUP_STEPS = 8  # a window's first steps: pipeline filling, kernels built for a new shape
@@ -192,13 +193,7 @@ def describe_machine(threads: int) -> str:
     """The CPU or GPU the steps ran on, as one line: its model name and, on a CPU, the thread count."""
     if torch.cuda.is_available():
         return torch.cuda.get_device_name()
-    name = platform.processor() or platform.machine()
-    try:
-        name = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                    if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{name}, {threads} thread{'s' * (threads != 1)}"
+    return f"{device_name('cpu')}, {threads} thread{'s' * (threads != 1)}"
 
 
 def _median_of_round_means(samples: dict[int, list[float]]) -> float:

@@ -61,7 +61,7 @@ def _mixed_warning(records: Sequence[RunRecord]) -> str:
         return ""
     names = ", ".join(f"{recipe} on {machine}" for machine, recipe in mixed)
     return (f'<p class="no">Warning: the runs of {html.escape(names)} differ in more than seed and budget '
-            f"(other --set values or recipe versions), so their curves mix configurations.</p>")
+            f"(other --set values, recipe versions or precisions), so their curves mix configurations.</p>")
 
 
 def _speedups_markdown(records: Sequence[RunRecord], left_out: Sequence[FailedRun], speedup_tab: Table,

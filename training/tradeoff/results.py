@@ -110,10 +110,11 @@ class RunRecord(RunId):
     # The configuration's hash with seed and budget left out: one value along a whole curve.
     setup_hash: str = ""
     compile_seconds: float = 0.0  # torch.compile's time, not in train_seconds
+    precision: str = ""  # what its steps computed in ("bf16 autocast", "fp32"); "" in records from before
 
     def __post_init__(self):
         super().__post_init__()
-        for name in ("metric", "metric_label", "sample_unit", "config_hash", "setup_hash"):
+        for name in ("metric", "metric_label", "sample_unit", "config_hash", "setup_hash", "precision"):
             check_str(name, getattr(self, name))
         direction(self.higher_is_better)
         _check_values("metrics", self.metrics, finite=False)
@@ -252,16 +253,32 @@ def common_metric(records: Iterable[RunRecord]) -> Metric:
     return one_metric((record.recipe, record.quality_metric) for record in records)
 
 
+def device_name(device: str) -> str:
+    """The GPU's name, or on a CPU its model name as /proc/cpuinfo gives it ("cpu" where there is none).
+
+    Two CPUs behind one hostname (a VM moved to other hardware) then get apart.
+
+        >>> device_name("cpu")  # doctest: +SKIP
+        'Intel(R) Xeon(R) Processor'
+    """
+    parsed = torch.device(device)
+    if parsed.type == "cuda":
+        return torch.cuda.get_device_name(parsed)
+    try:
+        return next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name")) or parsed.type
+    except (OSError, StopIteration):
+        return parsed.type
+
+
 def machine_label(device: str) -> str:
     """``"<hostname>/<device name>"``: the hardware a run's times belong to.
 
     Example:
-        >>> machine_label("cpu").endswith("/cpu")
+        >>> machine_label("cpu").startswith(socket.gethostname() + "/")
         True
     """
-    parsed = torch.device(device)
-    name = torch.cuda.get_device_name(parsed) if parsed.type == "cuda" else parsed.type
-    return f"{socket.gethostname()}/{name}"
+    return f"{socket.gethostname()}/{device_name(device)}"
 
 
 def read_machine(folder: Path) -> str:
@@ -302,7 +319,8 @@ def read_run(folder: Path, *, recipe: str, budget: float, seed: int) -> RunRecor
                          samples_per_second=summary["samples_per_second"], sample_unit=summary["sample_unit"],
                          steps=summary["steps"], config_hash=config_hash(config),
                          phase_seconds=summary.get("phase_seconds", {}), setup_hash=setup_hash(config),
-                         compile_seconds=summary.get("compile_seconds", 0.0))
+                         compile_seconds=summary.get("compile_seconds", 0.0),
+                         precision=summary.get("precision", ""))
     except (TypeError, ValueError) as error:
         raise ValueError(f"{summary_path} is not a run summary ({error}); delete the folder {folder} "
                          f"to train the run again") from None

@@ -137,6 +137,15 @@ def test_a_curve_mixing_configurations_is_flagged():
     assert mixed_curves(same + mixed) == [("m1", "b")]
 
 
+def test_a_curve_mixing_precisions_behind_one_machine_label_is_flagged():
+    """"amp" is bf16 on one CPU and fp32 on another; under an old label ("vm/cpu") both look alike."""
+    fp32, bf16 = (dataclasses.replace(record("b", budget, 0, 1.0, 0.5), setup_hash="s1", precision=precision)
+                  for budget, precision in ((1.0, "fp32"), (2.0, "bf16 autocast")))
+    unrecorded = dataclasses.replace(record("a", 1.0, 0, 1.0, 0.5), setup_hash="s1")
+    assert mixed_curves([fp32, bf16, unrecorded]) == [("m1", "b")]
+    assert mixed_curves([fp32, unrecorded]) == []
+
+
 def test_the_top1_tables_keep_their_percent_columns(rows):
     header, body = speedup_rows([rows[("m1", "slow", 2.0)]], TOP1)
     cells = dict(zip(header, body[0]))

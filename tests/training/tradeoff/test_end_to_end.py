@@ -14,6 +14,7 @@ import pytest
 
 from tests.training.conftest import link_cifar_subset
 from training.tradeoff.cli import main
+from training.tradeoff.results import machine_label
 from training.train import child_environment
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -50,7 +51,8 @@ def test_a_tiny_sweep_writes_every_output(sweep):
         rows = list(csv.DictReader(file))
     assert sorted((r["recipe"], r["budget"]) for r in rows) == [
         ("cifar_baseline", "0.05"), ("cifar_baseline", "0.1"), ("cifar_mild", "0.05"), ("cifar_mild", "0.1")]
-    assert all(r["machine"].endswith("/cpu") and len(r["config_hash"]) == 12 for r in rows)
+    assert all(r["machine"] == machine_label("cpu") and len(r["config_hash"]) == 12 for r in rows)
+    assert all(r["precision"] in ("fp32", "bf16 autocast") for r in rows), "what amp resolved to, per run"
     assert all(float(r["train_seconds"]) > 0 and 0 <= float(r["metrics.top1"]) <= 1 for r in rows)
     # Image classification is judged by top-1, higher is better, and counts images.
     assert {(r["metric"], r["higher_is_better"], r["metric_label"], r["sample_unit"]) for r in rows} == {

@@ -48,6 +48,10 @@ def test_a_new_summary_carries_its_metric_direction_label_and_throughput_unit(tm
     assert (record.samples_per_second, record.sample_unit) == (5120.0, "tokens")
     assert (record.steps, record.train_seconds, record.first_epoch_seconds) == (600, 240.5, 80.1)
     assert record.phase_seconds == {"data": 1.0, "forward": 50.0}
+    assert record.precision == ""  # a summary from before runs recorded their precision
+    precise = read_run(_run_folder(tmp_path / "bf16", LM_SUMMARY | {"precision": "bf16 autocast"}),
+                       recipe="gpt_small", budget=0.5, seed=1)
+    assert precise.precision == "bf16 autocast"
 
 
 @pytest.mark.parametrize("change, message", [
