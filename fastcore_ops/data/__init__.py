@@ -7,6 +7,7 @@
 
 from .colout import ColOutOptions, colout_batch
 from .device_stage import DeviceAugment, flip_batch
+from .flips import AlternatingFlipOptions
 from .loader import Loader, SkippedImagesWarning, build_loader
 from .padded_crop import PaddedCropOptions, padded_crop_batch
 from .randaugment import RandAugmentOptions, randaugment_batch
@@ -17,4 +18,5 @@ __all__ = [
     "build_loader", "Loader", "SkippedImagesWarning", "DatasetScanWarning",
     "randaugment_batch", "colout_batch", "resize_batch", "flip_batch", "padded_crop_batch",
     "RandAugmentOptions", "ColOutOptions", "PaddedCropOptions", "ProgressiveResize", "DeviceAugment",
+    "AlternatingFlipOptions",
 ]

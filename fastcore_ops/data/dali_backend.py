@@ -27,6 +27,7 @@ from PIL import Image, UnidentifiedImageError
 from fastcore_ops.data.crops import CropPlan, crop_rng
 from fastcore_ops.data.decoded import (DecodedBatch, RunPlan, SkippedFile, give_up_if_nothing_decodes,
                                        replacement_candidates)
+from fastcore_ops.data.flips import alternating_flip
 from fastcore_ops.data.probe import image_format, jpeg_truncation, unusable_reason
 from fastcore_ops.data.shards import read_encoded
 
@@ -111,22 +112,27 @@ class _FeedBatch:
     encoded: list[np.ndarray] = field(default_factory=list)
     labels: list[np.ndarray] = field(default_factory=list)
     windows: list[tuple[int, int, int, int]] = field(default_factory=list)
+    mirrors: list[bool] = field(default_factory=list)
 
-    def add(self, path: str, data: bytes, label: int, window: tuple[int, int, int, int] | None) -> None:
+    def add(self, path: str, data: bytes, label: int, window: tuple[int, int, int, int] | None,
+            mirror: bool) -> None:
         self.kept.append(path)
         self.encoded.append(np.frombuffer(data, np.uint8))
         self.labels.append(np.array(label, np.int64))
         if window is not None:
             self.windows.append(window)
+            self.mirrors.append(mirror)
 
     def outputs(self, with_windows: bool) -> tuple:
-        """Encoded bytes and labels; in training also each crop's anchor and shape, and the run's output size."""
+        """Encoded bytes and labels; in training also each crop's anchor and shape, the run's output size and
+        whether each crop is mirrored."""
         if not with_windows:
             return self.encoded, self.labels
         anchors = [np.array(window[:2], np.int32) for window in self.windows]
         shapes = [np.array(window[2:], np.int32) for window in self.windows]
         sizes = [np.array([self.size, self.size], np.float32)] * len(self.windows)
-        return self.encoded, self.labels, anchors, shapes, sizes
+        mirrors = [np.array(mirror, np.int32) for mirror in self.mirrors]
+        return self.encoded, self.labels, anchors, shapes, sizes, mirrors
 
 
 @dataclass
@@ -136,7 +142,8 @@ class _RunFeeder:
     ``samples`` is cut into runs of ``batch_size``, fed from run ``next_run`` on; run ``i`` is
     decoded at side ``size_of(i)``.
     ``draw_window(width, height, key)`` gives a crop window (x, y, w, h) from a crop key
-    (decoded.py); None decodes whole images. With ``refill``, stand-ins take the places of
+    (decoded.py); None decodes whole images. ``mirrored(path)``: whether that file's crop is
+    mirrored (alternating flips, flips.py). With ``refill``, stand-ins take the places of
     skipped files (decoded.py). Runs whose files were all skipped are not sent to DALI (it cannot
     carry an empty batch); they wait in ``fed`` so the consumer yields them, empty, in place.
     """
@@ -146,6 +153,7 @@ class _RunFeeder:
     next_run: int
     size_of: Callable[[int], int]
     draw_window: Callable[[int, int, tuple[int, ...]], tuple[int, int, int, int]] | None
+    mirrored: Callable[[str], bool]
     refill: bool
     undecodable: dict[str, str]
     verified: set[str]
@@ -182,7 +190,7 @@ class _RunFeeder:
         except _Unusable as reason:
             return str(reason)
         window = self.draw_window(width, height, key) if self.draw_window is not None else None
-        batch.add(path, data, label, window)
+        batch.add(path, data, label, window, self.mirrored(path))
         return None
 
     def _add_stand_ins(self, batch: _FeedBatch, start: int, length: int, skipped: list[SkippedFile]) -> None:
@@ -219,6 +227,7 @@ class DaliBackend:
         crop_scale: tuple[float, float] = (0.08, 1.0),
         crop_ratio: tuple[float, float] = (3 / 4, 4 / 3),
         eval_crop_fraction: float = 0.875,
+        alternating_flip: bool = False,
     ):
         reason = dali_available()
         if reason is not None:
@@ -230,6 +239,7 @@ class DaliBackend:
         self.image_size = image_size
         self.seed = seed
         self.num_workers = num_workers
+        self.alternating_flip = alternating_flip and train
         self.eval_resize = round(image_size / eval_crop_fraction)
         # The files that passed _load's checks, so the JPEG decode check runs once per file. It
         # holds the sample list's own path strings: a set entry per file, about 50 MB for ImageNet.
@@ -273,8 +283,8 @@ class DaliBackend:
         # epochs or from a consumer that stopped early.
         while next_run * self.batch_size < len(samples):
             draw_window = functools.partial(self._crop_window, epoch) if self.train else None
-            feeder = _RunFeeder(samples, self.batch_size, next_run, size_of, draw_window, self.train, undecodable,
-                                self._verified)
+            feeder = _RunFeeder(samples, self.batch_size, next_run, size_of, draw_window,
+                                functools.partial(self._mirrored, epoch), self.train, undecodable, self._verified)
             try:
                 for images, labels, fed in self._decoded(feeder):
                     next_run = fed.index + 1
@@ -323,6 +333,9 @@ class DaliBackend:
         left, top, right, bottom = self._crop_plan.box(width, height, crop_rng(self.seed, epoch, key))
         return left, top, right - left, bottom - top
 
+    def _mirrored(self, epoch: int, path: str) -> bool:
+        return self.alternating_flip and alternating_flip(path, self.seed, epoch)
+
     @property
     def _on_gpu(self) -> bool:
         return self.device.type == "cuda"
@@ -345,26 +358,27 @@ class DaliBackend:
 
         @pipeline_def(**self._pipeline_kwargs(self.batch_size, prefetch=2))
         def decode_crop_resize():
-            # Training also takes each crop window's anchor (x, y) and shape (w, h), in pixels, and
-            # the run's output size.
-            dtypes = [types.UINT8, types.INT64] + ([types.INT32, types.INT32, types.FLOAT] if self.train else [])
+            # Training also takes each crop window's anchor (x, y) and shape (w, h), in pixels, the
+            # run's output size and whether each crop is mirrored.
+            dtypes = [types.UINT8, types.INT64] + ([types.INT32, types.INT32, types.FLOAT, types.INT32]
+                                                   if self.train else [])
             encoded, labels, *window = fn.external_source(
                 source=feeder, num_outputs=len(dtypes), batch=True, dtype=dtypes
             )
             decoder = self._decoder_args(types)
             size = self.image_size
             if self.train:
-                anchor, shape, sizes = window
+                anchor, shape, sizes, mirror = window
                 # Integer anchor and shape are absolute pixels, in the default "WH" axis order.
                 images = fn.decoders.image_slice(encoded, anchor, shape, **decoder)
                 images = fn.resize(images, size=sizes, antialias=True)
-                crop = {}
+                crop = dict(mirror=mirror)
             else:
                 images = fn.decoders.image(encoded, **decoder)
                 images = fn.resize(images, resize_shorter=self.eval_resize, antialias=True)
                 crop = dict(crop=[size, size], crop_pos_x=0.5, crop_pos_y=0.5)
-            # uint8 CHW with no mirror and no normalization: the device stage flips and
-            # normalizes after RandAugment and ColOut, which work on raw pixels.
+            # uint8 CHW with no normalization and no mirror but alternating flips' (flips.py): the
+            # device stage flips at random and normalizes after RandAugment and ColOut, which work on raw pixels.
             images = fn.crop_mirror_normalize(images, dtype=types.UINT8, output_layout="CHW", **crop)
             return images, labels.gpu() if self._on_gpu else labels
 

@@ -19,6 +19,7 @@ from fastcore_ops.data.padded_crop import PaddedCropOptions
 from fastcore_ops.data.dali_backend import DaliBackend, dali_available
 from fastcore_ops.data.decoded import RunPlan, SkippedFile
 from fastcore_ops.data.device_stage import DeviceAugment
+from fastcore_ops.data.flips import AlternatingFlipOptions
 from fastcore_ops.data.order import (batch_count, check_epoch_position, drop_incomplete_batch, epoch_order, mix_seed,
                                      samples_per_rank)
 from fastcore_ops.data.pil_backend import PilBackend, default_num_workers
@@ -176,6 +177,7 @@ def build_loader(
     num_workers: int | None = None,
     channels_last: bool = False,
     flip: bool = True,
+    alternating_flip: AlternatingFlipOptions | None = None,
     randaugment: RandAugmentOptions | None = None,
     colout: ColOutOptions | None = None,
     padded_crop: PaddedCropOptions | None = None,
@@ -195,6 +197,8 @@ def build_loader(
     train: random-resized crops, flips and the chosen augmentations (``padded_crop``: CIFAR's padded
         random crop, with ``crop_scale=(1, 1)`` for whole images); else center crops
         (shorter side to ``image_size / eval_crop_fraction``, then the center ``image_size``).
+    flip: mirror training images, each at random with probability 1/2; with ``alternating_flip``
+        each image in every other epoch instead (flips.py).
     backend: "pil", "dali" or "auto": DALI when ``device`` is CUDA and DALI runs here, else pil.
     shuffle, drop_last: default to ``train``. drop_last drops this rank's last short batch.
     pad: defaults to ``train``. With several ranks and a sample count that does not divide by
@@ -224,6 +228,7 @@ def build_loader(
     if num_workers is not None:
         check_int("num_workers", num_workers, low=0)
     check_bool("train", train)
+    check_bool("flip", flip)
     check_int("crop_cache_mb", crop_cache_mb, low=0)
     if worker_niceness is not None:
         check_int("worker_niceness", worker_niceness, low=0, high=19)
@@ -233,10 +238,11 @@ def build_loader(
     check_interval("crop_ratio", crop_ratio)
     check_number("eval_crop_fraction", eval_crop_fraction, low=0, high=1, low_open=True)
     _check_progressive(progressive_resize, epochs, train, image_size)
+    _check_alternating_flip(alternating_flip, flip, train)
     check_choice("backend", backend, BACKENDS)
     device = torch.device("cpu") if device is None else check_device("device", device)
     rank, world_size = _shard(rank, world_size)
-    stage = DeviceAugment(train=train, flip=flip, randaugment=randaugment, colout=colout, padded_crop=padded_crop,
+    stage = DeviceAugment(train=train, flip=flip and alternating_flip is None, randaugment=randaugment, colout=colout, padded_crop=padded_crop,
                           channels_last=channels_last)
 
     samples, classes = find_samples(source)
@@ -252,7 +258,7 @@ def build_loader(
     workers = default_num_workers() if num_workers is None else num_workers
     common = dict(batch_size=batch_size, train=train, image_size=image_size, device=device, seed=seed,
                   num_workers=workers, crop_scale=tuple(crop_scale), crop_ratio=tuple(crop_ratio),
-                  eval_crop_fraction=eval_crop_fraction)
+                  eval_crop_fraction=eval_crop_fraction, alternating_flip=alternating_flip is not None)
     if name == "pil":
         # On a CPU the decoding workers run the batch stage too (decoded.py says why).
         decoder = PilBackend(**common, stage=stage if device.type == "cpu" else None, crop_cache_mb=crop_cache_mb,
@@ -285,6 +291,19 @@ def _check_progressive(progressive_resize, epochs, train: bool, image_size: int)
         raise ValueError("progressive_resize needs epochs (the length of the run) to know how far training is; pass epochs=")
     _check_epochs(epochs)
     progressive_resize.size(image_size, 0.0)  # raises now if image_size does not fit the schedule
+
+
+def _check_alternating_flip(alternating_flip, flip, train: bool) -> None:
+    if alternating_flip is None:
+        return
+    if not isinstance(alternating_flip, AlternatingFlipOptions):
+        raise TypeError(f"alternating_flip must be an AlternatingFlipOptions or None, "
+                        f"got {type(alternating_flip).__name__}")
+    if not train:
+        raise ValueError("alternating_flip applies to training only; pass train=True or alternating_flip=None")
+    if not flip:
+        raise ValueError("alternating_flip says how training images are flipped, and flip=False turns flips off; "
+                         "pass flip=True or alternating_flip=None")
 
 
 def _shard(rank, world_size) -> tuple[int, int]:

@@ -31,6 +31,7 @@ from fastcore_ops.data.crops import CropPlan, crop_rng
 from fastcore_ops.data.device_stage import DeviceAugment
 from fastcore_ops.data.decoded import (DecodedBatch, RunPlan, SkippedFile, give_up_if_nothing_decodes,
                                        replacement_candidates)
+from fastcore_ops.data.flips import alternating_flip
 from fastcore_ops.data.jpeg_region import Box, decode_region, warn_if_missing
 from fastcore_ops.data.probe import (
     image_format,
@@ -237,8 +238,9 @@ class _RunDecoding(Dataset):
     """
 
     def __init__(self, plan: CropPlan, seed: int, stage: DeviceAugment | None, refill: bool,
-                 slots: SharedBatchSlots | None, crop_cache_bytes: int = 0):
+                 slots: SharedBatchSlots | None, crop_cache_bytes: int = 0, alternating_flip: bool = False):
         self.plan, self.seed, self.stage, self.refill, self.slots = plan, seed, stage, refill, slots
+        self.alternating_flip = alternating_flip
         # The files this process decoded without finding them truncated (each worker has its own
         # copy); a truncated file never gets in, so it is checked, and skipped, every epoch.
         self.known_whole: set[str | ShardMember] = set()
@@ -275,7 +277,14 @@ class _RunDecoding(Dataset):
         return DecodedBatch(images, batch.labels, batch.skipped, augmented=True), slot
 
     def decode(self, path: str | ShardMember, epoch: int, key: tuple[int, ...], size: int) -> np.ndarray:
-        """One file's (3, size, size) uint8 crop (kept ones are shared: do not write to it), or UnusableImage / OSError."""
+        """One file's (3, size, size) uint8 crop, mirrored in the epochs flips.py gives it with alternating flips
+        (it may be a view of a kept crop: do not write to it); or UnusableImage / OSError."""
+        crop = self._crop(path, epoch, key, size)
+        if self.alternating_flip and alternating_flip(path, self.seed, epoch):
+            return crop[:, :, ::-1]
+        return crop
+
+    def _crop(self, path: str | ShardMember, epoch: int, key: tuple[int, ...], size: int) -> np.ndarray:
         rng = crop_rng(self.seed, epoch, key)
         plan = self.plan if size == self.plan.size else replace(self.plan, size=size)
         image_size = self.cache.image_size(path)
@@ -346,7 +355,7 @@ class PilBackend:
 
     build_loader validates the arguments; ``num_workers=0`` decodes in the calling process.
     ``worker_niceness``: how far below the calling process the workers run (default
-    :func:`default_worker_niceness`).
+    :func:`default_worker_niceness`). ``alternating_flip``: mirror training images as flips.py says.
 
     >>> backend = PilBackend(batch_size=64, train=True, image_size=176, seed=0)      # doctest: +SKIP
     >>> batch = next(iter(backend.batches(samples, epoch=0)))                          # doctest: +SKIP
@@ -369,6 +378,7 @@ class PilBackend:
         stage: DeviceAugment | None = None,
         crop_cache_mb: int = 0,
         worker_niceness: int | None = None,
+        alternating_flip: bool = False,
     ):
         warn_if_no_pillow_simd()
         warn_if_missing()
@@ -390,7 +400,8 @@ class PilBackend:
         # cost per epoch) and receive each epoch's runs through the sampler. PyTorch gives each
         # worker one intra-op thread, so a stage run there never oversubscribes the cores.
         self._loader = DataLoader(
-            _RunDecoding(plan, seed, stage, self._refill, self._slots, crop_cache_bytes=crop_cache_mb * 2**20),
+            _RunDecoding(plan, seed, stage, self._refill, self._slots, crop_cache_bytes=crop_cache_mb * 2**20,
+                         alternating_flip=alternating_flip),
             sampler=self._runs,
             batch_size=None,  # items are already batches
             num_workers=self.num_workers,

@@ -14,6 +14,7 @@ from fastcore_ops.data import loader as loader_module
 from fastcore_ops.data import pil_backend
 from fastcore_ops.data.colout import ColOutOptions
 from fastcore_ops.data.device_stage import DeviceAugment
+from fastcore_ops.data.flips import AlternatingFlipOptions, first_flip
 from fastcore_ops.data.order import epoch_order
 from fastcore_ops.data.padded_crop import PaddedCropOptions
 from fastcore_ops.data.pil_backend import PilBackend
@@ -194,6 +195,45 @@ def test_rank_and_world_size_come_from_torch_distributed_when_initialized(number
     assert (loader.rank, loader.world_size, len(loader)) == (1, 3, 2)
 
 
+@pytest.fixture
+def half_dark_tree(make_tree):
+    """Sample i: its left half black, its right half grey of level 10 * i + 5, so a crop tells which file
+    it came from and whether it is mirrored."""
+    tree = {f"c{k}": {} for k in range(CLASSES)}
+    for i in range(NUMBERED):
+        image = Image.new("RGB", (32, 32))
+        image.paste((10 * i + 5,) * 3, (16, 0, 32, 32))
+        tree[f"c{i % CLASSES}"][f"{i:03d}.jpg"] = jpeg_bytes(image, quality=95)
+    return make_tree(tree)
+
+
+def _mirrored_per_sample(images: torch.Tensor) -> dict[int, bool]:
+    pixels = pixels_to_uint8(images).float().mean(dim=(1, 2))  # (n, width): the columns' mean level
+    quarter = pixels.shape[1] // 4  # the outer quarters: resizing blends the columns next to the middle
+    left, right = pixels[:, :quarter].mean(1), pixels[:, -quarter:].mean(1)
+    numbers = ((torch.maximum(left, right) - 5) / 10).round().int().tolist()
+    return dict(zip(numbers, (left > right).tolist()))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_alternating_flips_mirror_each_image_in_every_other_epoch(half_dark_tree, backend):
+    loader = _loader(half_dark_tree, backend, image_size=16, crop_scale=(1.0, 1.0), seed=3,
+                     alternating_flip=AlternatingFlipOptions())
+    seen = []
+    for epoch in range(3):
+        loader.set_epoch(epoch)
+        mirrored = {}
+        for images, _ in loader:
+            mirrored.update(_mirrored_per_sample(images))
+        seen.append(mirrored)
+    assert all(len(mirrored) == 20 and set(mirrored) <= set(range(NUMBERED)) for mirrored in seen)  # drop_last
+    for before, after in zip(seen, seen[1:]):
+        assert all(after[i] != before[i] for i in set(before) & set(after)), "each image the other way round"
+    paths = {int(path.stem): path for path in half_dark_tree.rglob("*.jpg")}
+    assert seen[0] == {i: first_flip(str(paths[i]), seed=3) for i in seen[0]}
+    assert 0 < sum(seen[0].values()) < len(seen[0]), "the first epoch's flips are coins, not all one way"
+
+
 def test_progressive_resize_grows_the_images_over_the_run(coded_tree):
     schedule = ProgressiveResize(initial_scale=0.5, delay_fraction=0.5, finetune_fraction=0.25, size_increment=4)
     loader = _loader(coded_tree(classes=2, per_class=4), "pil", image_size=32, batch_size=4,
@@ -308,6 +348,9 @@ BAD_ARGUMENTS = [
     (dict(device="toaster"), ValueError, "device 'toaster' is not a device name; use cpu, cuda or cuda:N"),
     (dict(device=0.5), TypeError, "device must be a torch.device or a name.*got float 0.5"),
     (dict(flip="no"), TypeError, "flip must be a bool"),
+    (dict(alternating_flip=True), TypeError, "alternating_flip must be an AlternatingFlipOptions or None"),
+    (dict(alternating_flip=AlternatingFlipOptions(), train=False), ValueError, "alternating_flip applies to training"),
+    (dict(alternating_flip=AlternatingFlipOptions(), flip=False), ValueError, "pass flip=True or alternating_flip"),
     (dict(crop_cache_mb=-1), ValueError, "crop_cache_mb must be an int >= 0, got -1"),
     (dict(worker_niceness=20), ValueError, "worker_niceness must be an int in"),
     (dict(worker_niceness=-1), ValueError, "worker_niceness must be an int in"),

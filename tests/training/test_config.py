@@ -162,6 +162,17 @@ def test_saved_config_loads_back_equal_through_json_and_the_hash_follows_the_fie
         assert config_hash(override(config, [change])) != config_hash(config), change
 
 
+def test_a_method_registered_later_changes_no_stored_hash_until_it_is_turned_on():
+    """Run folders, results.json and costs.json store hashes; alternating_flip was registered after them."""
+    assert config_hash(TrainConfig()) == "c99bca698de7"  # the default configuration's hash before
+    flipped = override(TrainConfig(), ["methods.alternating_flip={}"])
+    assert config_hash(flipped) != config_hash(TrainConfig())
+    assert config_hash(override(flipped, ["methods.alternating_flip=None"])) == "c99bca698de7"
+    with pytest.raises(ValueError, match=re.escape("data.flip=False turns flips off; set data.flip=True or "
+                                                   "methods.alternating_flip=None")):
+        override(flipped, ["data.flip=False"])
+
+
 def test_a_run_folder_of_the_layout_before_the_method_registry_is_refused_with_its_reason():
     values = to_dict(TrainConfig())
     values["model"]["surgeries"] = ["blurpool"]

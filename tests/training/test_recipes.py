@@ -306,10 +306,10 @@ def test_recipes_train_with_the_values_they_had_before_the_options_moved(name, t
                          if field.startswith("data.") and field.removeprefix("data.") in train_loader}
     expected_loaders = before["build_loader"] | {"train": train_loader | changed_arguments}
     loaders = _loader_arguments(config, tmp_path, monkeypatch)
-    # Loader arguments added since the recording (padded_crop) must be off: None.
+    # Loader arguments added since the recording (padded_crop, alternating_flip) must be off: None.
     added = {(which, key): value for which, arguments in loaders.items() for key, value in arguments.items()
              if key not in expected_loaders[which]}
-    assert added == {("train", "padded_crop"): None}
+    assert added == {("train", "padded_crop"): None, ("train", "alternating_flip"): None}
     assert {which: {k: v for k, v in arguments.items() if (which, k) not in added}
             for which, arguments in loaders.items()} == expected_loaders
     assert plan_methods(config).leaves_parameters_unused == before["may_leave_parameters_unused"]

@@ -18,7 +18,8 @@ import logging
 from torch import nn
 
 from fastcore_ops import apply_surgery
-from fastcore_ops.data import ColOutOptions, PaddedCropOptions, ProgressiveResize, RandAugmentOptions
+from fastcore_ops.data import (AlternatingFlipOptions, ColOutOptions, PaddedCropOptions, ProgressiveResize,
+                               RandAugmentOptions)
 from fastcore_ops.surgery import check_surgeries
 from fastcore_ops.surgery.alibi import ALiBiOptions
 from fastcore_ops.surgery.blurpool import BlurPoolOptions
@@ -74,8 +75,16 @@ def _check_resize_increment(options: ProgressiveResize, config) -> None:
                          f"{config.data.train_size}, got {options.size_increment}")
 
 
+def _check_flips_on(options: AlternatingFlipOptions, config) -> None:
+    if not config.data.flip:
+        raise ValueError("methods.alternating_flip says how training images are flipped, and data.flip=False turns "
+                         "flips off; set data.flip=True or methods.alternating_flip=None")
+
+
 # The loader's batch stage, each a keyword of fastcore_ops.data.build_loader by the method's name.
 register_method("padded_crop", stage="loader", order=10, tasks=IMAGES)(PaddedCropOptions)
+register_method("alternating_flip", stage="loader", order=15, tasks=IMAGES, check=_check_flips_on)(
+    AlternatingFlipOptions)
 register_method("randaugment", stage="loader", order=20, tasks=IMAGES)(RandAugmentOptions)
 register_method("colout", stage="loader", order=30, tasks=IMAGES)(ColOutOptions)
 register_method("progressive_resize", stage="loader", order=40, tasks=IMAGES, check=_check_resize_increment)(
