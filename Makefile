@@ -5,7 +5,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test peers clean
+.PHONY: demo test peers gpu-check clean
 
 $(INSTALLED): setup.py fastcore_ops/data/_jpeg_region.c
 	test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -36,6 +36,12 @@ demo: $(INSTALLED)
 # tests are listed at the end: the suite must stay under 20 minutes.
 test: $(INSTALLED) $(PEERS)
 	FASTCORE_OPS_INTERPRET=1 $(PYTHON) -m pytest -q --durations=15
+
+# A GPU user's first command: checks and times everything GPU-specific (benchmarks/gpu_check) in at most
+# a few minutes, with whatever Python holds torch and Triton (nothing is installed); without CUDA it
+# runs its small mode. It writes gpu_check.md, .json and kernels.png into a new run folder.
+gpu-check:
+	PYTHONPATH=. $(or $(wildcard $(PYTHON)),python3) -m benchmarks.gpu_check --out runs/gpu-check/$$(date +%Y%m%d-%H%M%S)
 
 clean:
 	rm -rf $(VENV) .peers *.egg-info .pytest_cache .hypothesis

@@ -53,6 +53,19 @@ def test_alibi_sdpa_bias_path_matches_the_reference():
     torch.testing.assert_close(alibi._sdpa_with_bias(q, k, v), reference, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
+@pytest.mark.parametrize("length_q, length_k", [(40, 40), (24, 56)])
+def test_the_flex_attention_path_computes_alibi_attention(length_q, length_k):
+    """Eager here: FlexAttention's backward does not run on a CPU, so the benchmark times it on CUDA only."""
+    from benchmarks.kernels import alibi
+
+    q = torch.randn(1, 12, length_q, 64)
+    k, v = (torch.randn(1, 12, length_k, 64) for _ in range(2))
+    reference = alibi.alibi_attention_reference(q, k, v, is_causal=True)
+    torch.testing.assert_close(alibi.flex_alibi(q, k, v, compiled=False), reference, atol=1e-5, rtol=1e-5)
+    assert "flex" not in alibi.cases(torch.float32, torch.device("cpu"), tiny=True)[0].others
+
+
 def _stranger(folder):
     folder.mkdir()
     (folder / "kernels.csv").write_text("a table of my own")

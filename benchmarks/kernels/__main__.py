@@ -26,9 +26,12 @@ from . import Case, alibi, bce, blurpool, ghost_batchnorm
 log = logging.getLogger("benchmarks.kernels")
 
 
-def all_cases(batch: int, dtype: torch.dtype, device: torch.device, only: set[str] | None) -> list[Case]:
-    found = (blurpool.cases(batch, dtype, device) + bce.cases(dtype, device)
-             + ghost_batchnorm.cases(batch, dtype, device) + alibi.cases(dtype, device))
+def all_cases(batch: int, dtype: torch.dtype, device: torch.device, only: set[str] | None,
+              tiny: bool = False) -> list[Case]:
+    """Every kernel's cases at ``batch`` (the CNN kernels'), or with ``tiny`` at the small sizes
+    Triton's interpreter gets through in seconds; ``only``: the kernels to keep (None: all)."""
+    found = (blurpool.cases(batch, dtype, device, tiny) + bce.cases(dtype, device, tiny)
+             + ghost_batchnorm.cases(batch, dtype, device, tiny) + alibi.cases(dtype, device, tiny))
     unknown = sorted((only or set()) - {case.kernel for case in found})
     if unknown:
         raise ValueError(f"--kernels: unknown {', '.join(unknown)}; choose from "
@@ -55,7 +58,9 @@ def _forward_backward(fn, inputs):
     return run
 
 
-def measure(case: Case, device: torch.device, time_ours: bool) -> dict:
+def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: float = 2.0) -> dict:
+    """One row of ``case``: both sides' times, traffic, bandwidth and peak memory (on CUDA); ``cpu_budget_s``:
+    the time each CPU timing may take (see benchmarks.timing.time_samples_ms)."""
     inputs = case.make_inputs()
     row = {"kernel": case.kernel, "size": case.size}
     timed = {"ref": case.reference, **case.others, **({"ours": case.ours} if time_ours else {})}
@@ -67,7 +72,7 @@ def measure(case: Case, device: torch.device, time_ours: bool) -> dict:
         row[f"ours_{mode}_model_MB"] = ours_bytes / 1e6
         row[f"{mode}_traffic_ratio"] = ref_bytes / ours_bytes
         for name, fn in timed.items():
-            row[f"{name}_{mode}_ms"] = time_ms(runner(fn, inputs), device)
+            row[f"{name}_{mode}_ms"] = time_ms(runner(fn, inputs), device, cpu_budget_s)
             if case.flops is not None:
                 row[f"{name}_{mode}_TFLOPs"] = case.flops[0 if mode == "fwd" else 1] / row[f"{name}_{mode}_ms"] / 1e9
         if time_ours:
@@ -113,7 +118,8 @@ def _format_table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _plot(rows: list[dict], on_gpu: bool, path: Path) -> None:
+def plot_speedups(rows: list[dict], on_gpu: bool, path: Path) -> None:
+    """A bar per row: the measured forward+backward speed-up on a GPU, else the modelled traffic ratio."""
     from training.figures import plt
 
     key, title = (("fwd_bwd_speedup", "measured speedup, forward+backward") if on_gpu
@@ -191,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         writer = csv.DictWriter(f, fieldnames=sorted({k for row in rows for k in row}))
         writer.writeheader()
         writer.writerows(rows)
-    _plot(rows, on_gpu, args.out / "kernels.png")
+    plot_speedups(rows, on_gpu, args.out / "kernels.png")
     print(f"Wrote {args.out / 'kernels.csv'}, {args.out / 'kernels.json'} and {args.out / 'kernels.png'}")
     return 0
 

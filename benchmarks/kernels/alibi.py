@@ -7,7 +7,9 @@ Timed against two materialised-bias paths and one speed limit:
   explicit ``attn_mask``, built once and cached (the strongest unfused path: PyTorch's efficient
   attention with an additive mask);
 - ``sdpa``: ``F.scaled_dot_product_attention(is_causal=True)`` with no bias at all, which runs
-  FlashAttention: the speed limit ALiBi should come close to.
+  FlashAttention: the speed limit ALiBi should come close to;
+- ``flex``: FlexAttention, compiled, with the ALiBi bias as its score modification and a causal
+  block mask (on CUDA, where the installed torch has it: its backward does not run on a CPU).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ HEADS, HEAD_DIM = 12, 64
 GPU_BATCH, GPU_LENGTHS = 8, (512, 1024, 2048, 4096, 8192)
 # The CPU reference stores B·H·T² fp32 scores several times over; 2048 keeps it within memory and minutes.
 CPU_BATCH, CPU_LENGTHS = 1, (512, 1024, 2048)
+TINY = 1, (24,)  # the small mode's, which runs Triton's interpreter: not a multiple of a block
 
 
 def _attended_pairs(tq: int, tk: int, causal: bool) -> int:
@@ -84,9 +87,48 @@ def _sdpa_without_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tor
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
-def cases(dtype: torch.dtype, device: torch.device) -> list[Case]:
+@functools.cache
+def _compiled_flex_attention():
+    from torch.nn.attention.flex_attention import flex_attention
+
+    return torch.compile(flex_attention, dynamic=False)
+
+
+@functools.lru_cache(maxsize=8)
+def _causal_block_mask(tq: int, tk: int, device: torch.device):
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    return create_block_mask(lambda b, h, q, k: q + (tk - tq) >= k, None, None, tq, tk, device=device)
+
+
+def flex_alibi(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, compiled: bool = True) -> torch.Tensor:
+    """Causal ALiBi attention through FlexAttention: the bias as a score modification, the mask as block sparsity.
+
+    ``compiled``: through ``torch.compile`` (how FlexAttention is fast), else eager (a CPU check of its values).
+    """
+    from torch.nn.attention.flex_attention import flex_attention
+
+    tq, tk = q.shape[2], k.shape[2]
+    slopes = alibi_slopes(q.shape[1], q.device)
+
+    def alibi_bias(score, b, h, query, key):
+        return score - slopes[h] * (query + (tk - tq) - key).abs()
+
+    attend = _compiled_flex_attention() if compiled else flex_attention
+    return attend(q, k, v, score_mod=alibi_bias, block_mask=_causal_block_mask(tq, tk, q.device))
+
+
+def _flex_available(device: torch.device) -> bool:
+    try:
+        import torch.nn.attention.flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return device.type == "cuda"
+
+
+def cases(dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[Case]:
     on_gpu = device.type == "cuda"
-    batch, lengths = (GPU_BATCH, GPU_LENGTHS) if on_gpu else (CPU_BATCH, CPU_LENGTHS)
+    batch, lengths = TINY if tiny else (GPU_BATCH, GPU_LENGTHS) if on_gpu else (CPU_BATCH, CPU_LENGTHS)
     result = []
     for length in lengths:
         shape = (batch, HEADS, length, HEAD_DIM)
@@ -101,6 +143,7 @@ def cases(dtype: torch.dtype, device: torch.device) -> list[Case]:
             lambda q, k, v: alibi_attention_reference(q, k, v, is_causal=True),
             ours, reference,
             flops=_flops(batch, HEADS, length, length, HEAD_DIM, causal=True),
-            others={"sdpa_bias": _sdpa_with_bias, "sdpa": _sdpa_without_bias},
+            others={"sdpa_bias": _sdpa_with_bias, "sdpa": _sdpa_without_bias,
+                    **({"flex": flex_alibi} if _flex_available(device) else {})},
         ))
     return result

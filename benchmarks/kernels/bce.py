@@ -11,6 +11,7 @@ from . import Case, Traffic, element_size
 
 SIZES = [(2048, 1000), (2048, 32000)]
 SMOOTHING = 0.1
+TINY = [(37, 11)]  # the small mode's, which runs Triton's interpreter
 
 
 def _reference_traffic(n: int, c: int, b: int, index_target: bool) -> Traffic:
@@ -29,10 +30,10 @@ def _reference_traffic(n: int, c: int, b: int, index_target: bool) -> Traffic:
     return Traffic(forward, forward + backward + upcast, temporaries)
 
 
-def cases(dtype: torch.dtype, device: torch.device) -> list[Case]:
+def cases(dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[Case]:
     b = element_size(dtype)
     result = []
-    for n, c in SIZES:
+    for n, c in TINY if tiny else SIZES:
         for index_target in (True, False):
             def make(n=n, c=c, index_target=index_target):
                 logits = torch.randn(n, c, device=device, dtype=dtype).requires_grad_()

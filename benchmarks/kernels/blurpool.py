@@ -14,6 +14,8 @@ from . import Case, Traffic, element_size
 STRIDED_CONV_INPUTS = [(128, 56), (256, 28), (512, 14), (256, 56), (512, 28), (1024, 14)]
 # The stem's max pool input, which blur_maxpool2d replaces.
 MAXPOOL_INPUT = (64, 112)
+# (strided conv inputs, max pool input) of the small mode, which runs Triton's interpreter: odd sides.
+TINY = ([(16, 15)], (4, 9))
 
 
 def _make(shape, dtype, layout, device):
@@ -24,11 +26,12 @@ def _make(shape, dtype, layout, device):
     return make
 
 
-def cases(batch: int, dtype: torch.dtype, device: torch.device) -> list[Case]:
+def cases(batch: int, dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[Case]:
     b = element_size(dtype)
+    strided_inputs, maxpool_input = TINY if tiny else (STRIDED_CONV_INPUTS, MAXPOOL_INPUT)
     result = []
     for layout, layout_name in ((torch.channels_last, "nhwc"), (torch.contiguous_format, "nchw")):
-        for channels, size in STRIDED_CONV_INPUTS:
+        for channels, size in strided_inputs:
             full = batch * channels * size * size * b
             half = batch * channels * ((size - 1) // 2 + 1) ** 2 * b
             # Both read the input once and write the strided output once; backward reads the
@@ -40,7 +43,7 @@ def cases(batch: int, dtype: torch.dtype, device: torch.device) -> list[Case]:
                 _make((batch, channels, size, size), dtype, layout, device),
                 lambda x: blurpool2d(x, 2), lambda x: blurpool2d_reference(x, 2), traffic, traffic,
             ))
-        channels, size = MAXPOOL_INPUT
+        channels, size = maxpool_input
         full = batch * channels * size * size
         half = batch * channels * (size // 2) ** 2
         ours = Traffic(

@@ -1,0 +1,93 @@
+"""What a part of the GPU check is, the mode it runs in, and how it records what it finds.
+
+Each part is a module with ``run(mode: Mode, record: Recorder) -> None``; the check runs each
+in a process of its own (``python -m benchmarks.gpu_check.part``), so a part that crashes,
+hangs or overruns its budget costs only itself. The recorder writes its file after every row,
+so a part stopped at its budget still reports the rows it finished.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+
+@dataclass(frozen=True)
+class Mode:
+    """Where the parts run: ``small`` is the CPU mode (Triton's interpreter, tiny sizes), else a CUDA GPU."""
+
+    small: bool
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu" if self.small else "cuda")
+
+    @property
+    def dtypes(self) -> tuple[torch.dtype, ...]:
+        """The storage dtypes the kernels are checked in; the interpreter computes bf16 wrongly, so not in small mode."""
+        return (torch.float32, torch.float16) if self.small else (torch.float32, torch.float16, torch.bfloat16)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of the check: its module (``run(mode, record)``), what it answers, and its time budgets in seconds."""
+
+    name: str
+    title: str
+    module: str
+    budget_s: float  # on a GPU
+    small_budget_s: float  # in small mode, on 2 CPU cores
+
+    def budget(self, mode: Mode) -> float:
+        return self.small_budget_s if mode.small else self.budget_s
+
+
+@dataclass
+class Recorder:
+    """A part's findings: table rows and notes, written to ``path`` as JSON after each change.
+
+        >>> record = Recorder(Path("part.json"))  # doctest: +SKIP
+        >>> record.row(kernel="blurpool2d", passed=True)  # doctest: +SKIP
+    """
+
+    path: Path
+    rows: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def row(self, **values) -> None:
+        """Add one row of the part's table (numbers, strings, booleans or None)."""
+        self.rows.append({key: _plain(value) for key, value in values.items()})
+        self.save()
+
+    def note(self, text: str) -> None:
+        """Add one sentence the report prints under the part's table."""
+        self.notes.append(text)
+        self.save()
+
+    def save(self) -> None:
+        partial = self.path.with_name(self.path.name + ".partial")
+        partial.write_text(json.dumps({"rows": self.rows, "notes": self.notes}, indent=1) + "\n")
+        partial.replace(self.path)  # whole or absent, even when the part is killed mid-write
+
+
+def _plain(value):
+    """``value`` as JSON holds it: a tensor's number, a dtype's name; a float that is not finite as None."""
+    if isinstance(value, torch.Tensor):
+        value = value.item()
+    if isinstance(value, torch.dtype):
+        return str(value).removeprefix("torch.")
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+PARTS = (
+    Part("correctness", "Every Triton kernel against its reference, forward and backward",
+         "benchmarks.gpu_check.correctness", budget_s=90, small_budget_s=30),
+    Part("kernels", "Each kernel against the PyTorch ops it replaces: time, bandwidth, memory",
+         "benchmarks.gpu_check.kernel_speed", budget_s=150, small_budget_s=30),
+)

@@ -1,0 +1,1 @@
+"""Stand-in parts of the GPU check, for its tests: one reports, one raises, one never ends."""

@@ -1,0 +1,64 @@
+"""The GPU check in its small mode (the suite's machines have no GPU): every part reports, a failing one alone."""
+
+import json
+
+import pytest
+
+from benchmarks.gpu_check.__main__ import main
+from benchmarks.gpu_check.parts import PARTS, Part
+
+
+def _stand_in(name: str, budget: float = 60) -> Part:
+    return Part(name, f"the {name} part", f"tests.gpu_check_parts.{name}", budget_s=budget, small_budget_s=budget)
+
+
+def test_the_small_mode_runs_every_part_and_says_so_first(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "--small"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("gpu_check: small mode (--small): Triton's interpreter on the CPU")
+    report = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert report["mode"] == "small" and report["environment"]["torch"]
+    parts = {part["name"]: part for part in report["parts"]}
+    assert list(parts) == [part.name for part in PARTS] and all(part["status"] == "ok" for part in parts.values())
+    checked = parts["correctness"]["rows"]
+    assert {row["kernel"] for row in checked} == {"blurpool2d", "blur_maxpool2d", "bce_with_logits",
+                                                  "ghost_batch_norm", "alibi_attention"}
+    assert {row["dtype"] for row in checked} == {"float32", "float16"} and all(row["passed"] for row in checked)
+    timed = parts["kernels"]["rows"]
+    assert {row["kernel"] for row in timed} == {row["kernel"] for row in checked}
+    assert all(row["ours_fwd_bwd_ms"] > 0 and row["meets_goal"] is None for row in timed)
+    markdown = (tmp_path / "gpu_check.md").read_text()
+    assert all(f". {part.title}" in markdown for part in PARTS)
+    assert (tmp_path / "kernels.png").stat().st_size > 10_000
+
+
+def test_a_part_that_fails_or_overruns_is_recorded_and_the_others_still_report(tmp_path, capsys):
+    parts = [_stand_in("raises"), _stand_in("hangs", budget=8), _stand_in("reports")]
+    assert main(["--out", str(tmp_path)], parts=parts) == 1
+    results = {part["name"]: part for part in json.loads((tmp_path / "gpu_check.json").read_text())["parts"]}
+    assert results["raises"]["status"] == "failed"
+    assert results["raises"]["error"] == "RuntimeError: this part broke on purpose"
+    assert results["raises"]["rows"] == [{"checked": "before the failure"}]
+    assert results["hangs"]["status"] == "over budget" and 8 <= results["hangs"]["seconds"] < 30
+    assert results["hangs"]["error"] == "stopped at its budget of 8 s after 1 row"
+    assert results["reports"]["status"] == "ok" and results["reports"]["notes"] == ["A note under the table."]
+    markdown = (tmp_path / "gpu_check.md").read_text()
+    assert "**failed** in" in markdown and "this part broke on purpose" in markdown and "**over budget**" in markdown
+    assert "| before the failure |" in markdown and "A note under the table." in markdown
+    assert "  raises: failed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--parts", "correctnes"], "--parts: unknown part 'correctnes'; accepted: correctness, kernels"),
+    (["--out", "{stranger}"], "holds files that python -m benchmarks.gpu_check did not write"),
+])
+def test_a_refused_check_says_why_in_one_line_and_writes_nothing(arguments, message, tmp_path, capsys):
+    stranger = tmp_path / "stranger"
+    stranger.mkdir()
+    (stranger / "notes.txt").write_text("mine")
+    out = tmp_path / "out"
+    arguments = [argument.format(stranger=stranger) for argument in arguments]
+    assert main(arguments if "--out" in arguments else [*arguments, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not out.exists() and [path.name for path in stranger.iterdir()] == ["notes.txt"]
