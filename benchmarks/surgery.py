@@ -48,27 +48,31 @@ def _surgeries_for(task: str) -> list[str]:
     return [method.name for method in methods_of("surgery") if method.applies_to(task)]
 
 
-def _resnet50(batch_size: int, image_size: int) -> Workload:
+def resnet_workload(batch_size: int, image_size: int, name: str = "resnet50") -> Workload:
+    """A torchvision ResNet (``name``: resnet50, resnet18, ...) on random ``image_size`` images, 1000 classes."""
     def batch(device):
         x = torch.randn(batch_size, 3, image_size, image_size, device=device)
         return x.contiguous(memory_format=torch.channels_last), torch.randint(0, 1000, (batch_size,), device=device)
 
     return Workload(
-        "resnet50", torchvision.models.resnet50, _surgeries_for("image_classification"), batch,
+        name, getattr(torchvision.models, name), _surgeries_for("image_classification"), batch,
         lambda model, b: nn.functional.cross_entropy(model(b[0]), b[1]), "images/s",
     )
 
 
-def _gpt2(batch_size: int, sequence: int) -> Workload:
+def gpt2_workload(batch_size: int, sequence: int, name: str = "gpt2-small", **config) -> Workload:
+    """GPT-2 from transformers (small, or ``config``'s GPT2Config fields) on random token sequences."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
+    model_config = GPT2Config(**config)
+
     def batch(device):
-        return (torch.randint(0, 50257, (batch_size, sequence), device=device),)
+        return (torch.randint(0, model_config.vocab_size, (batch_size, sequence), device=device),)
 
     def loss(model, b):
         return model(input_ids=b[0], labels=b[0]).loss
 
-    return Workload("gpt2-small", lambda: GPT2LMHeadModel(GPT2Config()), _surgeries_for("language_model"), batch, loss,
+    return Workload(name, lambda: GPT2LMHeadModel(model_config), _surgeries_for("language_model"), batch, loss,
                     "tokens/s")
 
 
@@ -80,7 +84,7 @@ def _step_flops(model: nn.Module, loss_fn, batch) -> int:
     return counter.get_total_flops()
 
 
-def _throughput(model, loss_fn, batch, items: int, device, steps: int) -> float:
+def _throughput(model, loss_fn, batch, items: int, device, steps: int, autocast: torch.dtype | None) -> float:
     """Items per second of the median training step, after two warm-up steps.
 
     The median, not the mean: on a shared CPU one slow step (another process, the allocator
@@ -91,7 +95,9 @@ def _throughput(model, loss_fn, batch, items: int, device, steps: int) -> float:
     def step() -> float:
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss_fn(model, batch).backward()
+        with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
+            loss = loss_fn(model, batch)
+        loss.backward()
         optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -101,7 +107,9 @@ def _throughput(model, loss_fn, batch, items: int, device, steps: int) -> float:
     return items / statistics.median(step() for _ in range(steps))
 
 
-def measure(workload: Workload, surgery: str | None, device, steps: int) -> dict:
+def measure(workload: Workload, surgery: str | None, device, steps: int, autocast: torch.dtype | None = None) -> dict:
+    """``workload``'s model after ``surgery`` (None: as built): size, FLOPs of a step and training throughput,
+    under ``autocast`` to that dtype when given."""
     torch.manual_seed(0)
     model = workload.build().to(device)
     if surgery is not None:
@@ -116,7 +124,7 @@ def measure(workload: Workload, surgery: str | None, device, steps: int) -> dict
         "surgery": surgery or "(none)",
         "parameters_M": sum(p.numel() for p in model.parameters()) / 1e6,
         "step_GFLOPs": _step_flops(model, workload.loss, batch) / 1e9,
-        "throughput": _throughput(model, workload.loss, batch, items, device, steps),
+        "throughput": _throughput(model, workload.loss, batch, items, device, steps, autocast),
         "unit": workload.unit,
     }
 
@@ -148,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         return cli.refuse(error)
     gpu = device.type == "cuda"
     workloads = {
-        "resnet50": lambda: _resnet50(args.batch or (64 if gpu else 8), args.image_size or (224 if gpu else 128)),
-        "gpt2-small": lambda: _gpt2(args.batch or (8 if gpu else 2), args.sequence or (1024 if gpu else 256)),
+        "resnet50": lambda: resnet_workload(args.batch or (64 if gpu else 8), args.image_size or (224 if gpu else 128)),
+        "gpt2-small": lambda: gpt2_workload(args.batch or (8 if gpu else 2), args.sequence or (1024 if gpu else 256)),
     }
     available = {s["name"] for s in list_surgeries()}
     runs = [(workloads[name](), surgery) for name in chosen for surgery in [None] + workloads[name]().surgeries

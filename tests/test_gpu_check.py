@@ -27,6 +27,15 @@ def test_the_small_mode_runs_every_part_and_says_so_first(tmp_path, capsys):
     timed = parts["kernels"]["rows"]
     assert {row["kernel"] for row in timed} == {row["kernel"] for row in checked}
     assert all(row["ours_fwd_bwd_ms"] > 0 and row["meets_goal"] is None for row in timed)
+    surgeries = parts["surgery"]["rows"]
+    assert {row["surgery"] for row in surgeries} >= {"(none)", "blurpool", "alibi"}
+    assert all(row["throughput"] > 0 for row in surgeries)
+    loaders = [row["loader"] for row in parts["loader"]["rows"]]
+    assert loaders[0].startswith("torchvision") and any(name.startswith("ours (pil)") for name in loaders)
+    assert all(row["images"] > 0 for row in parts["loader"]["rows"])
+    recipes = {row["recipe"]: row for row in parts["training"]["rows"]}
+    assert list(recipes) == ["resnet50_baseline", "resnet50_mild", "gpt_baseline", "gpt_alibi"]
+    assert recipes["gpt_alibi"]["against"] == "gpt_baseline" and recipes["gpt_alibi"]["items_per_second"] > 0
     markdown = (tmp_path / "gpu_check.md").read_text()
     assert all(f". {part.title}" in markdown for part in PARTS)
     assert (tmp_path / "kernels.png").stat().st_size > 10_000
@@ -49,7 +58,7 @@ def test_a_part_that_fails_or_overruns_is_recorded_and_the_others_still_report(t
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (["--parts", "correctnes"], "--parts: unknown part 'correctnes'; accepted: correctness, kernels"),
+    (["--parts", "correctnes"], "--parts: unknown part 'correctnes'; accepted: correctness, kernels, surgery, loader, training"),
     (["--out", "{stranger}"], "holds files that python -m benchmarks.gpu_check did not write"),
 ])
 def test_a_refused_check_says_why_in_one_line_and_writes_nothing(arguments, message, tmp_path, capsys):

@@ -65,9 +65,10 @@ def run_part(part: Part, mode: Mode, folder: Path) -> dict:
     path = folder / f"{part.name}.json"
     command = [sys.executable, "-m", "benchmarks.gpu_check.part", part.module, str(path)]
     command += ["--small"] if mode.small else []
-    environment_variables = dict(os.environ, FASTCORE_OPS_INTERPRET="1" if mode.small else "0",
+    interpret = mode.small and part.interpreted
+    environment_variables = dict(os.environ, FASTCORE_OPS_INTERPRET="1" if interpret else "0",
                                  PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
-    if not mode.small:
+    if not interpret:
         environment_variables.pop("TRITON_INTERPRET", None)
     started = time.perf_counter()
     process = subprocess.Popen(command, env=environment_variables, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

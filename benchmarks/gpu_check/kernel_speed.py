@@ -8,6 +8,8 @@ materialized-bias reference, Ghost BatchNorm 4x the per-chunk loop Composer runs
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from benchmarks.gpu_check.parts import Mode, Recorder
@@ -27,13 +29,28 @@ def copy_bandwidth_gbs(device: torch.device, megabytes: int) -> float:
     return 2 * source.numel() / milliseconds / 1e6
 
 
+def round_robin(cases: list) -> list:
+    """``cases`` with each kernel's first case first, then each one's second, ...: a part stopped at its budget
+    has timed every kernel at least once.
+
+        >>> from types import SimpleNamespace as Case
+        >>> [case.kernel for case in round_robin([Case(kernel="a"), Case(kernel="a"), Case(kernel="b")])]
+        ['a', 'b', 'a']
+    """
+    by_kernel: dict[str, list] = {}
+    for case in cases:
+        by_kernel.setdefault(case.kernel, []).append(case)
+    rounds = itertools.zip_longest(*by_kernel.values())
+    return [case for one_round in rounds for case in one_round if case is not None]
+
+
 def run(mode: Mode, record: Recorder) -> None:
     """Time every case (tiny ones in small mode) in fp16 and bf16 on a GPU, fp32 in small mode; one row each."""
     device = mode.device
     copy_gbs = copy_bandwidth_gbs(device, 16 if mode.small else 1024)
     record.note(f"Measured copy bandwidth: {copy_gbs:.0f} GB/s (device-to-device, read + write).")
     for dtype in (torch.float32,) if mode.small else (torch.float16, torch.bfloat16):
-        for case in all_cases(1 if mode.small else 256, dtype, device, None, tiny=mode.small):
+        for case in round_robin(all_cases(1 if mode.small else 256, dtype, device, None, tiny=mode.small)):
             _time_case(case, dtype, mode, copy_gbs, record)
     if mode.small:
         record.note("Small mode: the kernels ran through Triton's interpreter on the CPU, so every time and speed-up "

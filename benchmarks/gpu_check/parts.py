@@ -41,6 +41,9 @@ class Part:
     module: str
     budget_s: float  # on a GPU
     small_budget_s: float  # in small mode, on 2 CPU cores
+    # In small mode, whether the kernels run through Triton's interpreter; the parts that time whole
+    # models run the kernels' PyTorch references there instead, which the interpreter would take minutes over.
+    interpreted: bool = True
 
     def budget(self, mode: Mode) -> float:
         return self.small_budget_s if mode.small else self.budget_s
@@ -85,9 +88,16 @@ def _plain(value):
     return value
 
 
+# On a GPU the budgets add up to 330 s: with start-up, the check ends within 6 minutes.
 PARTS = (
     Part("correctness", "Every Triton kernel against its reference, forward and backward",
-         "benchmarks.gpu_check.correctness", budget_s=90, small_budget_s=30),
+         "benchmarks.gpu_check.correctness", budget_s=60, small_budget_s=30),
     Part("kernels", "Each kernel against the PyTorch ops it replaces: time, bandwidth, memory",
-         "benchmarks.gpu_check.kernel_speed", budget_s=150, small_budget_s=30),
+         "benchmarks.gpu_check.kernel_speed", budget_s=120, small_budget_s=30),
+    Part("surgery", "ResNet-50 and GPT-2 small: training steps per second before and after each surgery",
+         "benchmarks.gpu_check.surgery_speed", budget_s=60, small_budget_s=30, interpreted=False),
+    Part("loader", "The loader with its batch stage on the device, against torchvision's DataLoader",
+         "benchmarks.gpu_check.loader_speed", budget_s=50, small_budget_s=30, interpreted=False),
+    Part("training", "The recipes' training steps: ResNet-50 baseline against Mild, GPT against GPT with ALiBi",
+         "benchmarks.gpu_check.training_steps", budget_s=40, small_budget_s=30, interpreted=False),
 )
