@@ -8,7 +8,10 @@ fixtures its docstring examples use are here.
 
 import os
 
-os.environ.setdefault("FASTCORE_OPS_INTERPRET", "1")
+import torch
+
+# The interpreter only where there is no GPU to compile for, unless the caller set the variable.
+os.environ.setdefault("FASTCORE_OPS_INTERPRET", "0" if torch.cuda.is_available() else "1")
 
 import fastcore_ops  # noqa: E402, F401
 import pytest  # noqa: E402
