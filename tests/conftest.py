@@ -42,3 +42,11 @@ def torch_threads(count: int):
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def pytest_collection_modifyitems(items):
+    """Mark ``gpu`` the tests that run on CUDA where there is a GPU: those of the kernels and those taking the
+    ``device`` fixture. ``pytest -m gpu`` runs them alone, the first thing to run on a GPU machine."""
+    for item in items:
+        if item.nodeid.startswith("tests/kernels/") or "device" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.gpu)
