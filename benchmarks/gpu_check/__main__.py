@@ -145,7 +145,8 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--out", type=Path, required=True, help="folder for gpu_check.md, .json and the plots")
     parser.add_argument("--small", action="store_true",
                         help="the small mode even where CUDA is present (the default without CUDA)")
-    parser.add_argument("--parts", help=f"comma-separated parts to run (default all): {', '.join(p.name for p in PARTS)}")
+    parser.add_argument("--parts",
+                        help=f"comma-separated parts to run (default all): {', '.join(p.name for p in PARTS)}")
     return parser.parse_args(argv)
 
 

@@ -107,7 +107,8 @@ def _ghost_cases(small: bool) -> list[Case]:
             cases.append(Case(
                 "ghost_batch_norm", f"{'x'.join(map(str, shape))} G{ghost}", layout, make,
                 lambda leaves: tuple(leaves),
-                lambda x, w, b, mean, var, ghost=ghost: ghost_batch_norm(x, mean, var, w, b, True, ghost_batch_size=ghost),
+                lambda x, w, b, mean, var, ghost=ghost: ghost_batch_norm(x, mean, var, w, b, True,
+                                                                         ghost_batch_size=ghost),
                 lambda x, w, b, mean, var, ghost=ghost: ghost_batch_norm_reference(x, mean, var, w, b, True,
                                                                                    ghost_batch_size=ghost)))
     return cases

@@ -28,7 +28,7 @@ class Mode:
 
     @property
     def dtypes(self) -> tuple[torch.dtype, ...]:
-        """The storage dtypes the kernels are checked in; the interpreter computes bf16 wrongly, so not in small mode."""
+        """The storage dtypes the kernels are checked in: no bf16 in small mode (the interpreter gets it wrong)."""
         return (torch.float32, torch.float16) if self.small else (torch.float32, torch.float16, torch.bfloat16)
 
 

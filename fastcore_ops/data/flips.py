@@ -8,8 +8,8 @@ epoch after, so every pair of consecutive epochs shows both orientations of ever
 Method card
     What: in training, image ``f`` is mirrored in epoch ``e`` when ``first_flip(f) != e % 2``,
         where ``first_flip`` is a fair coin drawn once per file from the loader's seed and the
-        file's class folder and name. The backends flip as they decode (the pil backend's decoding workers,
-        DALI's ``crop_mirror_normalize``), and the batch stage's random flip is off.
+        file's class folder and name. The backends flip as they decode (the pil backend's
+        decoding workers, DALI's ``crop_mirror_normalize``); the batch stage's random flip is off.
     When it helps: wherever flips beat no flips, Jordan found it better than random flips, the
         more so the fewer the epochs. It changes nothing in a run of one epoch.
     Cost: none: a decoded image is copied into its batch either way.

@@ -242,8 +242,8 @@ def build_loader(
     check_choice("backend", backend, BACKENDS)
     device = torch.device("cpu") if device is None else check_device("device", device)
     rank, world_size = _shard(rank, world_size)
-    stage = DeviceAugment(train=train, flip=flip and alternating_flip is None, randaugment=randaugment, colout=colout, padded_crop=padded_crop,
-                          channels_last=channels_last)
+    stage = DeviceAugment(train=train, flip=flip and alternating_flip is None, randaugment=randaugment, colout=colout,
+                          padded_crop=padded_crop, channels_last=channels_last)
 
     samples, classes = find_samples(source)
     drop_last = train if drop_last is None else drop_last

@@ -125,7 +125,8 @@ def model_error(record: RunRecord, modelled: ModelledTime) -> float:
 def _run_rows(records: Sequence[RunRecord], modelled: dict[tuple, ModelledTime]) -> tuple[list[str], list[list[str]]]:
     header = ["run", "measured on", "in", "measured (s)", "modelled (s)", "error", "steps", "decoding (s)",
               "starts (s)", "setup (s)"]
-    rows = [[record.label, record.machine, record.precision or "unrecorded", f"{record.train_seconds:.1f}", f"{modelled[record.key].seconds:.1f}",
+    rows = [[record.label, record.machine, record.precision or "unrecorded", f"{record.train_seconds:.1f}",
+             f"{modelled[record.key].seconds:.1f}",
              f"{100 * model_error(record, modelled[record.key]):+.1f}%", str(record.steps),
              f"{modelled[record.key].decoding_seconds:.1f}", f"{modelled[record.key].starts_seconds:.1f}",
              f"{modelled[record.key].setup_seconds:.1f}"] for record in records]
