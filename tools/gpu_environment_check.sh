@@ -16,8 +16,10 @@ fi
 out=$(realpath -m "$out")
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 test -x "$venv/bin/python" || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet "torch==2.11.*" "torchvision==0.26.*" triton numpy pillow matplotlib tqdm \
-    transformers
+# numpy<2.4: Triton 3.6's interpreter (the small mode's) fails with NumPy 2.4 (triton-lang/triton#9171;
+# fastcore_ops says so when it meets the pair). The GPU machine compiles the kernels instead.
+"$venv/bin/python" -m pip install --quiet "torch==2.11.*" "torchvision==0.26.*" triton "numpy<2.4" pillow \
+    matplotlib tqdm transformers
 if "$venv/bin/python" -c "import nvidia.dali" 2>/dev/null; then
     echo "error: DALI is installed in $venv, and the GPU machine has none; use a new VENV" >&2; exit 2
 fi

@@ -18,11 +18,20 @@ epoch; the pil backend never on the JPEGs its region decoder reads (that decode 
 reads the data to its end, so it reports the truncation itself, in ``truncation_reason``'s
 words), and on the rest (CMYK JPEGs, files libjpeg warns about otherwise) only where Pillow's
 decode shows the sign (``may_be_truncated_jpeg``, about 1.4 us per image).
+
+``simplejpeg`` is a dependency of the package; where it is missing (a bare environment, as on a
+GPU machine that runs the repository without installing it) the check is skipped, with a warning.
 """
 
 from __future__ import annotations
 
-import simplejpeg
+import functools
+import warnings
+
+try:
+    import simplejpeg
+except ImportError:  # the environment has not installed the package's dependencies
+    simplejpeg = None
 
 # Formats both Pillow and DALI decode. GIF is left out: DALI cannot decode it.
 _SIGNATURES = {
@@ -90,8 +99,20 @@ def may_be_truncated_jpeg(last_pixel: int | tuple[int, ...], progressive: bool) 
     return progressive or set(levels) <= _MISSING_DATA_LEVELS
 
 
+class TruncationCheckMissingWarning(UserWarning):
+    """simplejpeg is not installed, so JPEGs cut inside their compressed data are not caught."""
+
+
+@functools.cache
+def _warn_no_truncation_check() -> None:
+    warnings.warn("simplejpeg is not installed, so a JPEG cut inside its compressed data and closed again is not "
+                  "caught: it trains as an image with a grey band; install it with `pip install simplejpeg`",
+                  TruncationCheckMissingWarning, stacklevel=3)
+
+
 def jpeg_truncation(data: bytes) -> str | None:
-    """libjpeg's report that a JPEG's compressed data ends early, or None when it does not.
+    """libjpeg's report that a JPEG's compressed data ends early, or None when it does not (or, with a
+    warning, when simplejpeg is not installed to tell).
 
     Other decoder complaints are left to the backends' decoders, which fail on what is fatal.
 
@@ -103,6 +124,9 @@ def jpeg_truncation(data: bytes) -> str | None:
     >>> jpeg_truncation(whole[: len(whole) // 2] + b"\\xff\\xd9")
     'truncated JPEG (the decoder reports: Corrupt JPEG data: premature end of data segment)'
     """
+    if simplejpeg is None:
+        _warn_no_truncation_check()
+        return None
     try:
         colorspace = simplejpeg.decode_jpeg_header(data)[2]
         # Gray output skips colour work; CMYK cannot be converted to gray, so it stays CMYK.

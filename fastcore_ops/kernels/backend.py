@@ -26,6 +26,7 @@ import os
 import sys
 import types
 
+import numpy
 import torch
 
 INTERPRET_VARIABLE = "FASTCORE_OPS_INTERPRET"
@@ -84,6 +85,24 @@ def _require_triton(reason: str) -> None:
         )
 
 
+def interpreter_problem(triton_version: str, numpy_version: str) -> str | None:
+    """Why Triton's interpreter cannot run the kernels with these versions, or None.
+
+        >>> interpreter_problem("3.6.0", "2.4.6")[:61]
+        "Triton 3.6.0's interpreter turns one-element arrays into ints"
+        >>> interpreter_problem("3.6.0", "2.3.5") is None and interpreter_problem("3.8.0", "2.4.6") is None
+        True
+    """
+    def release(version: str) -> tuple[int, int]:
+        major, minor = version.split(".")[:2]
+        return int(major), int("".join(filter(str.isdigit, minor)) or 0)
+
+    if release(triton_version) < (3, 7) and release(numpy_version) >= (2, 4):
+        return (f"Triton {triton_version}'s interpreter turns one-element arrays into ints with int(), which NumPy "
+                f"{numpy_version} refuses (triton-lang/triton#9171): install numpy<2.4, or Triton 3.7 or newer")
+    return None
+
+
 def use_triton(*tensors: torch.Tensor) -> bool:
     """True when the Triton kernel should run for these tensors, False for the reference.
 
@@ -96,6 +115,9 @@ def use_triton(*tensors: torch.Tensor) -> bool:
         return True
     if device_type == "cpu" and INTERPRETING:
         _require_triton("TRITON_INTERPRET=1 (or FASTCORE_OPS_INTERPRET=1)")
+        problem = interpreter_problem(triton.__version__, numpy.__version__)
+        if problem is not None:
+            raise RuntimeError(problem)
         return True
     return False
 

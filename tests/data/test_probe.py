@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from fastcore_ops.data import probe
 from fastcore_ops.data.crops import CropPlan
 from fastcore_ops.data.pil_backend import UnusableImage, decode_crop
 from fastcore_ops.data.probe import jpeg_truncation, may_be_truncated_jpeg, unusable_reason
@@ -38,6 +39,16 @@ def test_a_jpeg_cut_inside_its_scan_and_closed_again_is_unusable(kind):
     for train in (True, False):  # Pillow alone decodes it with a grey band and no warning
         with pytest.raises(UnusableImage, match="truncated JPEG .*premature end of data"):
             decode_crop(cut, CropPlan(64, train=train), random.Random(0))
+
+
+def test_without_simplejpeg_the_truncation_check_is_skipped_with_a_warning(monkeypatch):
+    """A bare environment (the GPU machine runs the repository uninstalled) still loads images."""
+    monkeypatch.setattr(probe, "simplejpeg", None)
+    probe._warn_no_truncation_check.cache_clear()
+    cut = cut_inside_scan(_photo_variants()["baseline-420"])
+    with pytest.warns(probe.TruncationCheckMissingWarning, match="pip install simplejpeg"):
+        assert jpeg_truncation(cut) is None
+    probe._warn_no_truncation_check.cache_clear()
 
 
 def test_every_shared_test_image_passes_the_truncation_check():
