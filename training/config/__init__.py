@@ -32,6 +32,7 @@ from training.config.fields import assign, from_fields
 from training.config.schema import (OPTIMIZERS, PRECISIONS, TOKENIZERS, DataConfig, MethodsConfig, ModelConfig,
                                     OptimizerConfig, ScheduleConfig, TextConfig, TrainConfig)
 from training.config.validation import validate
+from training.methods.registry import methods_of
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "TOKENIZERS", "DataConfig", "MethodsConfig", "ModelConfig", "OptimizerConfig",
            "ScheduleConfig", "TextConfig", "TrainConfig", "config_hash", "from_dict", "load_config", "override",
@@ -133,12 +134,18 @@ def config_hash(config: TrainConfig) -> str:
 
 
 def setup_hash(config: TrainConfig) -> str:
-    """The hash of ``config`` less its seed and budget: one value along a whole tradeoff curve.
+    """The hash of what ``config`` trains: less its seed and budget, one value along a whole tradeoff curve.
+
+    Evaluation methods (test-time augmentation) are left out too: they change what a run reports
+    beside its metric, not what it trains or what its steps cost.
 
         >>> from training.recipes import get_recipe
         >>> mild = get_recipe("cifar_mild")
-        >>> setup_hash(mild) == setup_hash(override(mild, ["seed=3", "schedule.scale_schedule_ratio=2"]))
+        >>> changes = ["seed=3", "schedule.scale_schedule_ratio=2", "methods.tta={}"]
+        >>> setup_hash(mild) == setup_hash(override(mild, changes)) != config_hash(override(mild, changes))
         True
     """
-    return config_hash(dataclasses.replace(config, seed=0, schedule=dataclasses.replace(
-        config.schedule, scale_schedule_ratio=1.0)))
+    evaluation_off = {method.name: None for method in methods_of("evaluation")}
+    return config_hash(dataclasses.replace(
+        config, seed=0, schedule=dataclasses.replace(config.schedule, scale_schedule_ratio=1.0),
+        methods=dataclasses.replace(config.methods, **evaluation_off)))

@@ -42,8 +42,8 @@ from training.tradeoff.cost_pass import read_costs
 from training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, model_runs, time_records, write_cost_report
 from training.tradeoff.report import build_report
 from training.tradeoff.metric import one_metric
-from training.tradeoff.results import (FAILED, FailedRun, Run, RunRecord, common_metric, machine_label, merge_records,
-                                       read_results, split_runs)
+from training.tradeoff.results import (FAILED, FailedRun, Run, RunRecord, common_metric, judged_by, machine_label,
+                                       merge_records, read_results, split_runs)
 from training.tradeoff.sweep import (RUNS, PlannedRun, SweepInterrupted, TrainOptions, Variant, check_finished_runs,
                                      expected_metric, plan_sweep, read_outcome, run_config, run_sweep)
 from training.tradeoff.tables import left_out_note
@@ -72,6 +72,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                            "whose name holds 'baseline', else the first recipe)")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="FOLDER",
                         help="rebuild the report from these folders' results.json, without training")
+    parser.add_argument("--judge", action="append", default=[], metavar="RECIPE=METRIC",
+                        help="with --merge: also draw RECIPE's runs judged by another metric they report, as a curve "
+                             "of its own (cifar_mild=top1_tta: with test-time augmentation); repeatable")
     parser.add_argument("--cost", nargs="+", type=Path, metavar="FOLDER",
                         help="time every kind of step these folders' runs took, on this machine with nothing else "
                              "running, and report on the modelled times (needs the runs' --data)")
@@ -401,6 +404,11 @@ def _merge(args: argparse.Namespace) -> int:
         runs = merge_records(read_results(folder) for folder in args.merge)
         if not runs:
             raise ValueError(f"--merge {' '.join(map(str, args.merge))}: the folders hold no runs")
+        for judge in args.judge:
+            recipe, separator, metric = judge.partition("=")
+            if not (separator and recipe and metric):
+                raise ValueError(f"--judge expects RECIPE=METRIC (cifar_mild=top1_tta), got {judge!r}")
+            runs = judged_by(runs, recipe, metric)
         records, _ = split_runs(runs)
         if records:
             common_metric(records)
@@ -469,6 +477,8 @@ def main(argv: list[str] | None = None) -> int:
         return refuse(error)
     if args.merge and args.cost:
         return refuse("--merge and --cost each read folders of results; pass one of them")
+    if args.judge and not args.merge:
+        return refuse("--judge goes with --merge (it redraws finished runs); pass --merge FOLDER...")
     if args.cost:
         return _cost(args)
     cost_only = [flag for flag in ("times", "rounds", "threads") if getattr(args, flag) is not None]

@@ -1,6 +1,7 @@
 """The command line: bad input refused before any training, a partial report when stopped, and --merge."""
 
 import csv
+import dataclasses
 import json
 import signal
 
@@ -119,6 +120,30 @@ def test_merge_rebuilds_every_output_and_keeps_each_machine_apart(tmp_path, caps
     assert page.count("data:image/png;base64,") == 2
     assert "<b>cifar_hot</b> on laptop/cpu: <span class=\"no\">does not beat the baseline" in page
     assert "report.html" in capsys.readouterr().out
+
+
+def test_judge_draws_a_recipe_by_another_metric_as_a_curve_of_its_own(tmp_path, capsys):
+    """Mild with test-time augmentation against the baseline without: its top1_tta on a curve of its own."""
+    runs = [_record("m/cpu", "cifar_baseline", 1, 200.0, 0.70), _record("m/cpu", "cifar_baseline", 2, 400.0, 0.74)]
+    for budget, seconds, top1 in ((0.5, 50.0, 0.66), (1, 100.0, 0.72)):
+        mild = _record("m/cpu", "cifar_mild", budget, seconds, top1)
+        runs.append(dataclasses.replace(mild, metrics={**mild.metrics, "top1_tta": top1 + 0.02}))
+    write_results(runs, tmp_path / "runs")
+    out = tmp_path / "judged"
+    assert main(["--merge", str(tmp_path / "runs"), "--judge", "cifar_mild=top1_tta", "--out", str(out)]) == 0
+    with open(out / "speedups.csv") as file:
+        rows = {(r["recipe"], r["baseline budget"]): r["speedup"] for r in csv.DictReader(file)}
+    # Without TTA mild reaches 70% at 83.3 s (2.40x); with it, 70% at 66.7 s (3.00x).
+    assert rows[("cifar_mild", "x1")] == "2.40x faster to 70.0% top-1"
+    assert rows[("cifar_mild by top1_tta", "x1")] == "3.00x faster to 70.0% top-1"
+    for judge, message in (("cifar_mild=top5", "run cifar_mild x0.5 seed 0 reports no 'top5'"),
+                           ("cifar_hot=top1_tta", "no run of 'cifar_hot' among the runs"),
+                           ("cifar_mild", "--judge expects RECIPE=METRIC")):
+        assert main(["--merge", str(tmp_path / "runs"), "--judge", judge, "--out", str(tmp_path / "no")]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["--cost", str(tmp_path / "runs"), "--judge", "cifar_mild=top1_tta", "--out", str(tmp_path / "no")]) == 2
+    assert "--judge goes with --merge" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()
 
 
 def test_a_stopped_sweep_reports_the_runs_finished_so_far(data, tmp_path, monkeypatch, capsys):
