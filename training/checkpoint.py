@@ -99,7 +99,7 @@ RUN_LAYOUT = Layout(fields={
     "step": int, "epoch": int, "batch_in_epoch": int, "samples_seen": int, "epoch_losses": int,
     "epoch_loss_sum": torch.Tensor, "train_seconds": _SECONDS, "first_epoch_seconds": _SECONDS,
     "phase_seconds": dict, "method_seconds": dict, "final": (dict, type(None)),
-}, added_later={"compile_seconds": _SECONDS})
+}, added_later={"compile_seconds": _SECONDS, "eval_seconds": _SECONDS})
 
 
 def decode(data: bytes, path: Path, layout: Layout | None = None) -> dict:

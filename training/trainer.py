@@ -65,6 +65,7 @@ class FitResult:
     # torch.compile's tracing and code generation (forward and backward graphs), left out of train_seconds.
     compile_seconds: float = 0.0
     precision: str = "fp32"  # what the steps computed in here (Precision.name): "amp" resolves per machine
+    eval_seconds: float = 0.0  # the final evaluation's time: the inference cost of evaluation methods such as TTA
 
 
 def compile_clock() -> float:
@@ -142,6 +143,7 @@ class Trainer:
         self.phase_seconds = dict.fromkeys(PHASES, 0.0) | {"methods": task.setup_seconds}
         self.samples_seen = 0
         self.compiled, self.compile_seconds = compiled, 0.0
+        self.eval_seconds = 0.0  # the final evaluation's
         self.log = (MetricsLog(out, metric=task.metric, metric_label=task.metric_label)
                     if out is not None and self.is_main else None)
 
@@ -249,7 +251,7 @@ class Trainer:
             "epoch_loss_sum": self.epoch_loss_sum, "epoch_losses": self.epoch_losses,
             "train_seconds": self.train_seconds, "first_epoch_seconds": self.first_epoch_seconds,
             "phase_seconds": dict(self.phase_seconds), "samples_seen": self.samples_seen,
-            "compile_seconds": self.compile_seconds,
+            "compile_seconds": self.compile_seconds, "eval_seconds": self.eval_seconds,
             "method_seconds": dict(state.method_seconds), "rng": checkpoint.rng_states(), "final": final,
         }
 
@@ -289,6 +291,7 @@ class Trainer:
         self.phase_seconds.update(payload["phase_seconds"])
         self.samples_seen = payload["samples_seen"]
         self.compile_seconds = payload.get("compile_seconds", 0.0)  # absent from checkpoints before it
+        self.eval_seconds = payload.get("eval_seconds", 0.0)  # likewise
         state.method_seconds.update(payload["method_seconds"])
         if self.log is not None:
             self.log.truncate_after(state.step)
@@ -446,7 +449,9 @@ class Trainer:
             started = time.perf_counter()
             self._fire(Event.FIT_END)  # SWA's BatchNorm pass is training cost
             self.train_seconds += time.perf_counter() - started
+            started = time.perf_counter()
             metrics = self.evaluate()
+            self.eval_seconds = time.perf_counter() - started
             self._record(metrics)
             self.save_checkpoint(final=metrics)
         if self.log is not None:
@@ -463,5 +468,5 @@ class Trainer:
                          train_seconds=self.train_seconds, first_epoch_seconds=self.first_epoch_seconds,
                          samples_per_second=self._samples_per_second(), sample_unit=task.sample_unit,
                          phase_seconds=phases, compile_seconds=self.compile_seconds,
-                         precision=self.precision.name)
+                         precision=self.precision.name, eval_seconds=self.eval_seconds)
 

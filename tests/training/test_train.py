@@ -66,6 +66,7 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
     assert "computing with" in stdout, "the run says how many threads it computes with"
     assert "precision: " in stdout and "(precision=amp" in stdout, "the run says its precision, and why"
     assert f"precision: {summary['precision']} (" in stdout, "the summary records what amp resolved to here"
+    assert 0 < summary["eval_seconds"] < 60, "the final evaluation's time (TTA's cost shows there)"
 
 
 def test_training_reads_prepared_shards_as_it_reads_image_folders(micro_cifar, tmp_path):

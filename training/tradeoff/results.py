@@ -111,6 +111,7 @@ class RunRecord(RunId):
     setup_hash: str = ""
     compile_seconds: float = 0.0  # torch.compile's time, not in train_seconds
     precision: str = ""  # what its steps computed in ("bf16 autocast", "fp32"); "" in records from before
+    eval_seconds: float = 0.0  # its final evaluation's time (TTA's inference cost); 0 in records from before
 
     def __post_init__(self):
         super().__post_init__()
@@ -119,7 +120,7 @@ class RunRecord(RunId):
         direction(self.higher_is_better)
         _check_values("metrics", self.metrics, finite=False)
         _check_values("phase_seconds", self.phase_seconds, finite=True)
-        for name in ("train_seconds", "first_epoch_seconds", "samples_per_second", "compile_seconds"):
+        for name in ("train_seconds", "first_epoch_seconds", "samples_per_second", "compile_seconds", "eval_seconds"):
             _check_seconds(name, getattr(self, name))
         check_int("steps", self.steps, low=0)
         if self.metric not in self.metrics:
@@ -320,7 +321,7 @@ def read_run(folder: Path, *, recipe: str, budget: float, seed: int) -> RunRecor
                          steps=summary["steps"], config_hash=config_hash(config),
                          phase_seconds=summary.get("phase_seconds", {}), setup_hash=setup_hash(config),
                          compile_seconds=summary.get("compile_seconds", 0.0),
-                         precision=summary.get("precision", ""))
+                         precision=summary.get("precision", ""), eval_seconds=summary.get("eval_seconds", 0.0))
     except (TypeError, ValueError) as error:
         raise ValueError(f"{summary_path} is not a run summary ({error}); delete the folder {folder} "
                          f"to train the run again") from None

@@ -86,16 +86,18 @@ def run_rows(runs: Sequence[Run], metric: Metric | None) -> Table:
     """Every run in the order given, as in results.csv but rounded for reading; ``metric`` is the runs' one
     metric (None when no run finished usable). A run left out has its status and why, with its log."""
     header = ["machine", "recipe", "budget", "seed", "status", metric.label if metric else "quality", "precision",
-              "train time (s)", "first epoch (s)", "throughput", "steps", "config hash", "why left out"]
+              "train time (s)", "first epoch (s)", "throughput", "evaluation (s)", "steps", "config hash",
+              "why left out"]
     body = []
     for run in map(judge, runs):
         cells = [run.machine, run.recipe, f"x{run.budget:g}", str(run.seed)]
         if isinstance(run, FailedRun):
-            body.append([*cells, run.status, "", "", "", "", "", "", "", left_out_note(run)])
+            body.append([*cells, run.status, "", "", "", "", "", "", "", "", left_out_note(run)])
         else:
             body.append([*cells, FINISHED, metric.number(run.quality, precise=True), run.precision or "unrecorded",
-                         f"{run.train_seconds:.1f}",
-                         f"{run.first_epoch_seconds:.1f}", f"{run.samples_per_second:.0f} {run.sample_unit}/s",
+                         f"{run.train_seconds:.1f}", f"{run.first_epoch_seconds:.1f}",
+                         f"{run.samples_per_second:.0f} {run.sample_unit}/s",
+                         f"{run.eval_seconds:.1f}" if run.eval_seconds else "unrecorded",
                          str(run.steps), run.config_hash, ""])
     return header, body
 
