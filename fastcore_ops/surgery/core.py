@@ -75,9 +75,15 @@ _REGISTRY: dict[str, Surgery] = {}
 
 
 def register_surgery(name: str, description: str, options: type):
-    """Register ``plan`` under ``name``; ``options`` is a dataclass whose fields are the options."""
+    """Register ``plan`` under ``name``; ``options`` is a dataclass whose fields are the options.
+
+    A second surgery under a registered name is refused, as the method and model registries refuse one.
+    """
 
     def decorator(plan: Callable[[nn.Module, object], Plan]):
+        if name in _REGISTRY and _REGISTRY[name].plan is not plan:
+            raise ValueError(f"surgery {name!r} is registered twice ({_REGISTRY[name].plan.__module__} and "
+                             f"{plan.__module__}); give one of them another name")
         _REGISTRY[name] = Surgery(name, description, options, plan)
         return plan
 

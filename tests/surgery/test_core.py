@@ -246,3 +246,14 @@ def test_report_prints_a_table():
     assert "to channels_last" in text
     with pytest.raises(KeyError, match="no surgery 'alibi'"):
         apply_surgery(copy.deepcopy(model), ["blurpool"])["alibi"]
+
+
+def test_a_second_surgery_under_a_registered_name_is_refused():
+    @dataclass(frozen=True)
+    class NoOptions:
+        pass
+
+    with pytest.raises(ValueError, match=r"surgery 'blurpool' is registered twice \(fastcore_ops.surgery.blurpool and "
+                                         r"tests.surgery.test_core\); give one of them another name"):
+        core.register_surgery("blurpool", "a stranger", NoOptions)(lambda model, options: None)
+    assert core._REGISTRY["blurpool"].plan.__module__ == "fastcore_ops.surgery.blurpool"

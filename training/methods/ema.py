@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-from fastcore_ops.checks import check_int, check_number
+from fastcore_ops.checks import check_int
 from training.methods.base import Method, TrainState
 from training.methods.registry import register_method
 
@@ -56,8 +56,8 @@ class EMA(Method):
     0.99309
     """
 
-    def __init__(self, half_life_steps: float):
-        check_number("half_life_steps", half_life_steps, low=0, low_open=True)
+    def __init__(self, half_life_steps: int):
+        check_int("half_life_steps", half_life_steps, low=1)  # as EMAOptions: whole steps
         self.half_life_steps = half_life_steps
         self.decay = 0.5 ** (1.0 / half_life_steps)
         self._averaged: AveragedModel | None = None

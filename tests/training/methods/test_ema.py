@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from training.methods import EMA, TrainState
+from training.methods import EMA, EMAOptions, TrainState
 
 
 def make_state(model):
@@ -70,10 +70,11 @@ def test_checkpoint_restores_the_average_on_resume():
 
 
 @pytest.mark.parametrize("half_life, error", [
-    (0, ValueError), (-3, ValueError), ("10", TypeError), (None, TypeError), (True, TypeError)])
-def test_bad_half_life_is_rejected(half_life, error):
-    with pytest.raises(error, match="half_life_steps"):
-        EMA(half_life_steps=half_life)
+    (0, ValueError), (-3, ValueError), ("10", TypeError), (None, TypeError), (True, TypeError), (2.5, TypeError)])
+def test_bad_half_life_is_rejected_by_the_method_as_by_its_options(half_life, error):
+    for make in (EMA, EMAOptions):
+        with pytest.raises(error, match="half_life_steps"):
+            make(half_life_steps=half_life)
 
 
 def test_bad_checkpoint_is_rejected():
