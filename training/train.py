@@ -75,7 +75,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=cli.finite_float, help="override schedule.epochs")
     parser.add_argument("--scale-schedule", type=cli.finite_float, help="override schedule.scale_schedule_ratio")
     parser.add_argument("--seed", type=int, help="override seed")
-    parser.add_argument("--subset", type=int, help="train on the first N images of each class")
+    parser.add_argument("--subset", type=int, help="train on the first N images of each class; evaluation still "
+                                                   "reads every image of val/ (or test/)")
     parser.add_argument("--eval-every", type=int, metavar="EPOCHS",
                         help="evaluate after every EPOCHS epochs (default 1); 0 evaluates only at the end")
     parser.add_argument("--checkpoint-every", type=int, metavar="STEPS",

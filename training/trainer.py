@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -232,7 +232,7 @@ class Trainer:
             _share_rank0_buffers(model)
         was_training = model.training
         model.eval()
-        sums = self.task.evaluation_sums(model, self._autocast)
+        sums = self.task.evaluation_sums(model, self._autocast, self._evaluation_bar)
         model.train(was_training)
         if _distributed() and not parallel.is_sharded(model):
             dist.all_reduce(sums)
@@ -409,6 +409,12 @@ class Trainer:
                 break
         return seconds
 
+    def _evaluation_bar(self, loader: Iterable, name: str) -> Iterable:
+        """``loader`` with a progress bar named ``name`` (none without progress, or off the main process)."""
+        total = len(loader) if hasattr(loader, "__len__") else None
+        return tqdm(loader, desc=name, total=total, unit="batch", disable=not self.progress, dynamic_ncols=True,
+                    leave=False)
+
     def _samples_per_second(self) -> float:
         return self.samples_seen / max(self.train_seconds, 1e-9)
 
@@ -424,6 +430,12 @@ class Trainer:
     def fit(self, resume: bool = False) -> FitResult:
         """Train to ``total_steps`` (from the checkpoint in ``out`` if ``resume``) and evaluate."""
         payload = self._resume() if resume else None
+        if payload is not None and self.is_main:
+            state = self.state
+            print(f"resuming from step {state.step} of {state.total_steps} (epoch {state.epoch + 1}, batch "
+                  f"{self.batch_in_epoch})" if payload["final"] is None else
+                  f"the run had finished (step {state.step} of {state.total_steps}): its summary is written again",
+                  flush=True)
         if payload is not None and payload["final"] is not None:
             return self._result(payload["final"])  # nothing left to train
         self.model.train()

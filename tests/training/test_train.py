@@ -4,6 +4,7 @@ import errno
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -159,9 +160,13 @@ def test_sigterm_checkpoints_mid_epoch_and_the_resumed_run_is_bit_identical(hot_
     process.send_signal(signal.SIGTERM)
     code, _, stderr = _finish(process)
     assert code == 128 + signal.SIGTERM and "--resume" in stderr
-    code, _, stderr = _finish(_run("--resume", "--no-progress", "--data", str(micro_cifar), "--out", str(out)))
+    code, stdout, stderr = _finish(_run("--resume", "--data", str(micro_cifar), "--out", str(out)))
     assert code == 0, stderr
     _assert_same_run(out, hot_reference)
+    assert re.search(r"resuming from step \d+ of \d+ \(epoch \d+, batch \d+\)", stdout), "a resumed run says so"
+    assert "evaluation" in stderr, "evaluation has a progress bar"
+    code, stdout, _ = _finish(_run("--resume", "--no-progress", "--data", str(micro_cifar), "--out", str(out)))
+    assert code == 0 and "the run had finished" in stdout
 
 
 def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 
 import torch
@@ -42,9 +42,13 @@ class Task(abc.ABC):
         """How many training samples (``sample_unit``) a batch with these targets holds."""
 
     @abc.abstractmethod
-    def evaluation_sums(self, model: torch.nn.Module,
-                        autocast: Callable[[], AbstractContextManager]) -> torch.Tensor:
-        """float64 sums over this process's evaluation data, which the trainer adds over processes."""
+    def evaluation_sums(self, model: torch.nn.Module, autocast: Callable[[], AbstractContextManager],
+                        batches: Callable[[Iterable, str], Iterable] = lambda loader, name: loader) -> torch.Tensor:
+        """float64 sums over this process's evaluation data, which the trainer adds over processes.
+
+        batches: what each evaluation loader is read through, with a name for it (the trainer's
+        progress bar); by default the loader itself.
+        """
 
     @abc.abstractmethod
     def metrics(self, sums: torch.Tensor) -> dict[str, float]:

@@ -71,9 +71,10 @@ class ImageClassification(Task):
     def samples(self, targets: torch.Tensor) -> int:
         return len(targets)
 
-    def evaluation_sums(self, model: torch.nn.Module, autocast: Callable[[], contextlib.AbstractContextManager]):
+    def evaluation_sums(self, model: torch.nn.Module, autocast: Callable[[], contextlib.AbstractContextManager],
+                        batches: Callable[[Iterable, str], Iterable] = lambda loader, name: loader):
         sums = torch.zeros(4, dtype=torch.float64, device=self.device)  # correct, loss sum, images, correct with TTA
-        for images, labels in self.eval_loader:
+        for images, labels in batches(self.eval_loader, "evaluation"):
             with autocast():
                 logits = model(images)
                 if self.tta is not None:

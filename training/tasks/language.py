@@ -84,10 +84,11 @@ class CausalLanguageModeling(Task):
     def samples(self, targets: torch.Tensor) -> int:
         return targets.numel()
 
-    def evaluation_sums(self, model: torch.nn.Module, autocast: Callable[[], contextlib.AbstractContextManager]):
+    def evaluation_sums(self, model: torch.nn.Module, autocast: Callable[[], contextlib.AbstractContextManager],
+                        batches: Callable[[Iterable, str], Iterable] = lambda loader, name: loader):
         sums = torch.zeros(len(self.eval_loaders), 3, dtype=torch.float64, device=self.device)
-        for row, loader in enumerate(self.eval_loaders.values()):
-            for inputs, targets in loader:
+        for row, (multiple, loader) in enumerate(self.eval_loaders.items()):
+            for inputs, targets in batches(loader, f"evaluation at {multiple}x the length"):
                 with autocast():
                     logits = logits_of(model(inputs))
                 sums[row, 0] += F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), reduction="sum")
