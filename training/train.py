@@ -33,7 +33,7 @@ import torch.distributed as dist
 
 from training.assemble import (build_trainer, check_distributed_support, init_distributed, joined_world_size,
                                lr_scaling_note, world_size_from_environment)
-from training.checkpoint import CheckpointError, CheckpointPolicy
+from training.checkpoint import CHECKPOINT_NAME, CheckpointError, CheckpointPolicy
 from training.config import TrainConfig, config_hash, load_config, override, to_dict
 from fastcore_ops import cli
 from fastcore_ops.cli import check_device
@@ -41,7 +41,7 @@ from fastcore_ops.host_memory import keep_freed_memory
 from training.compute_threads import use_threads
 from training.recipes import get_recipe, list_recipes
 from training.data_identity import image_fingerprint, text_fingerprint
-from training.run_folder import (CONFIG_NAME, SUMMARY_NAME, NewRunFiles, RunSettings, check_out_outside_data,
+from training.run_folder import (CONFIG_NAME, RUN_FILES, SUMMARY_NAME, NewRunFiles, RunSettings, check_out_outside_data,
                                  check_resume, check_run_folder, check_same_inputs, check_settings)
 from training.parallel import STRATEGIES
 from training.tasks.classification import check_shard_size, split_folders, training_samples
@@ -327,6 +327,8 @@ def run_checked(args: argparse.Namespace, run: CheckedRun) -> int:
         print(f"{config.name}: {describe_metric(result)} | train time {result.train_seconds:.1f} s "
               f"(evaluation, checkpoints and compilation excluded){compiling} | "
               f"{result.samples_per_second:.0f} {result.sample_unit}/s | {result.steps} steps")
+        written = [name for name in (*RUN_FILES, CHECKPOINT_NAME) if (args.out / name).is_file()]
+        print(f"in {args.out}: {', '.join(written)}")
     return 0
 
 

@@ -66,6 +66,8 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
     assert "top-1" in stdout and "images/s" in stdout and "train time" in stdout
     assert "computing with" in stdout, "the run says how many threads it computes with"
     assert "precision: " in stdout and "(precision=amp" in stdout, "the run says its precision, and why"
+    assert stdout.rstrip().endswith(f"in {out}: config.json, run.json, metrics.jsonl, summary.json, curves.png, "
+                                    f"checkpoint.pt"), "its last line says where everything went"
     assert f"precision: {summary['precision']} (" in stdout, "the summary records what amp resolved to here"
     assert 0 < summary["eval_seconds"] < 60, "the final evaluation's time (TTA's cost shows there)"
 
