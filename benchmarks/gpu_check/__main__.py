@@ -132,7 +132,8 @@ def write_report(out: Path, mode: Mode, found: dict[str, str], results: list[dic
     sections = [part_markdown(index, result) for index, result in enumerate(results, 1)]
     (out / "gpu_check.md").write_text(f"# GPU check\n\n{header}\n\n" + "\n".join(sections))
     written = [out / "gpu_check.json", out / "gpu_check.md"]
-    kernel_rows = next((result["rows"] for result in results if result["name"] == "kernels"), [])
+    kernel_rows = [row for result in results if result["name"] == "kernels" for row in result["rows"]
+                   if "fwd_bwd_speedup" in row]  # not the cases that ran out of memory
     if kernel_rows:
         title = ("small mode: Triton's interpreter on the CPU, not GPU figures" if mode.small
                  else f"{found['gpu']}, torch {found['torch']}, triton {found['triton']}")
