@@ -70,6 +70,6 @@ def test_a_registration_that_cannot_work_is_refused():
         register_method("no_hooks", stage="lunch", order=1)
     with pytest.raises(ValueError, match="registered twice"):
         register_method("mixup", stage="loss", order=1)(NoHooks)
-    with pytest.raises(ValueError, match="unknown method 'spicy'; methods: alibi, augmix"):
+    with pytest.raises(ValueError, match="unknown method 'spicy'; methods: alibi, alternating_flip, augmix"):
         registered("spicy")
     assert "no_hooks" not in {field.name for field in dataclasses.fields(MethodsConfig)}
