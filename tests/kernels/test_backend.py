@@ -24,6 +24,17 @@ def test_cpu_tensors_use_triton_only_when_interpreting(monkeypatch):
     assert backend.use_triton(x)
 
 
+def test_triton_3_6s_interpreter_with_numpy_2_4_is_refused_with_the_fix(monkeypatch):
+    """triton-lang/triton#9171: that interpreter int()s one-element arrays, which NumPy 2.4 refuses."""
+    monkeypatch.setattr(backend, "INTERPRETING", True)
+    monkeypatch.setattr(backend.triton, "__version__", "3.6.0")
+    monkeypatch.setattr(backend.numpy, "__version__", "2.4.6")
+    with pytest.raises(RuntimeError, match=r"install numpy<2.4, or Triton 3.7 or newer"):
+        backend.use_triton(torch.zeros(2))
+    monkeypatch.setattr(backend.numpy, "__version__", "2.3.5")
+    assert backend.use_triton(torch.zeros(2))
+
+
 def test_cuda_tensors_use_triton():
     x = torch.empty(2, device="meta")
     assert not backend.use_triton(x)  # neither CPU nor CUDA: the reference path
