@@ -1,11 +1,14 @@
 """The GPU check in its small mode (the suite's machines have no GPU): every part reports, a failing one alone."""
 
 import json
+import signal
+import subprocess
+import time
 
 import pytest
 
-from benchmarks.gpu_check.__main__ import main
-from benchmarks.gpu_check.parts import PARTS, Part
+from benchmarks.gpu_check.__main__ import main, run_part
+from benchmarks.gpu_check.parts import PARTS, Mode, Part
 
 
 def _stand_in(name: str, budget: float = 60) -> Part:
@@ -71,3 +74,22 @@ def test_a_refused_check_says_why_in_one_line_and_writes_nothing(arguments, mess
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
     assert not out.exists() and [path.name for path in stranger.iterdir()] == ["notes.txt"]
+
+
+def test_a_stopped_check_stops_the_part_it_was_running(tmp_path, monkeypatch):
+    """Ctrl-C while a part runs: the part runs in a session of its own, so the check must stop it itself."""
+    started = []
+    communicate = subprocess.Popen.communicate
+
+    def interrupted(process, *args, timeout=None, **kwargs):
+        if timeout is None:
+            return communicate(process, *args, **kwargs)
+        started.append(process)
+        time.sleep(2)  # the part is under way
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(subprocess.Popen, "communicate", interrupted)
+    (tmp_path / "parts").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        run_part(_stand_in("hangs"), Mode(small=True), tmp_path / "parts")
+    assert started[0].wait(timeout=10) == -signal.SIGKILL

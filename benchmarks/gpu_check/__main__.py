@@ -81,6 +81,9 @@ def run_part(part: Part, mode: Mode, folder: Path) -> dict:
         os.killpg(process.pid, signal.SIGKILL)
         _, stderr = process.communicate()
         status = "over budget"
+    except BaseException:  # the check itself stopped (Ctrl-C): the part, in a session of its own, stops too
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
     seconds = time.perf_counter() - started
     record = _read_record(path)
     if status == "failed" and "error" not in record:  # it died before writing its error (a crash, a signal)
