@@ -28,17 +28,28 @@ _BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 
 
 @functools.cache
+def _cpuinfo_field(name: str) -> str:
+    """The first CPU's ``name`` field in Linux's /proc/cpuinfo; "" where it or the file does not exist."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return ""
+    return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.split(":")[0].strip() == name),
+                "")
+
+
 def cpu_bf16_units() -> tuple[str, ...]:
     """This CPU's bf16 instruction sets (AMX-BF16, AVX512-BF16) as Linux's /proc/cpuinfo names them.
 
     Empty where it has none, or where /proc/cpuinfo does not exist.
     """
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        return ()
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    flags = _cpuinfo_field("flags").split()
     return tuple(flag for flag in _BF16_FLAGS if flag in flags)
+
+
+def cpu_model() -> str:
+    """This CPU's model name as /proc/cpuinfo gives it ("Intel(R) Xeon(R) Processor"); "" where it gives none."""
+    return _cpuinfo_field("model name")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from benchmarks.gpu_check.figure import plot_kernel_speedups
 from benchmarks.gpu_check.parts import PARTS, Mode, Part
 from fastcore_ops import cli
 from fastcore_ops.owned_folder import check_claimable, claim_folder
-from training.tradeoff.results import device_name
+from training.precision import cpu_model
 
 TOOL = "benchmarks.gpu_check"
 PARTS_FOLDER = "parts"  # DIR/parts/<part>.json: each part's own record, as it wrote it
@@ -36,7 +36,7 @@ PARTS_FOLDER = "parts"  # DIR/parts/<part>.json: each part's own record, as it w
 def environment(mode: Mode) -> dict[str, str]:
     """The hardware and software every number of the check came from."""
     found = {"python": platform.python_version(), "torch": torch.__version__, "triton": _triton_version(),
-             "cpu": device_name("cpu"), "cores": str(os.cpu_count())}
+             "cpu": cpu_model() or platform.machine(), "cores": str(os.cpu_count())}
     if mode.small:
         return {"gpu": "none (small mode: Triton's interpreter on the CPU)", **found}
     return {"gpu": torch.cuda.get_device_name(), "driver": _driver_version(), "cuda": str(torch.version.cuda),

@@ -10,7 +10,6 @@ imports.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from benchmarks.gpu_check.parts import Mode, Recorder
 from benchmarks.loaders import images_per_second, torchvision_loader
 from fastcore_ops.data import ColOutOptions, PaddedCropOptions, ProgressiveResize, RandAugmentOptions, build_loader
 from fastcore_ops.data.dali_backend import dali_available
+from fastcore_ops.data.pil_backend import default_num_workers
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def workload(small: bool) -> Workload:
     if small:
         return Workload(images=48, width=64, height=48, batch_size=8, image_size=32, workers=1, epochs=1)
     return Workload(images=1024, width=500, height=375, batch_size=128, image_size=176,
-                    workers=len(os.sched_getaffinity(0)), epochs=2)
+                    workers=default_num_workers(), epochs=2)
 
 
 def write_jpegs(root: Path, work: Workload, classes: int = 4) -> Path:

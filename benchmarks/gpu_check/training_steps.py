@@ -18,7 +18,6 @@ import torch
 
 from benchmarks.gpu_check.parts import Mode, Recorder
 from training.config import TrainConfig
-from training.losses import classification_loss
 from training.methods.library import apply_surgery_methods
 from training.methods.registry import plan_methods
 from training.models import build_model
@@ -26,6 +25,7 @@ from training.models.language import build_language_model, logits_of
 from training.optim import build_optimizer
 from training.precision import choose_precision
 from training.recipes import get_recipe
+from training.tasks.classification import loss_function
 
 PAIRS = (("resnet50_baseline", "resnet50_mild"), ("gpt_baseline", "gpt_alibi"))
 CLASSES, VOCABULARY = 1000, 50257  # ImageNet's classes; GPT-2's tokens
@@ -39,9 +39,7 @@ def _image_step(config: TrainConfig, device: torch.device, small: bool) -> tuple
     memory_format = torch.channels_last if config.methods.channels_last is not None else torch.contiguous_format
     images = torch.randn(batch, 3, size, size, device=device).contiguous(memory_format=memory_format)
     labels = torch.randint(0, CLASSES, (batch,), device=device)
-    smoothing = config.methods.label_smoothing
-    loss_fn = classification_loss("ce" if config.methods.bce_loss is None else "bce",
-                                  0.0 if smoothing is None else smoothing.smoothing)
+    loss_fn = loss_function(config)
     return _optimizer_step(config, model, lambda: loss_fn(model(images), labels), device), batch
 
 

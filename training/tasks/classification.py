@@ -159,7 +159,7 @@ def check_shard_size(config: TrainConfig, samples: list[tuple[str, int]], world_
             f"it (--set data.batch_size={per_rank}), or use fewer processes or more data")
 
 
-def _loss_function(config: TrainConfig) -> LossFunction:
+def loss_function(config: TrainConfig) -> LossFunction:
     """The softmax cross-entropy, or the BCE loss where ``methods.bce_loss`` is on, smoothed as configured."""
     smoothing = config.methods.label_smoothing
     return classification_loss("ce" if config.methods.bce_loss is None else "bce",
@@ -205,7 +205,7 @@ def build_image_classification(config: TrainConfig, plan: MethodPlan, *, data: P
     common = _loader_settings(config, device)
     train, evaluation, num_classes = _loaders(config, plan, data, train_samples, common)
     task = ImageClassification(eval_loader=evaluation, num_classes=num_classes, device=device,
-                               loss_fn=_loss_function(config), tta=config.methods.tta, train_loader=train,
+                               loss_fn=loss_function(config), tta=config.methods.tta, train_loader=train,
                                data_root=data)
     model = build_model(config.model.name, num_classes)
     if config.methods.bce_loss is not None:  # the head's bias at -log(C): BCE starts at the prior of 1/C per class

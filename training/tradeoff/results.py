@@ -32,6 +32,7 @@ import torch
 
 from fastcore_ops.checks import check_choice, check_int, check_number, check_str
 from training.config import config_hash, load_config, setup_hash
+from training.precision import cpu_model
 from training.tradeoff.metric import TOP1, Metric, direction, one_metric
 
 RESULTS_JSON = "results.json"
@@ -265,11 +266,7 @@ def device_name(device: str) -> str:
     parsed = torch.device(device)
     if parsed.type == "cuda":
         return torch.cuda.get_device_name(parsed)
-    try:
-        return next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                    if line.startswith("model name")) or parsed.type
-    except (OSError, StopIteration):
-        return parsed.type
+    return cpu_model() or parsed.type
 
 
 def machine_label(device: str) -> str:
