@@ -35,6 +35,7 @@ import torchvision
 from torch import nn
 from torchvision import transforms
 
+from fastcore_ops import cli
 from fastcore_ops.data.device_stage import IMAGENET_MEAN, IMAGENET_STD
 from fastcore_ops.data.pil_backend import default_num_workers
 from training.assemble import effective_lr, scaled
@@ -181,12 +182,18 @@ def composer_folder(text: str) -> Path:
     return Path(text)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = job_parser("python -m benchmarks.composer_job", __doc__.splitlines()[0])
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m benchmarks.composer_job``."""
+    parser = job_parser("python -m benchmarks.composer_job", cli.description(__doc__))
     parser.add_argument("--peers", type=composer_folder, required=True,
                         help="the folder Composer is installed in (make peers)")
     parser.add_argument("--loader", choices=LOADERS, default="torchvision",
-                        help="the training images through torchvision's DataLoader (default) or through ours")
+                        help="the training images through torchvision's DataLoader or through ours")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
 
     def job(args) -> dict:
         sys.path.append(str(args.peers.resolve()))  # after this environment's packages: ours win where both have one

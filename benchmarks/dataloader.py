@@ -52,6 +52,7 @@ from .timing import device_name
 
 IMAGENET_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "imagenet-sample"
 SECTIONS = ("fixed", "progressive", "shards", "loaded")
+BACKENDS = ("pil", "dali")
 PREPARED = PrepareSettings(max_side=256, quality=90, shard_size=1000)
 
 
@@ -159,12 +160,12 @@ class _Rows:
 
     def torchvision(self, root: Path, randaugment: bool, crop: torch.nn.Module | None = None):
         crop = crop or transforms.RandomResizedCrop(self.args.image_size)
-        return torchvision_loader(root, crop=crop, batch_size=self.args.batch, workers=self.args.workers,
+        return torchvision_loader(root, crop=crop, batch_size=self.args.batch_size, workers=self.args.workers,
                                   device=self.device, randaugment=randaugment)
 
     def ours(self, source: Path, backend: str, randaugment: bool, **options):
         return build_loader(source, train=True, backend=backend, num_workers=self.args.workers, seed=0,
-                            batch_size=self.args.batch, image_size=self.args.image_size, device=self.device,
+                            batch_size=self.args.batch_size, image_size=self.args.image_size, device=self.device,
                             randaugment=RandAugmentOptions(depth=1) if randaugment else None, **options)
 
 
@@ -251,31 +252,32 @@ def _plot(rows: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def parse_args(argv: list[str] | None = None):
-    """The command line, checked; ValueError naming what is wrong."""
-    parser = cli.ArgumentParser(prog="python -m benchmarks.dataloader", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=IMAGENET_SAMPLE, help="an ImageFolder tree (default: the 500 ImageNet photos)")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--image-size", type=cli.positive_int, default=176)
-    parser.add_argument("--batch", type=cli.positive_int, default=64)
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m benchmarks.dataloader``."""
+    parser = cli.ArgumentParser(prog="python -m benchmarks.dataloader", description=cli.description(__doc__))
+    parser.add_argument("--data", type=Path, default=IMAGENET_SAMPLE,
+                        help="an ImageFolder tree; the default holds 500 ImageNet photos")
+    cli.add_device_option(parser)
+    parser.add_argument("--image-size", type=cli.positive_int, default=176, help="the side of the images delivered")
+    parser.add_argument("--batch-size", type=cli.positive_int, default=64, help="images per batch")
     parser.add_argument("--epochs", type=cli.positive_int, default=3, help="timed epochs, after one warm-up epoch")
-    parser.add_argument("--workers", type=cli.positive_int, default=os.cpu_count(), help="decoding workers (default: one per core)")
-    parser.add_argument("--backends", default="pil,dali", help="our backends to time")
-    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"tables to measure, of {', '.join(SECTIONS)}")
-    parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"))
+    parser.add_argument("--workers", type=cli.positive_int, default=os.cpu_count(),
+                        help="decoding workers; the default is one per core")
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated backends of ours to time")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated tables to measure")
+    parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"), help="folder for CSV, JSON and PNG")
     parser.add_argument("--prepared", type=Path, default=None,
                         help="where the prepared shards and folder copy are kept (default: OUT/prepared)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None):
+    """The command line, checked; ValueError naming what is wrong."""
+    args = build_parser().parse_args(argv)
     if not args.data.is_dir():
         raise ValueError(f"--data {args.data} is not a folder; pass an ImageFolder tree (root/<class>/<image>)")
-    args.backends = args.backends.split(",")
-    unknown = sorted(set(args.backends) - {"pil", "dali"})
-    if unknown:
-        raise ValueError(f"--backends: unknown {', '.join(unknown)}; choose from pil, dali")
-    args.sections = args.sections.split(",")
-    unknown = sorted(set(args.sections) - set(SECTIONS))
-    if unknown:
-        raise ValueError(f"--sections: unknown {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    args.backends = cli.check_names("--backends", args.backends, BACKENDS, "backend")
+    args.sections = cli.check_names("--sections", args.sections, SECTIONS, "section")
     args.device = cli.check_device(args.device)
     args.prepared = args.prepared or args.out / "prepared"
     for folder in (args.out, args.prepared):
@@ -290,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         return cli.refuse(error)
     sections, device = args.sections, args.device
     claim_folder(args.out, "benchmarks")  # the shards section prepares its data under it as it goes
-    print(f"Device: {device_name(device)}; {args.data}; {args.image_size} px, batch {args.batch}, "
+    print(f"Device: {device_name(device)}; {args.data}; {args.image_size} px, batch {args.batch_size}, "
           f"{args.workers} workers, {args.epochs} timed epochs after a warm-up")
     rows = _Rows(args, device)
     if "fixed" in sections:
@@ -306,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                              ("vs_baseline", "vs torchvision", ".2f"), ("images", "images timed", "d")])
 
     files = [Path(path) for path, _ in find_samples(args.data)[0]]  # what the loaders read: regular files only
-    breakdown = _breakdown(files, args.image_size, args.batch, device)
+    breakdown = _breakdown(files, args.image_size, args.batch_size, device)
     print("\nWhere one image's time goes (single-threaded, best of 3, ms per image):")
     _print_table(breakdown, [("stage", "stage", ""), ("path", "loader", ""), ("ms_per_image", "ms / image", ".3f")])
 
@@ -320,14 +322,14 @@ def main(argv: list[str] | None = None) -> int:
         print("\nNo GPU here: whether DALI's GPU decoding keeps ResNet-50 fed at 224 px is measured only on a GPU.")
 
     meta = {"device": device_name(device), "data": str(args.data), "image_size": args.image_size,
-            "batch": args.batch, "workers": args.workers, "epochs": args.epochs}
+            "batch": args.batch_size, "workers": args.workers, "epochs": args.epochs}
     (args.out / "dataloader.json").write_text(json.dumps(
         {"meta": meta, "rows": rows.rows, "breakdown": breakdown, "resnet50_feed": feed}, indent=2))
     with open(args.out / "dataloader.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows.rows[0]))
         writer.writeheader()
         writer.writerows(rows.rows)
-    _plot(rows.rows, args.out / "dataloader.png", f"Training loaders, {args.image_size} px, batch {args.batch}, "
+    _plot(rows.rows, args.out / "dataloader.png", f"Training loaders, {args.image_size} px, batch {args.batch_size}, "
                                                   f"{device_name(device)}")
     print(f"Wrote {args.out / 'dataloader.csv'}, {args.out / 'dataloader.json'} and {args.out / 'dataloader.png'}")
     return 0

@@ -13,12 +13,10 @@ import json
 from pathlib import Path
 from typing import Callable
 
-import torch
-
 from fastcore_ops import cli
 from training.config import TrainConfig, override
 from training.precision import choose_precision
-from training.recipes import get_recipe
+from training.recipes import get_recipe, list_recipes
 from training.tasks.classification import split_folders
 
 
@@ -31,7 +29,7 @@ def job_parser(prog: str, description: str) -> cli.ArgumentParser:
     parser.add_argument("--subset", type=cli.positive_int, help="train on the first N images of each class")
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="configuration override; repeatable")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    cli.add_device_option(parser)
     return parser
 
 
@@ -42,7 +40,8 @@ def job_main(parser: cli.ArgumentParser, argv: list[str] | None, check: Callable
     try:
         args = parser.parse_args(argv)
         args.device = cli.check_device(args.device)
-        args.config = override(get_recipe(args.recipe), args.assignments)
+        recipe = get_recipe(cli.check_name("--recipe", args.recipe, list_recipes(), "recipe"))
+        args.config = override(recipe, args.assignments)
         check(args.config)
         split_folders(args.data)  # a missing folder, or one without train/ and val/ (or test/), is refused here
         if args.out.exists() and any(args.out.iterdir()):

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from fastcore_ops import cli
 from fastcore_ops.host_memory import keep_freed_memory
 from training.assemble import scaled
 from training.config import TrainConfig
@@ -88,9 +89,13 @@ def floor_job(args) -> dict:
                          precision=args.precision)
 
 
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m benchmarks.step_floor``."""
+    return job_parser("python -m benchmarks.step_floor", cli.description(__doc__))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = job_parser("python -m benchmarks.step_floor", __doc__.splitlines()[0])
-    return job_main(parser, argv, check_image_classification, floor_job)
+    return job_main(build_parser(), argv, check_image_classification, floor_job)
 
 
 if __name__ == "__main__":

@@ -132,32 +132,38 @@ def measure(workload: Workload, surgery: str | None, device, steps: int, autocas
 WORKLOADS = ("resnet50", "gpt2-small")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = cli.ArgumentParser(prog="python -m benchmarks.surgery", description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--models", default="resnet50,gpt2-small")
-    parser.add_argument("--batch", type=cli.positive_int, default=None,
-                        help="default 64 images / 8 sequences on a GPU, 8 / 2 on the CPU")
-    parser.add_argument("--image-size", type=cli.positive_int, default=None, help="default 224 on a GPU, 128 on the CPU")
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m benchmarks.surgery``."""
+    parser = cli.ArgumentParser(prog="python -m benchmarks.surgery", description=cli.description(__doc__))
+    cli.add_device_option(parser)
+    parser.add_argument("--models", default=",".join(WORKLOADS), help="comma-separated models to operate on")
+    parser.add_argument("--batch-size", type=cli.positive_int, default=None,
+                        help="images or sequences per step (default: 64 images / 8 sequences on a GPU, 8 / 2 on "
+                             "the CPU)")
+    parser.add_argument("--image-size", type=cli.positive_int, default=None,
+                        help="ResNet-50's image side (default: 224 on a GPU, 128 on the CPU)")
     parser.add_argument("--sequence", type=cli.positive_int, default=None,
-                        help="GPT tokens per sequence; default 1024 GPU, 256 CPU")
+                        help="GPT tokens per sequence (default: 1024 on a GPU, 256 on the CPU)")
     parser.add_argument("--steps", type=cli.positive_int, default=None,
-                        help="timed steps after a warm-up; default 20 GPU, 5 CPU")
-    parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"))
+                        help="timed steps after a warm-up (default: 20 on a GPU, 5 on the CPU)")
+    parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"), help="folder for CSV and JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
     try:
-        args = parser.parse_args(argv)
+        args = build_parser().parse_args(argv)
         device = cli.check_device(args.device)
-        chosen = args.models.split(",")
-        unknown = [m for m in chosen if m not in WORKLOADS]
-        if unknown:
-            raise ValueError(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+        chosen = cli.check_names("--models", args.models, WORKLOADS, "model")
         check_claimable(args.out, "benchmarks")
     except cli.REFUSALS as error:
         return cli.refuse(error)
     gpu = device.type == "cuda"
     workloads = {
-        "resnet50": lambda: resnet_workload(args.batch or (64 if gpu else 8), args.image_size or (224 if gpu else 128)),
-        "gpt2-small": lambda: gpt2_workload(args.batch or (8 if gpu else 2), args.sequence or (1024 if gpu else 256)),
+        "resnet50": lambda: resnet_workload(args.batch_size or (64 if gpu else 8),
+                                            args.image_size or (224 if gpu else 128)),
+        "gpt2-small": lambda: gpt2_workload(args.batch_size or (8 if gpu else 2),
+                                            args.sequence or (1024 if gpu else 256)),
     }
     available = {s["name"] for s in list_surgeries()}
     runs = [(workloads[name](), surgery) for name in chosen for surgery in [None] + workloads[name]().surgeries

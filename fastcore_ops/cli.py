@@ -1,22 +1,28 @@
-"""The exit contract every command of the project keeps: a refusal is one ``error:`` line on stderr and exit 2.
+"""What every command of the project shares: its exit contract, its help's form and its common options.
 
-Bad input of any kind (an unknown flag, a value out of range, a missing folder, a damaged
-file) is refused before the command writes anything, so the corrected command finds its
-output folder as it was.
+A refusal is one ``error:`` line on stderr and exit 2. Bad input of any kind (an unknown flag, a
+value out of range, a missing folder, a damaged file, a mistyped name) is refused before the
+command writes anything, so the corrected command finds its output folder as it was. Every
+option has help text showing its default; the options every command may take are spelled one
+way (``--batch-size``, ``--device``, ``--out``, ``--no-progress``, ``--seed``) and the shared
+ones are added here, so their help reads the same everywhere.
 
     >>> parser = ArgumentParser(prog="python -m tool")
-    >>> _ = parser.add_argument("--batch", type=positive_int)
-    >>> parser.parse_args(["--batch", "0"])
+    >>> _ = parser.add_argument("--batch-size", type=positive_int)
+    >>> parser.parse_args(["--batch-size", "0"])
     Traceback (most recent call last):
     ...
-    ValueError: argument --batch: invalid positive_int value: '0'; see python -m tool --help
+    ValueError: argument --batch-size: invalid positive_int value: '0'; see python -m tool --help
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
+import re
 import sys
+from collections.abc import Iterable
 
 import torch
 
@@ -27,12 +33,130 @@ from fastcore_ops import checks
 REFUSALS = (ValueError, TypeError, OSError)
 
 
+# The help text of the shared options, one wording for every command.
+DEVICE_HELP = "where to compute: cpu, cuda or cuda:N; the default picks cuda where this machine has it, else cpu"
+NO_PROGRESS_HELP = "no progress bars (for logs)"
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's help with each option's default appended, where there is one to show: not for a flag
+    (False), an option whose help says what leaving it out does (None), or a repeatable one (an empty list)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or action.default == []:
+            return action.help
+        return super()._get_help_string(action)
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser, raising ValueError for a command line it cannot parse (an unknown flag, a word
-    where a number goes) instead of printing its usage, so the command refuses it as any other bad input."""
+    where a number goes) instead of printing its usage, so the command refuses it as any other bad input.
+    Its help shows every option's default (:class:`HelpFormatter`)."""
+
+    def __init__(self, *args, formatter_class=HelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message):
         raise ValueError(f"{message}; see {self.prog} --help")
+
+
+# reST markup in a docstring: ``code``, and :role:`target` (with Sphinx's ~ for "the last part only").
+_MARKUP = re.compile(r"``(.+?)``|:[a-z]+:`~?(.+?)`")
+# A docstring's opening "``python -m tool``: ", which the usage line of --help already shows.
+_COMMAND_PREFIX = re.compile(r"^``[^`]+``:\s*")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without reST markup: a double-backticked name or a Sphinx role's target becomes the bare name.
+
+        >>> plain_text("run ``python -m training.train``, see :mod:`training.config`")
+        'run python -m training.train, see training.config'
+    """
+    return _MARKUP.sub(lambda match: match.group(1) or match.group(2), text)
+
+
+def description(docstring: str) -> str:
+    """A command's --help description from its module docstring: the first paragraph, as plain text on one
+    line, without the command's name that opens it (the usage line shows it).
+
+        >>> description("``python -m training.train``: train a ``recipe``.\\n\\nMore.")
+        'Train a recipe.'
+    """
+    first = " ".join(docstring.strip().split("\n\n")[0].split())
+    text = plain_text(_COMMAND_PREFIX.sub("", first))
+    return text[:1].upper() + text[1:]
+
+
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    """``--device``, as every command that computes takes it."""
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help=DEVICE_HELP)
+
+
+def add_no_progress_option(parser: argparse.ArgumentParser) -> None:
+    """``--no-progress``, as every command that draws progress bars takes it."""
+    parser.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+
+
+def closest(name: str, known: Iterable[str], listing: str = "known") -> str:
+    """What to say of a ``name`` that is not among ``known``: the closest known names (difflib's), or, when
+    none is close, all of them after ``listing``.
+
+        >>> closest("cifar_mlid", ["cifar_hot", "cifar_mild"])
+        'did you mean cifar_mild?'
+        >>> closest("resnet", ["alibi", "sam"])
+        'known: alibi, sam'
+    """
+    known = list(known)
+    close = nearest(name, known)
+    if not close:
+        return f"{listing}: {', '.join(known)}"
+    names = close[0] if len(close) == 1 else f"{', '.join(close[:-1])} or {close[-1]}"
+    return f"did you mean {names}?"
+
+
+def nearest(name: str, known: list[str]) -> list[str]:
+    """Up to three of ``known`` close to ``name`` (difflib's ratio at least 0.7), best first, and within 0.1 of
+    the best: of recipes that share a prefix, only those as close as the best one.
+
+        >>> nearest("cifar_mlid", ["cifar_hot", "cifar_medium", "cifar_mild"])
+        ['cifar_mild']
+    """
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.7)
+    ratios = [difflib.SequenceMatcher(None, match, name).ratio() for match in close]
+    return [match for match, ratio in zip(close, ratios) if ratio >= ratios[0] - 0.1]
+
+
+def check_name(flag: str, name: str, known: Iterable[str], kind: str) -> str:
+    """``name`` when it is among ``known``; else ValueError naming ``flag`` and the closest known names.
+    ``kind`` words the error ("recipe", "method").
+
+        >>> check_name("--recipe", "cifar_mlid", ["cifar_hot", "cifar_mild"], "recipe")
+        Traceback (most recent call last):
+        ...
+        ValueError: --recipe cifar_mlid: no such recipe; did you mean cifar_mild?
+    """
+    known = list(known)
+    if name not in known:
+        shown = name if name.isprintable() and name.strip() == name and name else repr(name)
+        raise ValueError(f"{flag} {shown}: no such {kind}; {closest(name, known)}")
+    return name
+
+
+def check_names(flag: str, text: str, known: Iterable[str], kind: str) -> list[str]:
+    """The names in the comma-separated ``text``, each among ``known`` (see :func:`check_name`) and given once.
+
+        >>> check_names("--methods", "cutout, mixup", ["cutout", "ema", "mixup"], "method")
+        ['cutout', 'mixup']
+    """
+    known = list(known)
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise ValueError(f"{flag} {text!r}: no {kind} named; give comma-separated names from {', '.join(known)}")
+    for name in names:
+        check_name(flag, name, known, kind)
+    if len(set(names)) != len(names):
+        raise ValueError(f"{flag} {text!r}: a {kind} is named twice; name each once")
+    return names
 
 
 def error_line(error: BaseException | str) -> str:

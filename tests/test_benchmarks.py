@@ -20,7 +20,7 @@ def test_measure_reports_reference_time_and_traffic_model():
 
 
 def test_main_writes_table_csv_json_and_plot(tmp_path, capsys):
-    main(["--device", "cpu", "--batch", "1", "--kernels", "blurpool2d,blur_maxpool2d", "--out", str(tmp_path)])
+    main(["--device", "cpu", "--batch-size", "1", "--kernels", "blurpool2d,blur_maxpool2d", "--out", str(tmp_path)])
     printed = capsys.readouterr().out
     assert "No GPU here" in printed and "blur_maxpool2d" in printed
     rows = json.loads((tmp_path / "kernels.json").read_text())["rows"]
@@ -73,17 +73,18 @@ def _stranger(folder):
 
 
 @pytest.mark.parametrize("command, arguments, message", [
-    ("kernels", ["--batch", "0"], "argument --batch: invalid positive_int value: '0'"),
-    ("kernels", ["--kernels", "blurpol2d"], "--kernels: unknown blurpol2d; choose from blurpool2d"),
+    ("kernels", ["--batch-size", "0"], "argument --batch-size: invalid positive_int value: '0'"),
+    ("kernels", ["--kernels", "blurpol2d"], "--kernels blurpol2d: no such kernel; did you mean blurpool2d?"),
     ("kernels", ["--device", "tpu9"], "--device 'tpu9' is not a device name"),
     ("kernels", ["--dtype", "float8"], "argument --dtype: invalid choice: 'float8'"),
     ("kernels", ["--out", "{stranger}"], "holds files that python -m benchmarks did not write"),
-    ("surgery", ["--models", "resnet9000"], "--models: unknown resnet9000; choose from resnet50, gpt2-small"),
+    ("surgery", ["--models", "resnet9000"], "--models resnet9000: no such model; did you mean resnet50?"),
     ("surgery", ["--steps", "-1"], "argument --steps: invalid positive_int value: '-1'"),
     ("surgery", ["--out", "{stranger}"], "holds files that python -m benchmarks did not write"),
     ("dataloader", ["--data", "{missing}"], "is not a folder; pass an ImageFolder tree"),
-    ("dataloader", ["--sections", "fixed,slow"], "--sections: unknown slow"),
-    ("dataloader", ["--backends", "pil,ffcv"], "--backends: unknown ffcv; choose from pil, dali"),
+    ("dataloader", ["--sections", "fixed,slow"],
+     "--sections slow: no such section; known: fixed, progressive, shards, loaded"),
+    ("dataloader", ["--backends", "pil,ffcv"], "--backends ffcv: no such backend; known: pil, dali"),
     ("dataloader", ["--prepared", "{stranger}"], "holds files that python -m benchmarks did not write"),
     ("dataloader", ["--unknown-flag"], "unrecognized arguments: --unknown-flag"),
     ("peers", ["--recipe", "gpt_baseline"], "has task 'language_model': the Composer job sets up image classification"),

@@ -61,7 +61,7 @@ def test_a_part_that_fails_or_overruns_is_recorded_and_the_others_still_report(t
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (["--parts", "correctnes"], "--parts: unknown part 'correctnes'; accepted: correctness, kernels, surgery, loader, training"),
+    (["--parts", "correctnes"], "--parts correctnes: no such part; did you mean correctness?"),
     (["--out", "{stranger}"], "holds files that python -m benchmarks.gpu_check did not write"),
 ])
 def test_a_refused_check_says_why_in_one_line_and_writes_nothing(arguments, message, tmp_path, capsys):

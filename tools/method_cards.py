@@ -15,7 +15,6 @@ The test suite runs the check, so a card cannot drift from the code or the measu
 
 from __future__ import annotations
 
-import argparse
 import ast
 import csv
 import re
@@ -26,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere: the catalog is the project's own
 
+from fastcore_ops import cli  # noqa: E402
 from training.ablate.catalog import METHODS  # noqa: E402
 from training.config import TrainConfig  # noqa: E402
 from training.methods.registry import all_methods  # noqa: E402
@@ -156,10 +156,18 @@ def expected_files() -> dict[Path, str]:
     return files
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python tools/method_cards.py``."""
+    parser = cli.ArgumentParser(prog="python tools/method_cards.py", description=cli.description(__doc__))
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each stale card")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except ValueError as error:
+        return cli.refuse(error)
     files = expected_files()
     if args.check:
         stale = [path for path, text in files.items() if not path.is_file() or path.read_text() != text]

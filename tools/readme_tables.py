@@ -15,12 +15,15 @@ The test suite runs the check, so a README figure cannot drift from the report b
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere: the command line is the project's
+
+from fastcore_ops import cli  # noqa: E402
+
 BLOCK = re.compile(r"(<!-- table: (?P<path>[^ ]+) -->\n)(?P<body>.*?)(<!-- /table -->)", re.DOTALL)
 
 
@@ -53,12 +56,21 @@ def stale_tables(readme: str, root: Path) -> list[str]:
     return [match["path"] for match in BLOCK.finditer(readme) if match["body"] != _source(root, match["path"])]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("readme", nargs="?", type=Path, default=ROOT / "README.md")
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python tools/readme_tables.py``."""
+    parser = cli.ArgumentParser(prog="python tools/readme_tables.py", description=cli.description(__doc__))
+    parser.add_argument("readme", nargs="?", type=Path, default=ROOT / "README.md",
+                        help="the Markdown file whose tables to fill or check")
     parser.add_argument("--root", type=Path, help="the folder the markers' paths start from (default: the README's)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table is out of date")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except ValueError as error:
+        return cli.refuse(error)
     text = args.readme.read_text()
     root = args.root.resolve() if args.root else args.readme.resolve().parent
     if args.check:

@@ -1,4 +1,4 @@
-"""``python -m training.alibi_extrapolation``: ALiBi, train short and test long (issue 7).
+"""``python -m training.alibi_extrapolation``: ALiBi, train short and test long.
 
 Trains the project's small GPT twice on the trainer of ``python -m training.train``, on the
 bytes of a text corpus (by default the standard library's source, :mod:`training.text.corpus`)
@@ -20,7 +20,6 @@ spinning OpenMP threads then made training about 4x slower here.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
@@ -239,23 +238,25 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m training.alibi_extrapolation``."""
     defaults = ExtrapolationConfig()
-    parser = cli.ArgumentParser(prog="python -m training.alibi_extrapolation",
-                                     description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+    parser = cli.ArgumentParser(prog="python -m training.alibi_extrapolation", description=cli.description(__doc__))
     parser.add_argument("--steps", type=int, default=defaults.steps, help="training steps per model")
     parser.add_argument("--train-length", type=int, default=defaults.train_length,
                         help="training window L in bytes; evaluation at L, 2L, 4L, 8L")
-    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
-    parser.add_argument("--n-layer", type=int, default=defaults.n_layer)
-    parser.add_argument("--n-head", type=int, default=defaults.n_head)
-    parser.add_argument("--n-embd", type=int, default=defaults.n_embd)
+    parser.add_argument("--batch-size", type=int, default=defaults.batch_size, help="training windows per step")
+    parser.add_argument("--n-layer", type=int, default=defaults.n_layer, help="the GPT's transformer blocks")
+    parser.add_argument("--n-head", type=int, default=defaults.n_head, help="attention heads per block")
+    parser.add_argument("--n-embd", type=int, default=defaults.n_embd, help="the GPT's embedding width")
     parser.add_argument("--lr", type=float, default=defaults.lr, help="peak learning rate")
     parser.add_argument("--data", type=Path, help="a folder of text files (default: the standard library's source)")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--out", type=Path, default=Path("runs/alibi_extrapolation"))
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
+    cli.add_device_option(parser)
+    parser.add_argument("--seed", type=int, default=defaults.seed,
+                        help="seed of the shared initial weights and of the batches")
+    parser.add_argument("--out", type=Path, default=Path("runs/alibi_extrapolation"),
+                        help="folder for the results, the plot and both models' run folders")
+    cli.add_no_progress_option(parser)
     return parser
 
 

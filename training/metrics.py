@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from training.figures import plt
+from training.figures import plt, save_figure
 
 
 class MetricsLog:
@@ -44,18 +44,26 @@ class MetricsLog:
     def plot(self) -> Path:
         """The metric and the losses against training time (evaluation and checkpoints excluded), to ``curves.png``."""
         path = self.path.with_name("curves.png")
-        minutes = [row["train_seconds"] / 60 for row in self.rows]
-        scale = 100 if "%" in self.metric_label else 1
-        figure, (metric_axes, loss_axes) = plt.subplots(1, 2, figsize=(10, 4))
-        metric_axes.plot(minutes, [scale * row[self.metric] for row in self.rows], marker="o")
-        metric_axes.set(xlabel="training time (min)", ylabel=self.metric_label, title="evaluation")
-        loss_axes.plot(minutes, [row["train_loss"] for row in self.rows], marker="o", label="train (its own loss)")
-        loss_axes.plot(minutes, [row["eval_loss"] for row in self.rows], marker="o", label="eval (cross-entropy)")
-        loss_axes.set(xlabel="training time (min)", ylabel="loss", title="loss")
-        loss_axes.legend()
-        for axes in (metric_axes, loss_axes):
-            axes.grid(alpha=0.3)
-        figure.tight_layout()
-        figure.savefig(path, dpi=120)
-        plt.close(figure)
+        save_figure(curves_figure(self.rows, self.metric, self.metric_label), path)
         return path
+
+
+def curves_figure(rows: list[dict], metric: str, metric_label: str):
+    """The run's metric and losses against training time: in seconds for a run under two minutes, from zero, so
+    that one evaluation is a point on a readable axis, not on one of hundredths of a minute."""
+    longest = max((row["train_seconds"] for row in rows), default=0.0)
+    unit, per = ("min", 60.0) if longest >= 120 else ("s", 1.0)
+    times = [row["train_seconds"] / per for row in rows]
+    scale = 100 if "%" in metric_label else 1
+    figure, (metric_axes, loss_axes) = plt.subplots(1, 2, figsize=(10, 4))
+    metric_axes.plot(times, [scale * row[metric] for row in rows], marker="o")
+    metric_axes.set(xlabel=f"training time ({unit})", ylabel=metric_label, title="evaluation")
+    loss_axes.plot(times, [row["train_loss"] for row in rows], marker="o", label="train (its own loss)")
+    loss_axes.plot(times, [row["eval_loss"] for row in rows], marker="o", label="eval (cross-entropy)")
+    loss_axes.set(xlabel=f"training time ({unit})", ylabel="loss", title="loss")
+    loss_axes.legend()
+    for axes in (metric_axes, loss_axes):
+        axes.set_xlim(0, 1.1 * max(times, default=0.0) or 1.0)
+        axes.grid(alpha=0.3)
+    figure.tight_layout()
+    return figure

@@ -41,6 +41,8 @@ from fastcore_ops.host_memory import keep_freed_memory
 from training.compute_threads import use_threads
 from training.recipes import get_recipe, list_recipes
 from training.data_identity import image_fingerprint, text_fingerprint
+from training.models import model_names
+from training.models.registry import names
 from training.run_folder import (CONFIG_NAME, RUN_FILES, SUMMARY_NAME, NewRunFiles, RunSettings, check_out_outside_data,
                                  check_resume, check_run_folder, check_same_inputs, check_settings)
 from training.parallel import STRATEGIES
@@ -63,8 +65,9 @@ def child_environment(**extra: str) -> dict[str, str]:
     return {**environment, "FASTCORE_OPS_INTERPRET": "0", **extra}
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = cli.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m training.train``."""
+    parser = cli.ArgumentParser(prog="python -m training.train", description=cli.description(__doc__))
     parser.add_argument("--recipe", help=f"one of: {', '.join(list_recipes())} (not needed with --resume)")
     parser.add_argument("--data", type=Path,
                         help="images: a folder with train/ and val/ (or test/) ImageFolders; text: a folder of text "
@@ -78,14 +81,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--subset", type=int, help="train on the first N images of each class; evaluation still "
                                                    "reads every image of val/ (or test/)")
     parser.add_argument("--eval-every", type=int, metavar="EPOCHS",
-                        help="evaluate after every EPOCHS epochs (default 1); 0 evaluates only at the end")
+                        help="evaluate after every EPOCHS epochs (default: 1, or the resumed run's); 0 evaluates "
+                             "only at the end")
     parser.add_argument("--checkpoint-every", type=int, metavar="STEPS",
                         help="checkpoint every STEPS steps within an epoch (default: every 10 minutes of training); "
                              "every epoch's end is always checkpointed")
     parser.add_argument("--keep-checkpoints", type=int, default=2, metavar="K",
-                        help="keep the K newest checkpoints (default 2); a resume falls back to an older one, "
-                             "with a warning, when the newest is damaged")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+                        help="keep the K newest checkpoints; a resume falls back to an older one, with a warning, "
+                             "when the newest is damaged")
+    cli.add_device_option(parser)
     parser.add_argument("--strategy", choices=STRATEGIES, default="ddp",
                         help="with torchrun: ddp replicates the model on every process; fsdp (FSDP2) shards a "
                              "language model's parameters, gradients and optimizer state between them")
@@ -95,7 +99,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="continue the run in --out from its last checkpoint; every setting must match the "
                              "saved run's, except a longer --epochs, which extends an unfinished run (from the resumed "
                              "step on, the LR follows the cosine of the new length)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
+    cli.add_no_progress_option(parser)
     parser.add_argument("--threads", type=cli.positive_int,
                         help="on a CPU, PyTorch's threads (default: OMP_NUM_THREADS where set, else one per core "
                              "that other work left idle at start; see training/compute_threads.py)")
@@ -103,7 +107,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="on a CPU, let the C library give freed memory back to the system between steps: "
                              "less resident memory, slower steps (by default it is kept for reuse; see "
                              "fastcore_ops/host_memory.py)")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def _assignments(args: argparse.Namespace) -> list[str]:
@@ -143,7 +151,12 @@ def resumed_run(args: argparse.Namespace) -> tuple[TrainConfig, RunSettings]:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """Refuse command-line values out of range (the configuration's fields are checked by its validate)."""
+    """Refuse command-line values out of range and unknown names (the configuration's fields are checked by its
+    validate)."""
+    if args.recipe is not None:
+        cli.check_name("--recipe", args.recipe, list_recipes(), "recipe")
+    if args.model is not None:
+        cli.check_name("--model", args.model, [*model_names(), *names("language_model")], "model")
     if args.subset is not None and args.subset < 1:
         raise ValueError(f"--subset must be >= 1 (images per class), got {args.subset}")
     if args.eval_every is not None and args.eval_every < 0:

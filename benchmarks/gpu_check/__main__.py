@@ -145,25 +145,26 @@ def write_report(out: Path, mode: Mode, found: dict[str, str], results: list[dic
     return written
 
 
-def parse_args(argv: list[str] | None):
-    parser = cli.ArgumentParser(prog="python -m benchmarks.gpu_check", description=__doc__.splitlines()[0])
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m benchmarks.gpu_check``."""
+    parser = cli.ArgumentParser(prog="python -m benchmarks.gpu_check", description=cli.description(__doc__))
     parser.add_argument("--out", type=Path, required=True, help="folder for gpu_check.md, .json and the plots")
     parser.add_argument("--small", action="store_true",
                         help="the small mode even where CUDA is present (the default without CUDA)")
     parser.add_argument("--parts",
-                        help=f"comma-separated parts to run (default all): {', '.join(p.name for p in PARTS)}")
-    return parser.parse_args(argv)
+                        help=f"comma-separated parts to run (default: all): {', '.join(p.name for p in PARTS)}")
+    return parser
+
+
+def parse_args(argv: list[str] | None):
+    return build_parser().parse_args(argv)
 
 
 def choose_parts(text: str | None) -> list[Part]:
     """The parts named in ``text`` (all when None), in the check's order; ValueError naming an unknown one."""
     if text is None:
         return list(PARTS)
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in {part.name for part in PARTS}]
-    if unknown or not names:
-        raise ValueError(f"--parts: unknown part {unknown[0] if unknown else text!r}; "
-                         f"accepted: {', '.join(part.name for part in PARTS)}")
+    names = cli.check_names("--parts", text, [part.name for part in PARTS], "part")
     return [part for part in PARTS if part.name in names]
 
 

@@ -32,10 +32,8 @@ def all_cases(batch: int, dtype: torch.dtype, device: torch.device, only: set[st
     Triton's interpreter gets through in seconds; ``only``: the kernels to keep (None: all)."""
     found = (blurpool.cases(batch, dtype, device, tiny) + bce.cases(dtype, device, tiny)
              + ghost_batchnorm.cases(batch, dtype, device, tiny) + alibi.cases(dtype, device, tiny))
-    unknown = sorted((only or set()) - {case.kernel for case in found})
-    if unknown:
-        raise ValueError(f"--kernels: unknown {', '.join(unknown)}; choose from "
-                         f"{', '.join(dict.fromkeys(case.kernel for case in found))}")
+    for name in sorted(only or ()):
+        cli.check_name("--kernels", name, dict.fromkeys(case.kernel for case in found), "kernel")
     return [case for case in found if only is None or case.kernel in only]
 
 
@@ -140,20 +138,26 @@ def plot_speedups(rows: list[dict], on_gpu: bool, path: Path) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = cli.ArgumentParser(prog="python -m benchmarks.kernels", description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--batch", type=cli.positive_int, default=None,
-                        help="batch size of the CNN kernels (default 256 on a GPU, 16 on the CPU)")
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m benchmarks.kernels``."""
+    parser = cli.ArgumentParser(prog="python -m benchmarks.kernels", description=cli.description(__doc__))
+    cli.add_device_option(parser)
+    parser.add_argument("--batch-size", type=cli.positive_int, default=None,
+                        help="batch size of the CNN kernels (default: 256 on a GPU, 16 on the CPU)")
     parser.add_argument("--dtype", choices=["float16", "bfloat16", "float32"], default=None,
-                        help="default float16 on a GPU, float32 on the CPU")
-    parser.add_argument("--kernels", default=None, help="comma-separated subset, e.g. blurpool2d,bce_with_logits")
+                        help="the inputs' dtype (default: float16 on a GPU, float32 on the CPU)")
+    parser.add_argument("--kernels", default=None,
+                        help="comma-separated subset, e.g. blurpool2d,bce_with_logits (default: every kernel)")
     parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"), help="folder for CSV, JSON and PNG")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
     try:
-        args = parser.parse_args(argv)
+        args = build_parser().parse_args(argv)
         device = cli.check_device(args.device)
         on_gpu = device.type == "cuda"
-        batch = args.batch or (256 if on_gpu else 16)
+        batch = args.batch_size or (256 if on_gpu else 16)
         dtype = getattr(torch, args.dtype or ("float16" if on_gpu else "float32"))
         cases = all_cases(batch, dtype, device, set(args.kernels.split(",")) if args.kernels else None)
         check_claimable(args.out, "benchmarks")

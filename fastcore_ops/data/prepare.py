@@ -367,10 +367,9 @@ def _write_index(destination: Path, classes: list[str], settings: PrepareSetting
     return destination / INDEX_FILE
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line; a refusal is exit 2 with one ``error:`` line on stderr, the destination as it was."""
-    parser = cli.ArgumentParser(prog="python -m fastcore_ops.data.prepare",
-                                description="Write an ImageFolder tree as WebDataset-format tar shards.")
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m fastcore_ops.data.prepare``."""
+    parser = cli.ArgumentParser(prog="python -m fastcore_ops.data.prepare", description=cli.description(__doc__))
     parser.add_argument("source", help="ImageFolder root: SRC/<class>/<image>")
     parser.add_argument("destination", help="a new or empty folder for the shards and index.json (a folder prepare "
                                             "wrote is resumed if unfinished)")
@@ -380,9 +379,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shard-size", type=int, default=defaults.shard_size, help="images per shard")
     parser.add_argument("--seed", type=int, default=defaults.seed, help="seed of the shuffle before sharding")
     parser.add_argument("--workers", type=int, default=None, help="encoding processes (default: one per core)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cli.add_no_progress_option(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; a refusal is exit 2 with one ``error:`` line on stderr, the destination as it was."""
     try:
-        args = parser.parse_args(argv)
+        args = build_parser().parse_args(argv)
         settings = PrepareSettings(args.max_side, args.quality, args.shard_size, args.seed)
         index_path = prepare_shards(args.source, args.destination, settings, workers=args.workers,
                                     progress=not args.no_progress)

@@ -17,7 +17,7 @@ def test_benchmark_times_every_loader_and_writes_table_csv_json_and_plot(make_tr
     os.mkfifo(root / "class0" / "pipe.jpg")  # every loader and the breakdown must leave it out, unopened
     out = tmp_path / "out"
     with pytest.warns(DatasetScanWarning, match="class0/pipe.jpg': it is a named pipe"):
-        main(["--data", str(root), "--device", "cpu", "--image-size", "48", "--batch", "4", "--epochs", "1",
+        main(["--data", str(root), "--device", "cpu", "--image-size", "48", "--batch-size", "4", "--epochs", "1",
               "--workers", "1", "--out", str(out)])
     printed = capsys.readouterr().out
     assert "Where one image's time goes" in printed

@@ -187,7 +187,7 @@ def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--recipe", "cifar_spicy"], "must be one of the recipes"),
+    (["--recipe", "cifar_spicy"], "--recipe cifar_spicy: no such recipe; known: cifar_baseline, "),
     (["--recipe", "cifar_baseline", "--set", "optimizer.lr=fast"], "not a Python literal"),
     (["--recipe", "cifar_baseline", "--set", "optimizer.beta=0.9"], "unknown field 'beta'"),
     (["--recipe", "cifar_baseline", "--subset", "0"], "--subset must be >= 1"),

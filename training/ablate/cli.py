@@ -23,8 +23,6 @@ import argparse
 import html
 from pathlib import Path
 
-import torch
-
 from fastcore_ops import cli
 from fastcore_ops.cli import refuse
 from training.ablate.catalog import METHODS
@@ -32,7 +30,7 @@ from training.ablate.effects import effect_rows, method_effects, plot_effects, r
 from training.config import TrainConfig
 from training.recipes import get_recipe, list_recipes
 from training.tradeoff.analysis import speedup_table
-from training.tradeoff.cli import SweepRequest, parse_budgets, parse_names, sweep
+from training.tradeoff.cli import SweepRequest, parse_budgets, sweep
 from training.tradeoff.report import build_report, embedded_image, html_table
 from training.tradeoff.results import Run, common_metric, split_runs
 from training.tradeoff.sweep import Variant
@@ -41,23 +39,29 @@ from training.tradeoff.tables import markdown_table, write_csv
 TTA_ON = "methods.tta={}"
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = cli.ArgumentParser(prog="python -m training.ablate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", required=True, help=f"the recipe every variant changes; known: {', '.join(list_recipes())}")
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m training.ablate``."""
+    parser = cli.ArgumentParser(prog="python -m training.ablate", description=cli.description(__doc__))
+    parser.add_argument("--base", required=True,
+                        help=f"the recipe every variant changes; known: {', '.join(list_recipes())}")
     parser.add_argument("--methods", default="all",
                         help=f"comma-separated methods, or 'all' (those that apply to the base's task); known: "
                              f"{', '.join(METHODS)}")
-    parser.add_argument("--budgets", default="1", help="comma-separated scale-schedule ratios (default 1); two or "
-                                                       "more give each variant a curve and a speedup")
-    parser.add_argument("--seeds", type=int, default=2, help="seeds per variant and budget: 0 to N-1 (default 2)")
+    parser.add_argument("--budgets", default="1", help="comma-separated scale-schedule ratios; two or more give each "
+                                                       "variant a curve and a speedup")
+    parser.add_argument("--seeds", type=int, default=2, help="seeds per variant and budget: 0 to N-1")
     parser.add_argument("--data", type=Path, help="image classification: folder with train/ and val/ (or test/)")
     parser.add_argument("--subset", type=int, help="train on the first N images of each class")
     parser.add_argument("--out", type=Path, required=True, help="report folder; the runs go to OUT/runs/")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    cli.add_device_option(parser)
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="configuration override for every run, base included; repeatable")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
-    return parser.parse_args(argv)
+    cli.add_no_progress_option(parser)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def parse_methods(text: str, base: TrainConfig) -> list[str]:
@@ -72,7 +76,7 @@ def parse_methods(text: str, base: TrainConfig) -> list[str]:
     """
     if text.strip() == "all":
         return [name for name, switch in METHODS.items() if switch.applies_to(base)]
-    names = parse_names(text, list(METHODS), "--methods", "method")
+    names = cli.check_names("--methods", text, METHODS, "method")
     for name in names:
         if not METHODS[name].applies_to(base):
             raise ValueError(f"--methods: {name} applies to task {METHODS[name].method.tasks[0]!r} only, and the base's "
@@ -127,9 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; returns its exit code."""
     try:
         args = parse_args(argv)
-        if args.base not in list_recipes():
-            raise ValueError(f"--base: unknown recipe {args.base!r}; accepted: {', '.join(list_recipes())}")
-        base_config = get_recipe(args.base)
+        base_config = get_recipe(cli.check_name("--base", args.base, list_recipes(), "recipe"))
         budgets, methods = parse_budgets(args.budgets), parse_methods(args.methods, base_config)
     except ValueError as error:
         return refuse(error)

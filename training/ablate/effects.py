@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.figures import plt
+from training.figures import label_points, plt, save_figure, series_colors
 
 from training.tradeoff.analysis import Spread, SpeedupRow, describe_speedup
 from training.tradeoff.metric import Metric
@@ -138,19 +138,23 @@ def effect_rows(effects: Sequence[Effect], metric: Metric, left_out: Sequence[Ru
     return header, body
 
 
-def plot_effects(effects: Sequence[Effect], metric: Metric, path: Path) -> None:
-    """Quality change against time-per-step change, one point per variant with its seeds' spread."""
+def effects_figure(effects: Sequence[Effect], metric: Metric) -> plt.Figure:
+    """Quality change against time-per-step change, one point per variant in a colour of its own, with its
+    seeds' spread, each labelled where no other label covers it. The caller closes the figure."""
     scale = 100 if metric.percent else 1
-    figure, axes = plt.subplots(figsize=(8, 5.5))
-    for effect in effects:
+    figure, axes = plt.subplots(figsize=(9, 6))
+    colors = series_colors(len(effects))
+    points = []
+    for effect, color in zip(effects, colors):
         low, high = effect.quality_change.low_high
         mean = effect.quality_change.mean
         x = 100 * effect.step_time_change
-        axes.errorbar(x, mean * scale, yerr=[[(mean - low) * scale], [(high - mean) * scale]], fmt="o", capsize=3)
-        axes.annotate(effect.label, (x, mean * scale), fontsize=8,
-                      xytext=(4, 4), textcoords="offset points")
+        axes.errorbar(x, mean * scale, yerr=[[(mean - low) * scale], [(high - mean) * scale]], fmt="o", capsize=3,
+                      color=color)
+        points.append((x, mean * scale))
     axes.axhline(0, color="grey", linewidth=0.8)
     axes.axvline(0, color="grey", linewidth=0.8)
+    axes.margins(0.2)  # room for the labels inside the axes
     unit = "points" if metric.percent else metric.unit
     axes.set_xlabel("time per training step against the base (%; left is faster)")
     axes.set_ylabel(f"{metric.quantity} change against the base ({unit}; up is better)")
@@ -159,5 +163,10 @@ def plot_effects(effects: Sequence[Effect], metric: Metric, path: Path) -> None:
                    "no variant ran beside the base")
     axes.grid(alpha=0.3)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    label_points(axes, points, [effect.label for effect in effects], colors=colors)
+    return figure
+
+
+def plot_effects(effects: Sequence[Effect], metric: Metric, path: Path) -> None:
+    """Write :func:`effects_figure` to the PNG file ``path``."""
+    save_figure(effects_figure(effects, metric), path)

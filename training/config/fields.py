@@ -23,6 +23,8 @@ import functools
 import types
 import typing
 
+from fastcore_ops.cli import closest
+
 
 @functools.cache
 def field_types(cls) -> dict[str, object]:
@@ -158,11 +160,11 @@ def assign(target, names: list[str], text: str, path: str):
     here = _join(path, name)
     kinds = field_types(type(target))
     if name not in kinds and rest:
-        raise ValueError(f"no section {here!r}; sections{' of ' + path if path else ''}: "
-                         f"{', '.join(_sections(type(target)))}")
+        listing = f"sections{' of ' + path if path else ''}"
+        raise ValueError(f"no section {here!r}; {closest(name, _sections(type(target)), listing)}")
     if name not in kinds:
         settable = [field_name for field_name, kind in kinds.items() if not _is_section(kind)]
-        raise ValueError(f"unknown field {name!r}; fields here: {', '.join(settable)}")
+        raise ValueError(f"unknown field {name!r}; {closest(name, settable, 'fields here')}")
     kind, current = kinds[name], getattr(target, name)
     if rest:
         group = _optional_of(kind)

@@ -509,20 +509,26 @@ def load_prepared(folder: Path | str) -> PreparedTokens:
 # -- the command line ----------------------------------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m training.text.prepare``: 0 once prepared; 2 when refused, with one ``error:`` line on
-    stderr and the destination as it was (progress bars only on a terminal)."""
-    parser = cli.ArgumentParser(prog="python -m training.text.prepare", description=__doc__.split("\n")[0])
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m training.text.prepare``."""
+    parser = cli.ArgumentParser(prog="python -m training.text.prepare", description=cli.description(__doc__))
     parser.add_argument("source", nargs="?", type=Path, default=None,
                         help="folder of text files (default: the Python standard library's source)")
     parser.add_argument("destination", type=Path,
                         help="folder to write the prepared tokens to: new, empty, or prepared here before")
-    parser.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default="bytes")
-    parser.add_argument("--vocab-size", type=int, default=None, help="bpe's vocabulary size (default 4096)")
-    parser.add_argument("--validation-every", type=int, default=10, help="every k-th file is validation")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default="bytes",
+                        help="bytes: one token per byte; bpe: byte-level BPE trained on the training files")
+    parser.add_argument("--vocab-size", type=int, default=None, help="bpe's vocabulary size (default: 4096)")
+    parser.add_argument("--validation-every", type=int, default=10, metavar="K", help="every K-th file is validation")
+    cli.add_no_progress_option(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m training.text.prepare``: 0 once prepared; 2 when refused, with one ``error:`` line on
+    stderr and the destination as it was (progress bars only on a terminal)."""
     try:
-        options = parser.parse_args(argv)
+        options = build_parser().parse_args(argv)
         token_cache()  # not written here, but checked by every text command (see its docstring)
         folder = prepare(options.source, options.destination, tokenizer=options.tokenizer,
                          vocab_size=options.vocab_size, validation_every=options.validation_every,

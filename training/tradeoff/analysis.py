@@ -270,8 +270,10 @@ def verdicts(rows: Sequence[SpeedupRow]) -> dict[CurveKey, str]:
             quantity = recipe_rows[0].metric.quantity
             sentences[key] = (f"does not beat the baseline: it reaches the baseline's {quantity} sooner at no "
                               f"budget and is better at none of the baseline's times")
+        elif len(recipe_rows) == 1:
+            sentences[key] = "beats the baseline at the one baseline budget measured"
         elif len(wins) == len(recipe_rows):
-            sentences[key] = "beats the baseline at every baseline budget"
+            sentences[key] = f"beats the baseline at each of the baseline's {len(recipe_rows)} budgets"
         else:
             budgets = ", ".join(f"x{row.baseline_budget:g}" for row in wins)
             sentences[key] = f"beats the baseline only at baseline budget(s) {budgets}; not at the others"

@@ -52,20 +52,21 @@ SWEEP_ONLY = {"recipes": "--recipes", "budgets": "--budgets", "data": "--data", 
               "assignments": "--set"}  # argument name -> flag
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = cli.ArgumentParser(prog="python -m training.tradeoff", description=__doc__.split("\n\n")[0])
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m training.tradeoff``."""
+    parser = cli.ArgumentParser(prog="python -m training.tradeoff", description=cli.description(__doc__))
     parser.add_argument("--recipes", help=f"comma-separated recipe names; known: {', '.join(list_recipes())}")
     parser.add_argument("--budgets", help="comma-separated scale-schedule ratios > 0, e.g. 0.25,0.5,1,2")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds per recipe and budget (default 1)")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per recipe and budget")
     parser.add_argument("--first-seed", type=int, default=0,
-                        help="the first seed: the runs use seeds FIRST to FIRST+N-1 (default 0); a sweep that "
-                             "reports a speed-up runs on seeds its recipes were not searched on")
+                        help="the first seed: the runs use seeds FIRST to FIRST+N-1; a sweep that reports a speed-up "
+                             "runs on seeds its recipes were not searched on")
     parser.add_argument("--data", type=Path, help="image classification: folder with train/ and val/ (or test/) "
                                                    "ImageFolders; language models: a text folder or prepared tokens "
                                                    "(default: the recipe's own text)")
     parser.add_argument("--out", type=Path, required=True, help="report folder; the runs go to OUT/runs/")
     parser.add_argument("--subset", type=int, help="train on the first N images of each class (passed to train)")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    cli.add_device_option(parser)
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="configuration override passed to every run; repeatable")
     parser.add_argument("--baseline", help="the recipe the others are compared with (default: the first recipe "
@@ -82,31 +83,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="with --cost: take the step times from an earlier cost pass's costs.json instead of "
                              "timing them")
     parser.add_argument("--rounds", type=cli.positive_int,
-                        help="with --cost: how many times each window of steps is timed (default 3)")
+                        help="with --cost: how many times each window of steps is timed (default: 3)")
     parser.add_argument("--threads", type=cli.positive_int,
                         help="with --cost on a CPU: PyTorch's threads (default: as python -m training.train "
                              "chooses); time with the threads the runs trained with")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
-    return parser.parse_args(argv)
+    cli.add_no_progress_option(parser)
+    return parser
 
 
-def parse_names(text: str, known: list[str], flag: str, kind: str) -> list[str]:
-    """The names in a comma-separated list, each among ``known`` and given once; ``flag`` and
-    ``kind`` ("recipe", "method") word the errors.
-
-    Example:
-        >>> parse_names("a, b", ["a", "b", "c"], "--things", "thing")
-        ['a', 'b']
-    """
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        raise ValueError(f"{flag} {text!r}: no {kind} named; accepted: comma-separated names from {', '.join(known)}")
-    for name in names:
-        if name not in known:
-            raise ValueError(f"{flag}: unknown {kind} {name!r}; accepted: {', '.join(known)}")
-    if len(set(names)) != len(names):
-        raise ValueError(f"{flag} {text!r}: a {kind} is named twice; name each once")
-    return names
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def parse_recipes(text: str) -> list[str]:
@@ -116,7 +102,7 @@ def parse_recipes(text: str) -> list[str]:
         >>> parse_recipes("cifar_baseline, cifar_mild")
         ['cifar_baseline', 'cifar_mild']
     """
-    return parse_names(text, list_recipes(), "--recipes", "recipe")
+    return cli.check_names("--recipes", text, list_recipes(), "recipe")
 
 
 def parse_budgets(text: str) -> list[float]:
@@ -215,9 +201,7 @@ def progress_quality(record: RunRecord) -> str:
 def _choose_baseline(requested: str | None, recipes: list[str]) -> str:
     if requested is None:
         return default_baseline(recipes)
-    if requested not in recipes:
-        raise ValueError(f"--baseline {requested!r} is not among the recipes compared ({', '.join(recipes)})")
-    return requested
+    return cli.check_name("--baseline", requested, recipes, "recipe among those compared")
 
 
 def check_one_metric(configs: dict[str, TrainConfig]) -> None:

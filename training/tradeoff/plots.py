@@ -9,10 +9,13 @@ One panel per machine in each, since times from different machines never share a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from training.figures import plt
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+from training.figures import label_points, plt, save_figure, series_colors
 
 from training.tradeoff.analysis import BreakdownRow, Spread, group_runs
 from training.tradeoff.curves import pareto_frontier
@@ -60,33 +63,57 @@ def tradeoff_figure(records: Sequence[RunRecord]) -> plt.Figure:
     groups = group_runs(records)
     machines = _machines(groups)
     figure, axes = _panels(len(machines), 8.0, 5.0)
+    budget_labels = []
     for machine, ax in zip(machines, axes):
-        frontier_points = []
-        for (run_machine, recipe), by_budget in groups.items():
-            if run_machine != machine:
-                continue
+        frontier_points, labels = [], []
+        curves = [(recipe, by_budget) for (run_machine, recipe), by_budget in groups.items() if run_machine == machine]
+        for (recipe, by_budget), color in zip(curves, series_colors(len(curves))):
             seconds = [Spread.of([r.train_seconds for r in runs]) for runs in by_budget.values()]
             quality = [Spread.of([metric.scaled(r.quality) for r in runs]) for runs in by_budget.values()]
             x, y = [s.mean for s in seconds], [q.mean for q in quality]
             xerr = [[s.mean - s.low_high[0] for s in seconds], [s.low_high[1] - s.mean for s in seconds]]
             yerr = [[q.mean - q.low_high[0] for q in quality], [q.low_high[1] - q.mean for q in quality]]
-            bars = ax.errorbar(x, y, xerr=xerr, yerr=yerr, marker="o", capsize=3, linestyle="none", label=recipe)
-            ax.plot(*_straight_in_linear_time(x, y), color=bars.lines[0].get_color())
-            for budget, px, py in zip(by_budget, x, y):
-                ax.annotate(f"x{budget:g}", (px, py), textcoords="offset points", xytext=(4, -10), fontsize=7)
+            ax.errorbar(x, y, xerr=xerr, yerr=yerr, marker="o", capsize=3, linestyle="none", label=recipe,
+                        color=color, zorder=3)
+            ax.plot(*_straight_in_linear_time(x, y), color=color, zorder=2)
+            labels += [((px, py), f"x{budget:g}") for budget, px, py in zip(by_budget, x, y)]
             frontier_points += list(zip(x, y))
         frontier = [frontier_points[i] for i in pareto_frontier(frontier_points, metric.higher_is_better)]
         ax.plot(*zip(*frontier), color="black", linestyle="--", linewidth=1, drawstyle="steps-post", zorder=1)
-        ax.scatter(*zip(*frontier), s=140, facecolors="none", edgecolors="black", zorder=3, label="Pareto frontier")
+        # Under the recipes' markers, so a marker on the frontier still shows its colour.
+        ax.scatter(*zip(*frontier), s=160, facecolors="none", edgecolors="black", linewidths=1, zorder=2.5,
+                   label="Pareto frontier")
         ax.set_xscale("log")  # budgets are ratios: equal factors look equally far apart
+        ax.margins(x=0.08, y=0.12)
+        _readable_log_ticks(ax)
         ax.set_xlabel("training time (s, evaluation and checkpoints excluded; log scale)")
         ax.set_ylabel(metric.axis_label)
         title = metric.quantity[:1].upper() + metric.quantity[1:]
         ax.set_title(f"{title} against training time on {machine} (mean and spread over seeds)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
+        budget_labels.append((ax, labels))
     figure.tight_layout()
+    for ax, labels in budget_labels:  # last: labels are placed around what is drawn
+        label_points(ax, [point for point, _ in labels], [text for _, text in labels], fontsize=7)
     return figure
+
+
+def _readable_log_ticks(ax) -> None:
+    """Label a log time axis at 4 to 8 round values (1-2-5, or finer over a narrow range), written plainly."""
+    low, high = ax.get_xlim()
+    for steps in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [step * 10 ** power for power in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+                 for step in steps if low <= step * 10 ** power <= high]
+        if len(ticks) >= 4:
+            break
+    if len(ticks) < 2:  # a range narrower than 1.1x: five values across it, to three significant digits
+        rounded = {float(f"{low + (high - low) * k / 4:.3g}") for k in range(5)}
+        ticks = sorted(value for value in rounded if low <= value <= high)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.4g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(low, high)
 
 
 def plot_tradeoff(records: Sequence[RunRecord], path: Path) -> None:
@@ -95,26 +122,26 @@ def plot_tradeoff(records: Sequence[RunRecord], path: Path) -> None:
     Example:
         >>> plot_tradeoff(records, out / "pareto.png")
     """
-    figure = tradeoff_figure(records)
-    try:
-        figure.savefig(path, dpi=110)
-    finally:
-        plt.close(figure)
+    save_figure(tradeoff_figure(records), path, dpi=110)
 
 
 def plot_breakdown(rows: Sequence[BreakdownRow], path: Path) -> None:
-    """Milliseconds per training step by phase, one stacked horizontal bar per recipe.
+    """Write :func:`breakdown_figure` of ``rows`` to the PNG file ``path``.
 
     Example:
         >>> from training.tradeoff.analysis import time_breakdown
         >>> plot_breakdown(time_breakdown(records), out / "breakdown.png")
     """
+    save_figure(breakdown_figure(rows), path, dpi=110, tight=True)  # the legends sit beside the panels
+
+
+def breakdown_figure(rows: Sequence[BreakdownRow]) -> plt.Figure:
+    """Milliseconds per training step by phase, one stacked horizontal bar per recipe; the caller closes it."""
     if not rows:
         raise ValueError("rows must hold at least one recipe's breakdown, got none")
     machines = _machines((row.machine, row.recipe) for row in rows)
     phases = list(dict.fromkeys(name for row in rows for name in row.ms_per_step))
-    palette = plt.get_cmap("tab10" if len(phases) <= 10 else "tab20").colors
-    colors = {phase: palette[index % len(palette)] for index, phase in enumerate(phases)}
+    colors = dict(zip(phases, series_colors(len(phases))))
     figure, axes = _panels(len(machines), 9.0, 1.2 + 0.6 * max(
         sum(1 for row in rows if row.machine == machine) for machine in machines))
     for machine, ax in zip(machines, axes):
@@ -129,5 +156,4 @@ def plot_breakdown(rows: Sequence[BreakdownRow], path: Path) -> None:
         ax.set_xlabel("milliseconds per training step")
         ax.set_title(f"Where a training step's time goes on {machine}")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    figure.savefig(path, dpi=110, bbox_inches="tight")  # the legends sit beside the panels
-    plt.close(figure)
+    return figure

@@ -90,8 +90,14 @@ def test_machines_are_never_mixed(rows):
 def test_verdicts_say_plainly_which_recipes_do_not_beat_the_baseline(rows):
     sentences = verdicts(list(rows.values()))
     assert sentences[("m1", "slow")].startswith("does not beat the baseline")
-    assert sentences[("m1", "fast")] == ("beats the baseline at every baseline budget "
+    assert sentences[("m1", "fast")] == ("beats the baseline at each of the baseline's 2 budgets "
                                          f"(at x1: {10 / (4 + 4 * 0.02 / 0.12):.2f}x faster to 62.0% top-1)")
+
+
+def test_a_verdict_over_one_baseline_budget_says_so(rows):
+    one_budget = [row for row in rows.values() if row.baseline_budget == 1.0]
+    assert verdicts(one_budget)[("m1", "fast")].startswith(
+        "beats the baseline at the one baseline budget measured (at x1:")
 
 
 def test_speedups_are_described_in_words(rows):
@@ -212,7 +218,7 @@ def test_loss_speedups_and_gains_are_written_in_the_metric_s_words(lm_rows):
 
 def test_loss_verdicts(lm_rows):
     sentences = verdicts(list(lm_rows.values()))
-    assert sentences[("m1", "gpt_half")] == ("beats the baseline at every baseline budget "
+    assert sentences[("m1", "gpt_half")] == ("beats the baseline at each of the baseline's 2 budgets "
                                              "(at x1: 2.00x faster to 2.00 nats/token validation loss)")
     assert sentences[("m1", "gpt_worse")] == ("does not beat the baseline: it reaches the baseline's validation loss "
                                               "sooner at no budget and is better at none of the baseline's times "

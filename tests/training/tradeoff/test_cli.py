@@ -15,7 +15,7 @@ from training.tradeoff.sweep import SweepInterrupted
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--recipes", "cifar_spicy", "--budgets", "1"], "unknown recipe 'cifar_spicy'"),
+    (["--recipes", "cifar_spicy", "--budgets", "1"], "--recipes cifar_spicy: no such recipe"),
     (["--recipes", "cifar_mild,cifar_mild", "--budgets", "1"], "named twice"),
     (["--recipes", "cifar_mild", "--budgets", "0"], "'0' is not a budget"),
     (["--recipes", "cifar_mild", "--budgets", "0.5,-1"], "'-1' is not a budget"),
@@ -26,7 +26,8 @@ from training.tradeoff.sweep import SweepInterrupted
     (["--recipes", "cifar_mild", "--budgets", "1", "--subset", "0"], "--subset must be >= 1"),
     (["--recipes", "cifar_mild", "--budgets", "1", "--set", "optimizer.beta=1"], "unknown field 'beta'"),
     (["--recipes", "cifar_mild", "--budgets", "1", "--set", "seed=3"], "use --seeds and --budgets"),
-    (["--recipes", "cifar_mild", "--budgets", "1", "--baseline", "cifar_hot"], "--baseline 'cifar_hot'"),
+    (["--recipes", "cifar_mild", "--budgets", "1", "--baseline", "cifar_hot"],
+     "--baseline cifar_hot: no such recipe among those compared; known: cifar_mild"),
     (["--budgets", "1"], "--recipes is required"),
     (["--recipes", "cifar_mild"], "--budgets is required"),
     (["--recipes", "cifar_baseline,gpt_baseline", "--budgets", "1"],

@@ -56,7 +56,7 @@ def _good_merge_input(tmp_path):
 
 # (tool, arguments after the tool's --out and --data, how --out is found, what the error line says)
 REFUSALS = [
-    ("tradeoff", ["--recipes", "cifar_spicy", "--budgets", "1"], None, "unknown recipe 'cifar_spicy'"),
+    ("tradeoff", ["--recipes", "cifar_spicy", "--budgets", "1"], None, "--recipes cifar_spicy: no such recipe"),
     ("tradeoff", ["--recipes", "cifar_mild", "--budgets", "1,nan"], None, "'nan' is not a budget"),
     ("tradeoff", ["--recipes", "cifar_mild", "--budgets", "1", "--seeds", "0"], None, "--seeds must be >= 1"),
     ("tradeoff", ["--recipes", "cifar_mild", "--budgets", "1", "--seeds", "two"], None, "invalid int value: 'two'"),
@@ -70,8 +70,8 @@ REFUSALS = [
     ("tradeoff", SWEEP_ARGS["tradeoff"], _owned_by("ablate"), "did not write (it has no .fastcore_ops-tradeoff)"),
     ("tradeoff", SWEEP_ARGS["tradeoff"], _a_file, "is a file, not a folder"),
     ("tradeoff", SWEEP_ARGS["tradeoff"], _finished_elsewise, "holds a finished run with another configuration"),
-    ("ablate", ["--base", "cifar_spicy"], None, "unknown recipe 'cifar_spicy'"),
-    ("ablate", ["--base", "cifar_baseline", "--methods", "cutout,spicy"], None, "unknown method 'spicy'"),
+    ("ablate", ["--base", "cifar_spicy"], None, "--base cifar_spicy: no such recipe"),
+    ("ablate", ["--base", "cifar_baseline", "--methods", "cutout,spicy"], None, "--methods spicy: no such method"),
     ("ablate", ["--base", "cifar_baseline", "--seeds", "0"], None, "--seeds must be >= 1"),
     ("ablate", ["--base", "cifar_baseline", "--subset", "0"], None, "--subset must be >= 1"),
     ("ablate", ["--base", "cifar_baseline", "--set", "seed=3"], None, "use --seeds and --budgets instead"),

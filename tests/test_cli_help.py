@@ -1,0 +1,161 @@
+"""Every command speaks one language: each option explained with its default, plain descriptions, the shared
+options spelled one way, and a mistyped name answered with its flag and the closest names.
+
+``python -m training.torchrun`` is not here: its options are torchrun's own, from torch's parser.
+"""
+
+import argparse
+import importlib
+from pathlib import Path
+
+import pytest
+
+from fastcore_ops import cli
+from tests.tool_module import load_tool
+
+# Each command, by the module that builds its parser (tools/ scripts are not a package: "tools/name").
+COMMANDS = [
+    "training.train", "training.tradeoff.cli", "training.ablate.cli", "training.alibi_extrapolation",
+    "training.text.prepare", "fastcore_ops.data.prepare", "benchmarks.kernels.__main__", "benchmarks.surgery",
+    "benchmarks.dataloader", "benchmarks.peers", "benchmarks.step_floor", "benchmarks.composer_job",
+    "benchmarks.gpu_check.__main__", "tools/method_cards", "tools/readme_tables",
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+# What builds a command's parser, and the modules that only share such builders.
+BUILDERS = ("ArgumentParser(", "job_parser(")
+SHARED = {"fastcore_ops/cli.py", "benchmarks/job_cli.py"}
+
+# The one spelling of each shared concept, by the spellings it could take (lowercase, without dashes or _).
+SPELLINGS = {
+    "--batch-size": {"batch", "batchsize", "bs", "batches"},
+    "--device": {"device", "dev", "devices"},
+    "--out": {"out", "output", "outdir", "outputdir", "outfolder", "outputfolder", "outpath", "o"},
+    "--no-progress": {"progress", "noprogress", "nobar", "nobars", "noprogressbar", "noprogressbars", "quiet"},
+    "--seed": {"seed", "randomseed", "rngseed"},
+}
+
+
+def build_parser(command: str) -> argparse.ArgumentParser:
+    if command.startswith("tools/"):
+        return load_tool(command.removeprefix("tools/")).build_parser()
+    return importlib.import_module(command).build_parser()
+
+
+@pytest.fixture(scope="module", params=COMMANDS)
+def parser(request):
+    return build_parser(request.param)
+
+
+def options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """Every argument of ``parser`` but -h."""
+    return [action for action in parser._actions if not isinstance(action, argparse._HelpAction)]
+
+
+def shown_help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    """An argument's help as --help prints it, before line wrapping."""
+    return parser._get_formatter()._expand_help(action)
+
+
+def has_default(action: argparse.Action) -> bool:
+    """Whether --help is to show the argument's default: any but None, False and an empty list (0 included)."""
+    default = action.default
+    return not (default is None or default is False or default == [] or default == argparse.SUPPRESS)
+
+
+def test_help_prints_and_exits_0(parser, capsys):
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(["--help"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out == parser.format_help()
+
+
+def test_every_option_has_help_text(parser):
+    missing = [action.dest for action in options(parser) if not action.help or action.help == argparse.SUPPRESS]
+    assert not missing, f"{parser.prog}: no help for {missing}"
+
+
+def test_every_default_is_shown_once(parser):
+    for action in options(parser):
+        text = shown_help(parser, action)
+        assert text.count("(default") <= 1, f"{parser.prog} {action.dest}: the default is given twice: {text}"
+        if has_default(action):
+            assert f"(default: {action.default})" in text, f"{parser.prog} {action.dest}: no default shown: {text}"
+
+
+def test_descriptions_are_plain_text(parser):
+    assert parser.description, f"{parser.prog} has no description"
+    text = parser.format_help()
+    assert "``" not in text and ":mod:" not in text and ":func:" not in text, text
+    assert "issue " not in text.lower(), text
+
+
+def test_shared_options_are_spelled_one_way(parser):
+    for action in options(parser):
+        for flag in action.option_strings:
+            word = flag.lstrip("-").replace("-", "").replace("_", "").lower()
+            for spelling, variants in SPELLINGS.items():
+                assert word not in variants or flag == spelling, f"{parser.prog}: {flag} should be {spelling}"
+
+
+def test_shared_options_read_the_same_everywhere(parser):
+    wording = {"--device": cli.DEVICE_HELP, "--no-progress": cli.NO_PROGRESS_HELP}
+    for action in options(parser):
+        for flag in set(action.option_strings) & set(wording):
+            assert action.help == wording[flag], f"{parser.prog} {flag}: {action.help!r}"
+
+
+def test_every_command_of_the_project_is_walked():
+    """A new command (a module that builds a parser) is walked by the tests above once it is in COMMANDS."""
+    found = set()
+    for folder in ("fastcore_ops", "training", "benchmarks", "tools"):
+        for path in (ROOT / folder).rglob("*.py"):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative not in SHARED and any(builder in path.read_text() for builder in BUILDERS):
+                found.add(relative)
+    listed = {f"{command}.py" if command.startswith("tools/") else command.replace(".", "/") + ".py"
+              for command in COMMANDS}
+    assert found == listed
+
+
+@pytest.mark.parametrize(("text", "known", "said"), [
+    ("cifar_mlid", ["cifar_medium", "cifar_mild", "cifar_mild_small"], "did you mean cifar_mild?"),
+    ("emma", ["ema", "swa", "sam"], "did you mean ema?"),
+    ("cifar_mild_smal", ["cifar_hot_small", "cifar_mild_small", "cifar_mild"], "did you mean cifar_mild_small?"),
+    ("resnet", ["alibi", "sam"], "known: alibi, sam"),
+])
+def test_the_closest_names_are_suggested(text, known, said):
+    assert cli.closest(text, known) == said
+
+
+def refused(main, argv: list[str], capsys) -> str:
+    """The one error line ``main(argv)`` refuses with (exit 2)."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err.strip()
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--recipe", "cifar_mlid"], "error: --recipe cifar_mlid: no such recipe; did you mean cifar_mild?"),
+    (["--recipe", "gpt_alibbi"], "error: --recipe gpt_alibbi: no such recipe; did you mean gpt_alibi?"),
+    (["--recipe", "cifar_mild", "--model", "convnext_tiyn"],
+     "error: --model convnext_tiyn: no such model; did you mean convnext_tiny?"),
+])
+def test_train_names_a_mistyped_recipe_or_model_with_its_flag(argv, said, tmp_path, capsys):
+    from training.train import main
+
+    assert refused(main, [*argv, "--out", str(tmp_path / "run")], capsys) == said
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--base", "cifar_basline"], "error: --base cifar_basline: no such recipe; did you mean cifar_baseline?"),
+    (["--base", "cifar_mild", "--methods", "cutout,mixip"],
+     "error: --methods mixip: no such method; did you mean mixup?"),
+])
+def test_ablate_names_a_mistyped_base_or_method_with_its_flag(argv, said, tmp_path, capsys):
+    from training.ablate.cli import main
+
+    assert refused(main, [*argv, "--out", str(tmp_path / "ablation")], capsys) == said
+    assert not (tmp_path / "ablation").exists()
