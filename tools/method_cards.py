@@ -35,23 +35,32 @@ CARDS_FOLDER = ROOT / "docs" / "methods"
 
 @dataclass(frozen=True)
 class Ablation:
-    """A committed ablation's table, and what its base was, in words a reader of a card needs to weigh its figures."""
+    """A committed ablation's table, and its report's title: what it measured, against which base, where."""
 
     csv: Path
-    base: str
+    title: str
 
 
-# The committed ablations the cards quote, the first that measured a method first; a card whose method none
-# measured says so.
-ABLATIONS = (
-    Ablation(ROOT / "reports" / "ablation-cifar-flips-20261124" / "ablation.csv",
-             "today's cifar_baseline_small (cifar_baseline when it ran; flips only, 500 images per class), in "
-             "bf16 on a CPU with bf16 units; an earlier ablation on the baseline's former 35-100% crop, fp32, is "
-             "in `reports/ablation-cifar-20261124/`"),
-    Ablation(ROOT / "reports" / "ablation-cifar-whitening-20261125" / "ablation.csv",
-             "today's cifar_baseline_small (cifar_baseline when it ran; flips only, 500 images per class), in "
-             "bf16 on a CPU with bf16 units, as in `reports/ablation-cifar-flips-20261124/`"),
-)
+DATED_FOLDER = re.compile(r"-(\d{8})$")  # reports/<what>-<yyyymmdd>/
+
+
+def committed_ablations(reports: Path = ROOT / "reports") -> list[Ablation]:
+    """Every ablation committed under ``reports`` (a folder holding ``ablation.csv``), newest first by the date its
+    folder's name ends with; its title is its README's first line, without the heading mark and the time."""
+    found = []
+    for table in reports.glob("*/ablation.csv"):
+        readme = table.parent / "README.md"
+        title = readme.read_text().splitlines()[0] if readme.is_file() else table.parent.name
+        found.append(Ablation(table, re.sub(r"\s*\([^()]*\)\s*$", "", title.lstrip("# ").strip())))
+    return sorted(found, key=lambda ablation: (_folder_date(ablation.csv.parent), ablation.csv.parent.name),
+                  reverse=True)
+
+
+def _folder_date(folder: Path) -> str:
+    """The yyyymmdd a report folder's name ends with; "" (oldest) for one without."""
+    match = DATED_FOLDER.search(folder.name)
+    return match[1] if match else ""
+
 
 FIELD = re.compile(r"^    (?P<label>[A-Z][^:]*): (?P<text>.*)$")  # "    What: ...", a field of the card
 
@@ -107,10 +116,8 @@ def card_section(source: CardSource) -> tuple[str, list[tuple[str, str]]]:
 
 
 def measured_rows(name: str) -> tuple[Ablation | None, list[dict[str, str]]]:
-    """The first committed ablation that measured ``name``, and its rows of the variants that add or remove it."""
-    for ablation in ABLATIONS:
-        if not ablation.csv.is_file():
-            continue
+    """The newest committed ablation that measured ``name``, and its rows of the variants that add or remove it."""
+    for ablation in committed_ablations():
         with open(ablation.csv, newline="") as file:
             rows = [row for row in csv.DictReader(file) if re.search(rf"[+-]{re.escape(name)}$", row["variant"])]
         if rows:
@@ -121,11 +128,11 @@ def measured_rows(name: str) -> tuple[Ablation | None, list[dict[str, str]]]:
 def _measured_text(name: str) -> str:
     ablation, rows = measured_rows(name)
     if ablation is None:
-        folders = ", ".join(f"`{a.csv.parent.relative_to(ROOT)}/`" for a in ABLATIONS)
+        folders = ", ".join(f"`{a.csv.parent.relative_to(ROOT)}/`" for a in committed_ablations())
         return f"Not in the committed ablations ({folders})."
     header = list(rows[0])
-    lines = [f"From `{ablation.csv.relative_to(ROOT)}` (per seed, paired with the base's run of the same seed; "
-             f"its base is {ablation.base}):", ""]
+    lines = [f"From `{ablation.csv.relative_to(ROOT)}` ({ablation.title}; per seed, paired with the base's run of "
+             f"the same seed):", ""]
     for row in rows:
         speedup = f"; {row[header[6]]}" if row[header[6]] else ""
         lines.append(f"- {row['variant']} at {row['budget']} on {row['machine']}: {header[3]} {row[header[3]]} "

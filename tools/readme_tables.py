@@ -2,7 +2,7 @@
 
 A table in the README sits between two markers naming its file under the repository:
 
-    <!-- table: reports/gpt-tradeoff-20261124/speedups.md -->
+    <!-- table: reports/<folder>/speedups.md -->
     ...the file's content, copied here by this script...
     <!-- /table -->
 

@@ -309,7 +309,7 @@ class _RunDecoding(Dataset):
 # and a worker is woken each time the step takes a batch, as the forward pass starts. Ten steps
 # down, the kernel's scheduler gives a worker about a tenth of a core it contends for, so it
 # decodes mostly in the step's gaps. On a 2-core machine 10 trained fastest of 0, 5, 10 and 19;
-# at 19 the workers fell behind and the step waited for data (reports/worker-niceness-20261127/).
+# at 19 the workers fell behind and the step waited for data (measured: docs/results.md).
 CPU_WORKER_NICENESS = 10
 
 
