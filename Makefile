@@ -5,17 +5,24 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test peers gpu-check clean
+.PHONY: demo test peers gpu-check clean FORCE
 
 $(INSTALLED): setup.py fastcore_ops/data/_jpeg_region.c
 	test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
 	# The exact releases this project is tested with; setup.py itself accepts a range.
 	$(PYTHON) -m pip install --quiet torch==2.14.1 torchvision==0.29.1
-	$(PYTHON) -m pip install --quiet -e ".[dev,gpt,text,data,optim]"
+	$(PYTHON) -m pip install --quiet -e ".[dev,gpt,text,data,optim,tensorboard]"
 	# After every project install: pip may have put plain Pillow back (see the script).
 	$(PYTHON) tools/install_pillow_simd.py
 	touch $@
+
+# A built JPEG region decoder that went missing (deleted, or a checkout beside an older .venv) installs again,
+# which builds it; without libjpeg's headers the install still ends, and the loader warns that it is missing.
+ifeq ($(wildcard fastcore_ops/data/_jpeg_region*.so),)
+$(INSTALLED): FORCE
+endif
+FORCE:
 
 # Composer, for python -m benchmarks.peers: its own folder, without its dependencies (it pins an older torch).
 PEERS := .peers/.installed

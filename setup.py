@@ -44,6 +44,7 @@ setup(
         "gpt": ["transformers>=4.48"],  # AttentionInterface, for the alibi surgery on GPT-2
         "text": ["tokenizers>=0.15"],  # the byte-level BPE tokenizer of language-model training
         "optim": ["timm>=1.0"],  # LAMB and LARS (training.optim)
+        "tensorboard": ["tensorboard>=2.15"],  # python -m training.train --tensorboard
         # webdataset: the tests read our prepared shards with it, as other tools would.
         "dev": ["pytest>=8", "hypothesis>=6", "pytest-timeout", "webdataset"],
     },

@@ -122,13 +122,13 @@ def init_distributed(device: torch.device) -> torch.device:
 def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: torch.device,
                   subset: int | None = None, progress: bool = True, eval_every: int = 1,
                   checkpoint_policy: CheckpointPolicy = CheckpointPolicy(), train_samples=None,
-                  strategy: str = "ddp") -> Trainer:
+                  strategy: str = "ddp", tensorboard: bool = False) -> Trainer:
     """A Trainer for ``config`` (scale schedule applied here) on ``data``.
 
     data: for image classification a folder with train/ and val/ (or test/); for a language
     model a prepared token folder (:func:`training.tasks.language.prepare_text_data`).
     subset, train_samples: see :func:`training.tasks.classification.build_image_classification`.
-    eval_every, checkpoint_policy: see Trainer. strategy: "ddp" or "fsdp" under torchrun.
+    eval_every, checkpoint_policy, tensorboard: see Trainer. strategy: "ddp" or "fsdp" under torchrun.
     """
     config = scaled(config)
     optimizer_config = dataclasses.replace(config.optimizer, lr=effective_lr(config, joined_world_size()))
@@ -153,4 +153,5 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
         warmup_steps=round(config.schedule.warmup_epochs * steps_per_epoch),
         final_lr_fraction=config.schedule.final_lr_fraction, methods=plan.hooks,
         precision=config.precision, device=device, out=out, progress=progress, eval_every=eval_every,
-        grad_clip_norm=config.optimizer.grad_clip_norm, checkpoint_policy=checkpoint_policy, compiled=config.compile)
+        grad_clip_norm=config.optimizer.grad_clip_norm, checkpoint_policy=checkpoint_policy, compiled=config.compile,
+        tensorboard=tensorboard)

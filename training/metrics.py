@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from training.figures import plt, save_figure
+from training.tensorboard_events import TensorBoardEvents
 
 
 class MetricsLog:
@@ -20,26 +21,40 @@ class MetricsLog:
 
     metric, metric_label: the task's headline metric, plotted beside the losses (as a percentage
     when its label says "%").
+    tensorboard: also write each row as TensorBoard event files in ``out``
+    (:class:`training.tensorboard_events.TensorBoardEvents`).
     """
 
-    def __init__(self, out: Path, *, metric: str, metric_label: str):
+    def __init__(self, out: Path, *, metric: str, metric_label: str, tensorboard: bool = False):
         self.metric, self.metric_label = metric, metric_label
         self.path = out / "metrics.jsonl"
         self.rows: list[dict] = []
         if self.path.is_file():
             self.rows = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        self.tensorboard, self.resumed_at, self._events = tensorboard, None, None
 
     def truncate_after(self, step: int) -> None:
         """Forget rows past ``step`` (written after the checkpoint a resumed run starts from)."""
         self.rows = [row for row in self.rows if row["step"] <= step]
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text("".join(json.dumps(row) + "\n" for row in self.rows))
+        self.resumed_at = step
 
     def append(self, row: dict) -> None:
         self.rows.append(row)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a") as file:
             file.write(json.dumps(row) + "\n")
+        if self.tensorboard:
+            if self._events is None:  # at the first row: a run that fails before it leaves no event file
+                self._events = TensorBoardEvents(self.path.parent, purge_after=self.resumed_at)
+            self._events.write(row)
+
+    def close(self) -> None:
+        """Close the TensorBoard event file, if one is open."""
+        if self._events is not None:
+            self._events.close()
+            self._events = None
 
     def plot(self) -> Path:
         """The metric and the losses against training time (evaluation and checkpoints excluded), to ``curves.png``."""

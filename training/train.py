@@ -48,6 +48,7 @@ from training.run_folder import (CONFIG_NAME, RUN_FILES, SUMMARY_NAME, NewRunFil
 from training.parallel import STRATEGIES
 from training.tasks.classification import check_shard_size, split_folders, training_samples
 from training.tasks.language import check_text_size, keep_run_tokenizer, prepare_text_data
+from training.tensorboard_events import tensorboard_missing
 from training.text.prepare import SPLITS
 from training.trainer import FitResult, TrainingInterrupted
 
@@ -100,6 +101,9 @@ def build_parser() -> cli.ArgumentParser:
                              "saved run's, except a longer --epochs, which extends an unfinished run (from the resumed "
                              "step on, the LR follows the cosine of the new length)")
     cli.add_no_progress_option(parser)
+    parser.add_argument("--tensorboard", action="store_true",
+                        help="also write each evaluation (losses, metrics, LR, samples per second, phase times) as "
+                             "TensorBoard event files in --out, beside metrics.jsonl (needs the tensorboard package)")
     parser.add_argument("--threads", type=cli.positive_int,
                         help="on a CPU, PyTorch's threads (default: OMP_NUM_THREADS where set, else one per core "
                              "that other work left idle at start; see training/compute_threads.py)")
@@ -165,6 +169,8 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise ValueError(f"--checkpoint-every must be >= 1 (steps), got {args.checkpoint_every}")
     if args.keep_checkpoints < 1:
         raise ValueError(f"--keep-checkpoints must be >= 1, got {args.keep_checkpoints}")
+    if args.tensorboard and tensorboard_missing() is not None:
+        raise ValueError(f"--tensorboard: {tensorboard_missing()}, or leave --tensorboard out")
 
 
 def _class_folders(root: Path) -> list[str]:
@@ -313,7 +319,7 @@ def run_checked(args: argparse.Namespace, run: CheckedRun) -> int:
                             progress=not args.no_progress, eval_every=settings.eval_every,
                             checkpoint_policy=CheckpointPolicy(every_steps=args.checkpoint_every,
                                                                keep=args.keep_checkpoints),
-                            train_samples=run.train_samples, strategy=args.strategy)
+                            train_samples=run.train_samples, strategy=args.strategy, tensorboard=args.tensorboard)
     try:
         if config.task == "language_model" and not args.resume:
             keep_run_tokenizer(args.out, run.data, resume=False, write=is_main)
@@ -341,6 +347,8 @@ def run_checked(args: argparse.Namespace, run: CheckedRun) -> int:
               f"(evaluation, checkpoints and compilation excluded){compiling} | "
               f"{result.samples_per_second:.0f} {result.sample_unit}/s | {result.steps} steps")
         written = [name for name in (*RUN_FILES, CHECKPOINT_NAME) if (args.out / name).is_file()]
+        if args.tensorboard:
+            written.append("TensorBoard event files (tensorboard --logdir " f"{args.out})")
         print(f"in {args.out}: {', '.join(written)}")
     return 0
 

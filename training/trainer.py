@@ -106,6 +106,7 @@ class Trainer:
     checkpoint_policy: when to checkpoint within an epoch and how many checkpoints to keep.
     compiled: ``forward_module`` is a ``torch.compile`` module: the steps' compile time is counted
         apart (``compile_seconds``), out of ``train_seconds`` and the phases.
+    tensorboard: also write every evaluation as TensorBoard event files in ``out``.
     """
 
     def __init__(self, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, task: Task,
@@ -114,7 +115,7 @@ class Trainer:
                  out: Path | None = None, forward_module: torch.nn.Module | None = None,
                  progress: bool = True, phase_timing: bool = True, eval_every: int = 1, grad_clip_norm: float = 0.0,
                  checkpoint_policy: checkpoint.CheckpointPolicy = checkpoint.CheckpointPolicy(),
-                 compiled: bool = False):
+                 compiled: bool = False, tensorboard: bool = False):
         self.precision = choose_precision(precision, device)
         check_int("total_steps", total_steps, low=1)
         check_int("eval_every", eval_every, low=0)
@@ -144,7 +145,7 @@ class Trainer:
         self.samples_seen = 0
         self.compiled, self.compile_seconds = compiled, 0.0
         self.eval_seconds = 0.0  # the final evaluation's
-        self.log = (MetricsLog(out, metric=task.metric, metric_label=task.metric_label)
+        self.log = (MetricsLog(out, metric=task.metric, metric_label=task.metric_label, tensorboard=tensorboard)
                     if out is not None and self.is_main else None)
 
     # -- events and phases -------------------------------------------------------------------
@@ -424,7 +425,7 @@ class Trainer:
         self.log.append({
             "epoch": self.state.epoch + 1, "step": self.state.step, "train_loss": self.epoch_train_loss,
             **metrics, "train_seconds": self.train_seconds, "samples_per_second": self._samples_per_second(),
-            "lr": self.state.optimizer.param_groups[0]["lr"],
+            "lr": self.state.optimizer.param_groups[0]["lr"], "phase_seconds": dict(self.phase_seconds),
         })
 
     def fit(self, resume: bool = False) -> FitResult:
@@ -468,6 +469,7 @@ class Trainer:
             self.save_checkpoint(final=metrics)
         if self.log is not None:
             self.log.plot()
+            self.log.close()
         return self._result(metrics)
 
     def _result(self, metrics: dict[str, float]) -> FitResult:

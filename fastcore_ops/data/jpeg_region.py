@@ -35,7 +35,8 @@ def warn_if_missing() -> None:
     if _jpeg_region is None:
         warnings.warn(
             "fastcore_ops' JPEG region decoder is not built, so the pil backend decodes whole JPEGs; "
-            "install libjpeg's headers (Debian: libjpeg62-turbo-dev) and reinstall fastcore_ops (`make`).",
+            "install libjpeg's headers (Debian: libjpeg62-turbo-dev), then build it: `make` in the repository "
+            "(it rebuilds a missing extension), or `pip install -e .` into your own environment.",
             RegionDecoderMissingWarning,
             stacklevel=3,
         )

@@ -91,7 +91,7 @@ def test_training_reads_prepared_shards_as_it_reads_image_folders(micro_cifar, t
 EVERY = 2
 HOT = ["--recipe", "cifar_hot", "--epochs", "2", "--set", "data.batch_size=4", "--checkpoint-every", str(EVERY),
        "--no-progress"]
-TIMING_FIELDS = ("train_seconds", "samples_per_second")
+TIMING_FIELDS = ("train_seconds", "samples_per_second", "phase_seconds")
 
 
 @pytest.fixture(scope="module")
