@@ -172,6 +172,14 @@ def test_cpu_numerics_compare_ops(capsys):
     assert sorted(digests) == sorted(recorded) and all(len(value) == 10 for value in digests.values())
 
 
+def test_demo_silences(capsys):
+    command = [sys.executable, "-c", "import time; print('start', flush=True); time.sleep(0.6); print('done')"]
+    assert load("demo-silence-20261128/silences.py").main(["--show", "1", "--", *command]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("exit status 0")
+    assert lines[1].endswith(": done") and 0.5 < float(lines[1].split()[0]) < 5
+
+
 def test_every_script_in_reports_is_tested():
     """A script added to reports/ needs a test here."""
     source = Path(__file__).read_text()
