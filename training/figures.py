@@ -126,11 +126,17 @@ def _marker_box(x: float, y: float) -> Bbox:
 
 
 def _segment_boxes(axes) -> list[Bbox]:
-    """Boxes around every segment of the axes' line collections (error bars), in display space."""
-    boxes = []
+    """Boxes around every drawn segment of the axes' data lines and line collections (curves, error bars), in
+    display space; lines across the whole axes (grids, axhline) are left out, as labels may cross them."""
+    segments = []
     for collection in axes.collections:
-        for segment in getattr(collection, "get_segments", lambda: [])():
-            (x0, y0), (x1, y1) = axes.transData.transform(segment[[0, -1]])
+        segments += [axes.transData.transform(segment) for segment in getattr(collection, "get_segments", list)()]
+    for line in axes.lines:
+        if line.get_transform() == axes.transData and line.get_linestyle() not in ("None", "none", ""):
+            segments.append(line.get_transform().transform(line.get_path().vertices))
+    boxes = []
+    for points in segments:
+        for (x0, y0), (x1, y1) in zip(points[:-1], points[1:]):
             boxes.append(Bbox.from_extents(min(x0, x1) - 1, min(y0, y1) - 1, max(x0, x1) + 1, max(y0, y1) + 1))
     return boxes
 
