@@ -30,7 +30,7 @@ from training.ablate.effects import effect_rows, method_effects, plot_effects, r
 from training.config import TrainConfig
 from training.recipes import get_recipe, list_recipes
 from training.tradeoff.analysis import speedup_table
-from training.tradeoff.cli import SweepRequest, parse_budgets, sweep
+from training.tradeoff.runner import SweepRequest, parse_budgets, sweep
 from training.tradeoff.report import build_report, embedded_image, html_table
 from training.tradeoff.results import Run, common_metric, split_runs
 from training.tradeoff.sweep import Variant

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from training.tradeoff import cli
+from training.tradeoff import runner
 from training.tradeoff.cli import main
 from training.tradeoff.metric import TOP1, Metric
 from training.tradeoff.results import RunRecord, read_run, write_results
@@ -52,8 +52,8 @@ def test_image_recipes_need_data_and_language_models_do_not(tmp_path, monkeypatc
     assert main(args) == 2
     assert "--data is required for the image-classification recipes cifar_mild" in capsys.readouterr().err
     given = []
-    monkeypatch.setattr(cli, "run_sweep", lambda plan, out, options, **_: given.append((plan, options)))
-    monkeypatch.setattr(cli, "build_report", lambda records, out, baseline: [out / "report.html"])
+    monkeypatch.setattr(runner, "run_sweep", lambda plan, out, options, **_: given.append((plan, options)))
+    monkeypatch.setattr(runner, "build_report", lambda records, out, baseline: [out / "report.html"])
     assert main(["--recipes", "gpt_baseline", "--budgets", "1", "--out", str(tmp_path / "lm")]) == 0
     (plan, options), = given
     assert [run.recipe for run in plan] == ["gpt_baseline"] and options.data is None
@@ -61,8 +61,8 @@ def test_image_recipes_need_data_and_language_models_do_not(tmp_path, monkeypatc
 
 def test_first_seed_moves_the_sweep_to_seeds_no_search_has_seen(tmp_path, monkeypatch):
     given = []
-    monkeypatch.setattr(cli, "run_sweep", lambda plan, out, options, **_: given.append(plan))
-    monkeypatch.setattr(cli, "build_report", lambda records, out, baseline: [out / "report.html"])
+    monkeypatch.setattr(runner, "run_sweep", lambda plan, out, options, **_: given.append(plan))
+    monkeypatch.setattr(runner, "build_report", lambda records, out, baseline: [out / "report.html"])
     assert main(["--recipes", "gpt_baseline", "--budgets", "1", "--seeds", "3", "--first-seed", "2",
                  "--out", str(tmp_path / "lm")]) == 0
     (plan,) = given
@@ -153,8 +153,8 @@ def test_a_stopped_sweep_reports_the_runs_finished_so_far(data, tmp_path, monkey
             on_finished(run, out / "runs" / run.folder_name, 0)
         raise SweepInterrupted(signal.SIGTERM, "stopped; rerun the same command to continue")
 
-    monkeypatch.setattr(cli, "run_sweep", stopped_after_two_runs)
-    monkeypatch.setattr(cli, "read_outcome", lambda run, folder, code: _record(
+    monkeypatch.setattr(runner, "run_sweep", stopped_after_two_runs)
+    monkeypatch.setattr(runner, "read_outcome", lambda run, folder, code: _record(
         "host/cpu", run.recipe, run.budget, 100.0 * run.budget, 0.5 + 0.1 * run.budget))
     out = tmp_path / "report"
     args = ["--recipes", "cifar_baseline,cifar_mild", "--budgets", "0.5,1", "--data", str(data), "--out", str(out)]
@@ -203,8 +203,8 @@ def _sweep_reading(monkeypatch, metric_of_recipe):
         for run in plan:
             on_finished(run, out / "runs" / run.folder_name, 0)
 
-    monkeypatch.setattr(cli, "run_sweep", run_all)
-    monkeypatch.setattr(cli, "read_outcome", lambda run, folder, code: _record(
+    monkeypatch.setattr(runner, "run_sweep", run_all)
+    monkeypatch.setattr(runner, "read_outcome", lambda run, folder, code: _record(
         "host/cpu", run.recipe, run.budget, 100.0 * run.budget, 1.0 + 0.1 / run.budget, metric_of_recipe[run.recipe]))
 
 
