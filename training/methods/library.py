@@ -81,11 +81,12 @@ def _check_flips_on(options: AlternatingFlipOptions, config) -> None:
                          "flips off; set data.flip=True or methods.alternating_flip=None")
 
 
-# The loader's batch stage, each a keyword of fastcore_ops.data.build_loader by the method's name.
-register_method("padded_crop", stage="loader", order=10, tasks=IMAGES)(PaddedCropOptions)
-register_method("alternating_flip", stage="loader", order=15, tasks=IMAGES, check=_check_flips_on)(
-    AlternatingFlipOptions)
-register_method("randaugment", stage="loader", order=20, tasks=IMAGES)(RandAugmentOptions)
-register_method("colout", stage="loader", order=30, tasks=IMAGES)(ColOutOptions)
-register_method("progressive_resize", stage="loader", order=40, tasks=IMAGES, check=_check_resize_increment)(
+# The loader's batch stage, each a keyword of fastcore_ops.data.build_loader by the method's name, in the order
+# it runs (fastcore_ops/data/device_stage.py): the resize first, then the crop, the flips, ColOut, RandAugment.
+register_method("progressive_resize", stage="loader", order=10, tasks=IMAGES, check=_check_resize_increment)(
     ProgressiveResize)
+register_method("padded_crop", stage="loader", order=20, tasks=IMAGES)(PaddedCropOptions)
+register_method("alternating_flip", stage="loader", order=30, tasks=IMAGES, check=_check_flips_on)(
+    AlternatingFlipOptions)
+register_method("colout", stage="loader", order=40, tasks=IMAGES)(ColOutOptions)
+register_method("randaugment", stage="loader", order=50, tasks=IMAGES)(RandAugmentOptions)

@@ -5,6 +5,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import torch
 
 from training.config import MethodsConfig, TrainConfig, override
 from training.methods.registry import STAGES, active, all_methods, plan_methods, register_method, registered
@@ -73,3 +74,22 @@ def test_a_registration_that_cannot_work_is_refused():
     with pytest.raises(ValueError, match="unknown method 'spicy'; methods: alibi, alternating_flip, augmix"):
         registered("spicy")
     assert "no_hooks" not in {field.name for field in dataclasses.fields(MethodsConfig)}
+
+
+def test_the_loader_methods_are_registered_in_the_order_the_device_stage_runs_them(monkeypatch):
+    from fastcore_ops.data import ColOutOptions, PaddedCropOptions, RandAugmentOptions, device_stage
+    from training.methods.registry import methods_of
+
+    ran = []
+    for method, function in (("progressive_resize", "resize_batch"), ("padded_crop", "padded_crop_batch"),
+                             ("alternating_flip", "flip_batch"), ("colout", "colout_batch"),
+                             ("randaugment", "randaugment_batch")):
+        original = getattr(device_stage, function)
+        monkeypatch.setattr(device_stage, function,
+                            lambda *args, _original=original, _method=method, **kwargs: ran.append(_method) or
+                            _original(*args, **kwargs))
+    stage = device_stage.DeviceAugment(train=True, randaugment=RandAugmentOptions(depth=1, severity=5),
+                                       colout=ColOutOptions(), padded_crop=PaddedCropOptions())
+    stage(torch.zeros(2, 3, 16, 16, dtype=torch.uint8), size=12, generator=torch.Generator().manual_seed(0))
+    # The stage's random flip stands where alternating flips act: in the loader, before ColOut.
+    assert ran == [method.name for method in methods_of("loader")]
