@@ -83,7 +83,7 @@ def test_composer_s_torchvision_loader_crops_and_flips_as_the_recipe_does(micro_
 
 def test_a_composer_job_names_the_methods_it_cannot_hand_over():
     check_supported(get_recipe("cifar_mild"))
-    with pytest.raises(ValueError, match="has methods.stochastic_depth, methods.randaugment, methods.colout, "
+    with pytest.raises(ValueError, match="has methods.stochastic_depth, methods.colout, methods.randaugment, "
                                          "methods.mixup, methods.sam, methods.ema: the Composer job sets up"):
         check_supported(get_recipe("resnet50_hot"))
     with pytest.raises(ValueError, match="task 'language_model'"):

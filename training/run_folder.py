@@ -107,7 +107,7 @@ def resume_differences(saved: TrainConfig, requested: TrainConfig) -> list[tuple
         >>> from training.config import override
         >>> saved = override(TrainConfig(), ["methods.colout={}"])
         >>> resume_differences(saved, override(saved, ["methods.colout.p_row=0.1", "methods.randaugment={}"]))
-        [('methods.randaugment', None, {'depth': 1, 'severity': 9.0}), ('methods.colout.p_row', 0.15, 0.1)]
+        [('methods.colout.p_row', 0.15, 0.1), ('methods.randaugment', None, {'depth': 1, 'severity': 9.0})]
     """
     return _differences(to_dict(saved), to_dict(requested))
 
