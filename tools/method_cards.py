@@ -16,6 +16,7 @@ The test suite runs the check, so a card cannot drift from the code or the measu
 from __future__ import annotations
 
 import ast
+import functools
 import csv
 import re
 import sys
@@ -44,6 +45,7 @@ class Ablation:
 DATED_FOLDER = re.compile(r"-(\d{8})$")  # reports/<what>-<yyyymmdd>/
 
 
+@functools.cache  # read once: every card asks
 def committed_ablations(reports: Path = ROOT / "reports") -> list[Ablation]:
     """Every ablation committed under ``reports`` (a folder holding ``ablation.csv``), newest first by the date its
     folder's name ends with; its title is its README's first line, without the heading mark and the time."""

@@ -169,8 +169,9 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise ValueError(f"--checkpoint-every must be >= 1 (steps), got {args.checkpoint_every}")
     if args.keep_checkpoints < 1:
         raise ValueError(f"--keep-checkpoints must be >= 1, got {args.keep_checkpoints}")
-    if args.tensorboard and tensorboard_missing() is not None:
-        raise ValueError(f"--tensorboard: {tensorboard_missing()}, or leave --tensorboard out")
+    missing = tensorboard_missing() if args.tensorboard else None
+    if missing is not None:
+        raise ValueError(f"--tensorboard: {missing}, or leave --tensorboard out")
 
 
 def _class_folders(root: Path) -> list[str]:
@@ -348,7 +349,7 @@ def run_checked(args: argparse.Namespace, run: CheckedRun) -> int:
               f"{result.samples_per_second:.0f} {result.sample_unit}/s | {result.steps} steps")
         written = [name for name in (*RUN_FILES, CHECKPOINT_NAME) if (args.out / name).is_file()]
         if args.tensorboard:
-            written.append("TensorBoard event files (tensorboard --logdir " f"{args.out})")
+            written.append(f"TensorBoard event files (tensorboard --logdir {args.out})")
         print(f"in {args.out}: {', '.join(written)}")
     return 0
 
