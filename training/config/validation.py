@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number, check_str
 from fastcore_ops.data.loader import BACKENDS
 from training.config.fields import built
-from training.config.schema import (OPTIMIZERS, PRECISIONS, TOKENIZERS, DataConfig, ModelConfig, OptimizerConfig,
-                                    ScheduleConfig, TextConfig, TrainConfig)
+from training.config.schema import OPTIMIZERS, PRECISIONS, TOKENIZERS, ModelConfig, TrainConfig
 from training.methods.registry import active, all_methods
 from training.models import is_known_model
 from training.models.registry import TASKS, names
@@ -35,10 +34,8 @@ def validate(config: TrainConfig) -> None:
     check_bool("compile", config.compile)
     check_int("seed", config.seed, low=0)
     _validate_model(config.model, config.task)
-    _validate_optimizer(config.optimizer)
-    _validate_schedule(config.schedule)
-    _validate_data(config.data)
-    _validate_text(config.text)
+    _check_fields(config)
+    _check_relations(config)
     _validate_methods(config)
 
 
@@ -98,21 +95,64 @@ def _validate_model(model: ModelConfig, task: str) -> None:
                              f"takes no options), got {model.options!r}")
 
 
-def _validate_optimizer(optimizer: OptimizerConfig) -> None:
-    check_choice("optimizer.name", optimizer.name, OPTIMIZERS)
-    check_number("optimizer.lr", optimizer.lr, low=0, low_open=True)
-    check_int("optimizer.reference_batch", optimizer.reference_batch, low=1)
-    check_number("optimizer.momentum", optimizer.momentum, low=0, high=1, high_open=True)
+# Each section's fields with the check that accepts them and its bounds, in the order they are checked;
+# relations between fields follow in _check_relations.
+_FIELD_CHECKS = {
+    "optimizer": (
+        ("name", check_choice, {"choices": OPTIMIZERS}),
+        ("lr", check_number, {"low": 0, "low_open": True}),
+        ("reference_batch", check_int, {"low": 1}),
+        ("momentum", check_number, {"low": 0, "high": 1, "high_open": True}),
+        ("eps", check_number, {"low": 0, "low_open": True}),
+        ("weight_decay", check_number, {"low": 0}),
+        ("nesterov", check_bool, {}),
+        ("decoupled_weight_decay", check_bool, {}),
+        ("no_decay_norm_and_bias", check_bool, {}),
+        ("no_decay_embeddings", check_bool, {}),
+        ("grad_clip_norm", check_number, {"low": 0}),
+        ("trust_coefficient", check_number, {"low": 0, "low_open": True}),
+    ),
+    "schedule": (
+        ("epochs", check_number, {"low": 0, "low_open": True}),
+        ("warmup_epochs", check_number, {"low": 0}),
+        ("final_lr_fraction", check_number, {"low": 0, "high": 1}),
+        ("scale_schedule_ratio", check_number, {"low": 0, "low_open": True}),
+    ),
+    "data": (
+        ("batch_size", check_int, {"low": 1}),
+        ("train_size", check_int, {"low": 1}),
+        ("eval_size", check_int, {"low": 1}),
+        ("crop_scale", check_interval, {"high": 1.0}),
+        ("backend", check_choice, {"choices": BACKENDS}),
+        ("num_workers", check_int, {"low": -1}),
+        ("flip", check_bool, {}),
+    ),
+    "text": (
+        ("tokenizer", check_choice, {"choices": TOKENIZERS}),
+        ("vocab_size", check_int, {"low": 257}),  # the 256 byte tokens and at least one merge
+        ("sequence_length", check_int, {"low": 1}),
+        ("validation_every", check_int, {"low": 2}),  # 1 would leave no training file
+    ),
+}
+_MEANINGS = {"optimizer.grad_clip_norm": "0 = off", "data.num_workers": "-1 = one per core"}
+
+
+def _check_fields(config: TrainConfig) -> None:
+    """Each field of :data:`_FIELD_CHECKS` with its check; a field with a special value names it."""
+    for section, fields in _FIELD_CHECKS.items():
+        for field, check, bounds in fields:
+            path = f"{section}.{field}"
+            meaning = _MEANINGS.get(path)
+            check(f"{path} ({meaning})" if meaning else path, getattr(getattr(config, section), field), **bounds)
+
+
+def _check_relations(config: TrainConfig) -> None:
+    """What one field's value allows of another's, and the values that must come as a tuple."""
+    optimizer, schedule, data, text = config.optimizer, config.schedule, config.data, config.text
     if not (isinstance(optimizer.betas, tuple) and len(optimizer.betas) == 2):
         raise TypeError(f"optimizer.betas must be a (beta1, beta2) pair, got {optimizer.betas!r}")
     for index, beta in enumerate(optimizer.betas):
         check_number(f"optimizer.betas[{index}]", beta, low=0, high=1, high_open=True)
-    check_number("optimizer.eps", optimizer.eps, low=0, low_open=True)
-    check_number("optimizer.weight_decay", optimizer.weight_decay, low=0)
-    for flag in ("nesterov", "decoupled_weight_decay", "no_decay_norm_and_bias", "no_decay_embeddings"):
-        check_bool(f"optimizer.{flag}", getattr(optimizer, flag))
-    check_number("optimizer.grad_clip_norm (0 = off)", optimizer.grad_clip_norm, low=0)
-    check_number("optimizer.trust_coefficient", optimizer.trust_coefficient, low=0, low_open=True)
     if optimizer.nesterov and optimizer.name in ("adamw", "lamb"):
         raise ValueError(f"optimizer.nesterov must be False with optimizer.name={optimizer.name!r} (Nesterov "
                          f"momentum is SGD's and LARS's; its momentum is betas[0]), got True")
@@ -122,34 +162,10 @@ def _validate_optimizer(optimizer: OptimizerConfig) -> None:
     if optimizer.nesterov and optimizer.momentum == 0:
         raise ValueError("optimizer.nesterov must be False when optimizer.momentum is 0 (Nesterov needs "
                          "momentum), got True")
-
-
-def _validate_schedule(schedule: ScheduleConfig) -> None:
-    check_number("schedule.epochs", schedule.epochs, low=0, low_open=True)
-    check_number("schedule.warmup_epochs", schedule.warmup_epochs, low=0)
     if schedule.warmup_epochs > schedule.epochs:
         raise ValueError(f"schedule.warmup_epochs must be in [0, schedule.epochs={schedule.epochs}], "
                          f"got {schedule.warmup_epochs!r}")
-    check_number("schedule.final_lr_fraction", schedule.final_lr_fraction, low=0, high=1)
-    check_number("schedule.scale_schedule_ratio", schedule.scale_schedule_ratio, low=0, low_open=True)
-
-
-def _validate_data(data: DataConfig) -> None:
-    check_int("data.batch_size", data.batch_size, low=1)
-    check_int("data.train_size", data.train_size, low=1)
-    check_int("data.eval_size", data.eval_size, low=1)
     check_int("data.eval_resize", data.eval_resize, low=data.eval_size)
-    check_interval("data.crop_scale", data.crop_scale, high=1.0)
-    check_choice("data.backend", data.backend, BACKENDS)
-    check_int("data.num_workers (-1 = one per core)", data.num_workers, low=-1)
-    check_bool("data.flip", data.flip)
-
-
-def _validate_text(text: TextConfig) -> None:
-    check_choice("text.tokenizer", text.tokenizer, TOKENIZERS)
-    check_int("text.vocab_size", text.vocab_size, low=257)  # the 256 byte tokens and at least one merge
-    check_int("text.sequence_length", text.sequence_length, low=1)
-    check_int("text.validation_every", text.validation_every, low=2)  # 1 would leave no training file
     multiples = text.eval_length_multiples
     if not (isinstance(multiples, tuple) and multiples):
         raise TypeError(f"text.eval_length_multiples must be a non-empty tuple of ints, got {multiples!r}")
