@@ -82,7 +82,8 @@ def _check_flips_on(options: AlternatingFlipOptions, config) -> None:
 
 
 # The loader's batch stage, each a keyword of fastcore_ops.data.build_loader by the method's name, in the order
-# it runs (fastcore_ops/data/device_stage.py): the resize first, then the crop, the flips, ColOut, RandAugment.
+# it runs (fastcore_ops/data/transforms/device_stage.py): the resize first, then the crop, the flips, ColOut,
+# RandAugment.
 register_method("progressive_resize", stage="loader", order=10, tasks=IMAGES, check=_check_resize_increment)(
     ProgressiveResize)
 register_method("padded_crop", stage="loader", order=20, tasks=IMAGES)(PaddedCropOptions)

@@ -77,7 +77,8 @@ def test_a_registration_that_cannot_work_is_refused():
 
 
 def test_the_loader_methods_are_registered_in_the_order_the_device_stage_runs_them(monkeypatch):
-    from fastcore_ops.data import ColOutOptions, PaddedCropOptions, RandAugmentOptions, device_stage
+    from fastcore_ops.data import ColOutOptions, PaddedCropOptions, RandAugmentOptions
+    from fastcore_ops.data.transforms import device_stage
     from training.methods.registry import methods_of
 
     ran = []

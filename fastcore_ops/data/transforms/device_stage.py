@@ -12,10 +12,10 @@ from collections.abc import Sequence
 import torch
 
 from fastcore_ops.checks import check_bool, check_number, check_tensor
-from fastcore_ops.data.colout import ColOutOptions, colout_batch
-from fastcore_ops.data.padded_crop import PaddedCropOptions, padded_crop_batch
-from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
-from fastcore_ops.data.resize import resize_batch
+from fastcore_ops.data.transforms.colout import ColOutOptions, colout_batch
+from fastcore_ops.data.transforms.padded_crop import PaddedCropOptions, padded_crop_batch
+from fastcore_ops.data.transforms.randaugment import RandAugmentOptions, randaugment_batch
+from fastcore_ops.data.transforms.resize import resize_batch
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -119,7 +119,7 @@ class DeviceAugment:
 
         ``generator`` (a CPU generator) drives every random choice; None uses torch's global one.
         out: a float32 tensor of the result's shape to write it into, in its own layout (a DataLoader
-        worker's shared-memory slot, shared_slots.py); None makes a new one.
+        worker's shared-memory slot, data/backends/workers/shared_slots.py); None makes a new one.
         """
         if not isinstance(images_uint8, torch.Tensor) or images_uint8.dtype != torch.uint8:
             got = images_uint8.dtype if isinstance(images_uint8, torch.Tensor) else type(images_uint8).__name__
