@@ -27,11 +27,8 @@ from fastcore_ops.data.order import (
 )
 from fastcore_ops.data.shards import verify_shards
 from fastcore_ops.data.sources import Source, find_samples
-from fastcore_ops.data.transforms.colout import ColOutOptions
 from fastcore_ops.data.transforms.device_stage import DeviceAugment
 from fastcore_ops.data.transforms.flips import AlternatingFlipOptions
-from fastcore_ops.data.transforms.padded_crop import PaddedCropOptions
-from fastcore_ops.data.transforms.randaugment import RandAugmentOptions
 from fastcore_ops.data.transforms.resize import ProgressiveResize
 
 log = logging.getLogger("fastcore_ops.data")
@@ -184,9 +181,6 @@ def build_loader(
     channels_last: bool = False,
     flip: bool = True,
     alternating_flip: AlternatingFlipOptions | None = None,
-    randaugment: RandAugmentOptions | None = None,
-    colout: ColOutOptions | None = None,
-    padded_crop: PaddedCropOptions | None = None,
     progressive_resize: ProgressiveResize | None = None,
     epochs: int | None = None,
     crop_scale: tuple[float, float] = (0.08, 1.0),
@@ -196,13 +190,16 @@ def build_loader(
     world_size: int | None = None,
     crop_cache_mb: int = CROP_CACHE_MB,
     worker_niceness: int | None = None,
+    **augmentations: object,
 ) -> Loader:
     """A loader of normalized ``(images, labels)`` batches on ``device`` for one rank.
 
     source: an ImageFolder root (``root/<class>/<image>``) or a list of ``(path, label)`` pairs.
-    train: random-resized crops, flips and the chosen augmentations (``padded_crop``: CIFAR's padded
-        random crop, with ``crop_scale=(1, 1)`` for whole images); else center crops
+    train: random-resized crops, flips and the chosen augmentations; else center crops
         (shorter side to ``image_size / eval_crop_fraction``, then the center ``image_size``).
+    augmentations: the batch stage's augmentations by name (transforms/registry.py), each its options
+        or None: ``padded_crop`` (CIFAR's padded random crop, with ``crop_scale=(1, 1)`` for whole
+        images), ``colout``, ``randaugment``, ...; training only.
     flip: mirror training images, each at random with probability 1/2; with ``alternating_flip``
         each image in every other epoch instead (transforms/flips.py).
     backend: "pil", "dali" or "auto": DALI when ``device`` is CUDA and DALI runs here, else pil.
@@ -248,8 +245,8 @@ def build_loader(
     check_choice("backend", backend, BACKENDS)
     device = torch.device("cpu") if device is None else check_device("device", device)
     rank, world_size = _shard(rank, world_size)
-    stage = DeviceAugment(train=train, flip=flip and alternating_flip is None, randaugment=randaugment, colout=colout,
-                          padded_crop=padded_crop, channels_last=channels_last)
+    stage = DeviceAugment(train=train, flip=flip and alternating_flip is None, channels_last=channels_last,
+                          **augmentations)
 
     samples, classes = find_samples(source)
     drop_last = train if drop_last is None else drop_last
