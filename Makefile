@@ -7,7 +7,7 @@ INSTALLED := $(VENV)/.installed
 
 .PHONY: demo test peers gpu-check clean FORCE
 
-$(INSTALLED): setup.py fastcore_ops/data/_jpeg_region.c
+$(INSTALLED): setup.py fastcore_ops/data/backends/workers/_jpeg_region.c
 	test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
 	# The exact releases this project is tested with; setup.py itself accepts a range.
@@ -19,7 +19,7 @@ $(INSTALLED): setup.py fastcore_ops/data/_jpeg_region.c
 
 # A built JPEG region decoder that went missing (deleted, or a checkout beside an older .venv) installs again,
 # which builds it; without libjpeg's headers the install still ends, and the loader warns that it is missing.
-ifeq ($(wildcard fastcore_ops/data/_jpeg_region*.so),)
+ifeq ($(wildcard fastcore_ops/data/backends/workers/_jpeg_region*.so),)
 $(INSTALLED): FORCE
 endif
 FORCE:

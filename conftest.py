@@ -24,7 +24,7 @@ import pytest  # noqa: E402
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 from PIL import Image  # noqa: E402
 
-from fastcore_ops.data.dali_backend import dali_available  # noqa: E402
+from fastcore_ops.data.backends.dali import dali_available  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +32,7 @@ def _data_doctest_files(request, doctest_namespace):
     """fastcore_ops.data's examples: a small JPEG, and DALI's examples skipped where DALI cannot run."""
     if not request.node.name.startswith("fastcore_ops.data."):
         return
-    if request.node.name.startswith("fastcore_ops.data.dali_backend.DaliBackend") and dali_available() is not None:
+    if request.node.name.startswith("fastcore_ops.data.backends.dali.DaliBackend") and dali_available() is not None:
         pytest.skip(f"DALI cannot run here: {dali_available()}")
     red_jpeg = request.getfixturevalue("tmp_path") / "red.jpg"
     Image.new("RGB", (64, 48), (200, 30, 30)).save(red_jpeg, quality=95)

@@ -36,8 +36,8 @@ from torch import nn
 from torchvision import transforms
 
 from fastcore_ops import cli
-from fastcore_ops.data.device_stage import IMAGENET_MEAN, IMAGENET_STD
-from fastcore_ops.data.pil_backend import default_num_workers
+from fastcore_ops.data.backends.pil import default_num_workers
+from fastcore_ops.data.transforms.device_stage import IMAGENET_MEAN, IMAGENET_STD
 from training.assemble import effective_lr, scaled
 from training.config import TrainConfig
 from training.methods.registry import active, plan_methods

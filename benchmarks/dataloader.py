@@ -36,13 +36,13 @@ from torchvision import transforms
 
 from fastcore_ops import cli
 from fastcore_ops.data import build_loader
-from fastcore_ops.data.crops import CropPlan
-from fastcore_ops.data.device_stage import DeviceAugment
-from fastcore_ops.data.pil_backend import decode_crop
+from fastcore_ops.data.backends.crops import CropPlan
+from fastcore_ops.data.backends.pil import decode_crop
+from fastcore_ops.data.backends.probe import jpeg_truncation
 from fastcore_ops.data.prepare import PrepareSettings, prepare_shards, shrunk_jpeg
-from fastcore_ops.data.probe import jpeg_truncation
-from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
 from fastcore_ops.data.sources import find_samples
+from fastcore_ops.data.transforms.device_stage import DeviceAugment
+from fastcore_ops.data.transforms.randaugment import RandAugmentOptions, randaugment_batch
 from fastcore_ops.owned_folder import check_claimable, claim_folder
 from training.precision import choose_precision
 from training.recipes.resnet50_mild import RECIPE as MILD

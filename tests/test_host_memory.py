@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from fastcore_ops.data.pil_backend import PilBackend, _RunDecoding
+from fastcore_ops.data.backends.pil import PilBackend, _RunDecoding
 
 on_glibc = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt; elsewhere the call changes nothing")
 

@@ -145,7 +145,7 @@ def test_dataloader_memory_worker_time(ten_jpegs, capsys):
 
 
 def test_dataloader_memory_entropy_floor(ten_jpegs, capsys):
-    pytest.importorskip("fastcore_ops.data._jpeg_region", reason="the region decoder was not built")
+    pytest.importorskip("fastcore_ops.data.backends.workers._jpeg_region", reason="the region decoder was not built")
     load("dataloader-memory-20261124/probes/entropy_floor.py").main([str(ten_jpegs / "train"), "--repeats", "1"])
     assert capsys.readouterr().out.count("ms per photo") == 3
 
@@ -189,7 +189,7 @@ def test_every_script_in_reports_is_tested():
 
 
 def test_worker_niceness_measure_sets_the_default_and_passes_the_rest_to_train(monkeypatch, capsys):
-    from fastcore_ops.data import pil_backend
+    from fastcore_ops.data.backends import pil as pil_backend
 
     monkeypatch.setattr(pil_backend, "CPU_WORKER_NICENESS", pil_backend.CPU_WORKER_NICENESS)  # restored after
     assert load("worker-niceness-20261127/measure.py").main(["5", "--recipe", "no_such_recipe", "--out", "x"]) == 2
@@ -199,7 +199,7 @@ def test_worker_niceness_measure_sets_the_default_and_passes_the_rest_to_train(m
 
 @pytest.mark.parametrize("argv", [[], ["ten", "--recipe", "cifar_mild"], ["-3"], ["20"], ["²"]])
 def test_worker_niceness_measure_refuses_a_niceness_that_is_not_0_to_19(argv, monkeypatch, capsys):
-    from fastcore_ops.data import pil_backend
+    from fastcore_ops.data.backends import pil as pil_backend
 
     monkeypatch.setattr(pil_backend, "CPU_WORKER_NICENESS", pil_backend.CPU_WORKER_NICENESS)
     default = pil_backend.CPU_WORKER_NICENESS

@@ -322,7 +322,7 @@ class StopRequests(StopSignalHandler):
 
     ``requested`` holds the signal number once one arrived. One stop often arrives several times
     within moments: from the process group, again from torchrun or a sweep passing theirs on, and
-    from each decoding worker that got it too (fastcore_ops/data/worker_stop.py); those are one
+    from each decoding worker that got it too (fastcore_ops/data/backends/workers/worker_stop.py); those are one
     request. A signal ``ECHO_SECONDS`` or more after the first falls through to the previous
     handler (a user pressing Ctrl-C again means it).
     """

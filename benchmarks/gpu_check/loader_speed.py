@@ -22,8 +22,8 @@ from torchvision import transforms
 from benchmarks.gpu_check.parts import Mode, Recorder
 from benchmarks.loaders import images_per_second, torchvision_loader
 from fastcore_ops.data import ColOutOptions, PaddedCropOptions, ProgressiveResize, RandAugmentOptions, build_loader
-from fastcore_ops.data.dali_backend import dali_available
-from fastcore_ops.data.pil_backend import default_num_workers
+from fastcore_ops.data.backends.dali import dali_available
+from fastcore_ops.data.backends.pil import default_num_workers
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,19 @@
 """GPU data pipeline: decode with DALI or Pillow(-SIMD), augment the batch on the device.
 
+Its rooms: ``build_loader`` (loader.py, with sources.py and order.py) is the door; transforms/ holds the
+batch transforms a user imports; backends/ the two decoders and the pil workers' machinery;
+shards/ the prepared-shard format that ``python -m fastcore_ops.data.prepare`` (prepare.py) writes.
+
     >>> from fastcore_ops.data import build_loader, RandAugmentOptions
     >>> loader = build_loader("/data/imagenet/train", batch_size=256, train=True, image_size=176,
     ...                       device="cuda", randaugment=RandAugmentOptions(depth=1))   # doctest: +SKIP
 """
 
-from .colout import ColOutOptions, colout_batch
-from .device_stage import DeviceAugment, flip_batch
-from .flips import AlternatingFlipOptions
 from .loader import Loader, SkippedImagesWarning, build_loader
-from .padded_crop import PaddedCropOptions, padded_crop_batch
-from .randaugment import RandAugmentOptions, randaugment_batch
-from .resize import ProgressiveResize, resize_batch
 from .sources import DatasetScanWarning
+from .transforms import (AlternatingFlipOptions, ColOutOptions, DeviceAugment, PaddedCropOptions, ProgressiveResize,
+                         RandAugmentOptions, colout_batch, flip_batch, padded_crop_batch, randaugment_batch,
+                         resize_batch)
 
 __all__ = [
     "build_loader", "Loader", "SkippedImagesWarning", "DatasetScanWarning",

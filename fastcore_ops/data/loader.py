@@ -1,9 +1,9 @@
 """``build_loader``: normalized image batches on the device, from an ImageFolder tree or a sample list.
 
 A loader ties four parts together: the samples (sources.py), this rank's order for the epoch
-(order.py), a decoding backend that ships uint8 crops (pil_backend.py, dali_backend.py; the
-contract is in decoded.py) and the device stage that flips, augments and normalizes them
-(device_stage.py).
+(order.py), a decoding backend that ships uint8 crops (backends/pil.py, backends/dali.py; the
+contract is in backends/decoded.py) and the device stage that flips, augments and normalizes them
+(transforms/device_stage.py).
 """
 
 from __future__ import annotations
@@ -14,25 +14,28 @@ import warnings
 import torch
 
 from fastcore_ops.checks import check_bool, check_choice, check_device, check_int, check_interval, check_number
-from fastcore_ops.data.colout import ColOutOptions
-from fastcore_ops.data.padded_crop import PaddedCropOptions
-from fastcore_ops.data.dali_backend import DaliBackend, dali_available
-from fastcore_ops.data.decoded import RunPlan, SkippedFile
-from fastcore_ops.data.device_stage import DeviceAugment
-from fastcore_ops.data.flips import AlternatingFlipOptions
-from fastcore_ops.data.order import (batch_count, check_epoch_position, drop_incomplete_batch, epoch_order, mix_seed,
-                                     samples_per_rank)
-from fastcore_ops.data.pil_backend import PilBackend, default_num_workers
-from fastcore_ops.data.randaugment import RandAugmentOptions
-from fastcore_ops.data.resize import ProgressiveResize
+from fastcore_ops.data.backends.dali import DaliBackend, dali_available
+from fastcore_ops.data.backends.decoded import RunPlan, SkippedFile
+from fastcore_ops.data.backends.pil import PilBackend, default_num_workers
+from fastcore_ops.data.order import (
+    batch_count,
+    check_epoch_position,
+    drop_incomplete_batch,
+    epoch_order,
+    mix_seed,
+    samples_per_rank,
+)
 from fastcore_ops.data.shards import verify_shards
 from fastcore_ops.data.sources import Source, find_samples
+from fastcore_ops.data.transforms.device_stage import DeviceAugment
+from fastcore_ops.data.transforms.flips import AlternatingFlipOptions
+from fastcore_ops.data.transforms.resize import ProgressiveResize
 
 log = logging.getLogger("fastcore_ops.data")
 
 BACKENDS = ("auto", "pil", "dali")
 
-# Each pil worker's budget for crops it keeps (crop_cache.py): CIFAR-10's 50,000 training images
+# Each pil worker's budget for crops it keeps (backends/workers/crop_cache.py): CIFAR-10's 50,000 training images
 # take 150 MB at 32 px, and about 500 MB at the five sizes of cifar_mild's progressive resizing.
 CROP_CACHE_MB = 1024
 
@@ -51,10 +54,10 @@ class Loader:
     asked), ``labels``: int64 (n,), both on the device. Unreadable files are skipped and named in
     one ``SkippedImagesWarning`` per epoch, when its iteration ends or is left (a run that stops
     mid-epoch names them too), and gathered in ``skipped_files``. Training batches keep their size
-    (stand-ins take the skipped files' places, see decoded.py); in evaluation a batch is that much
+    (stand-ins take the skipped files' places, see backends/decoded.py); in evaluation a batch is that much
     smaller, and one whose every file was skipped is not yielded, so an epoch can yield fewer than
     ``len(loader)`` batches. Prepared shards are checked against their sha256 before the first
-    batch (shards.py); a changed one raises ``ShardChecksumError``. Call ``set_epoch`` before each
+    batch (shards/format.py); a changed one raises ``ShardChecksumError``. Call ``set_epoch`` before each
     epoch to reshuffle (and to advance progressive resizing); ``first_batch`` resumes an epoch
     part-way with exactly the batches and augmentations an uninterrupted epoch has there.
     """
@@ -178,9 +181,6 @@ def build_loader(
     channels_last: bool = False,
     flip: bool = True,
     alternating_flip: AlternatingFlipOptions | None = None,
-    randaugment: RandAugmentOptions | None = None,
-    colout: ColOutOptions | None = None,
-    padded_crop: PaddedCropOptions | None = None,
     progressive_resize: ProgressiveResize | None = None,
     epochs: int | None = None,
     crop_scale: tuple[float, float] = (0.08, 1.0),
@@ -190,15 +190,18 @@ def build_loader(
     world_size: int | None = None,
     crop_cache_mb: int = CROP_CACHE_MB,
     worker_niceness: int | None = None,
+    **augmentations: object,
 ) -> Loader:
     """A loader of normalized ``(images, labels)`` batches on ``device`` for one rank.
 
     source: an ImageFolder root (``root/<class>/<image>``) or a list of ``(path, label)`` pairs.
-    train: random-resized crops, flips and the chosen augmentations (``padded_crop``: CIFAR's padded
-        random crop, with ``crop_scale=(1, 1)`` for whole images); else center crops
+    train: random-resized crops, flips and the chosen augmentations; else center crops
         (shorter side to ``image_size / eval_crop_fraction``, then the center ``image_size``).
+    augmentations: the batch stage's augmentations by name (transforms/registry.py), each its options
+        or None: ``padded_crop`` (CIFAR's padded random crop, with ``crop_scale=(1, 1)`` for whole
+        images), ``colout``, ``randaugment``, ...; training only.
     flip: mirror training images, each at random with probability 1/2; with ``alternating_flip``
-        each image in every other epoch instead (flips.py).
+        each image in every other epoch instead (transforms/flips.py).
     backend: "pil", "dali" or "auto": DALI when ``device`` is CUDA and DALI runs here, else pil.
     shuffle, drop_last: default to ``train``. drop_last drops this rank's last short batch.
     pad: defaults to ``train``. With several ranks and a sample count that does not divide by
@@ -211,10 +214,10 @@ def build_loader(
         else one process.
     crop_cache_mb: the pil backend's workers keep the crops whose box repeats every epoch (whole
         images, center crops) up to this many MB each, and copy them instead of decoding again
-        (crop_cache.py); 0 turns it off.
+        (backends/workers/crop_cache.py); 0 turns it off.
     worker_niceness: how far below this process (Unix niceness, 0-19) the pil backend's decoding
         workers run; default 10 for batches on the CPU, where the workers share the cores with
-        the training step and would otherwise stall it, 0 otherwise (pil_backend.py says why).
+        the training step and would otherwise stall it, 0 otherwise (backends/pil.py says why).
 
     >>> loader = build_loader("/data/imagenet/train", batch_size=64, train=True, image_size=176)  # doctest: +SKIP
     >>> for epoch in range(16):                                                                   # doctest: +SKIP
@@ -242,8 +245,8 @@ def build_loader(
     check_choice("backend", backend, BACKENDS)
     device = torch.device("cpu") if device is None else check_device("device", device)
     rank, world_size = _shard(rank, world_size)
-    stage = DeviceAugment(train=train, flip=flip and alternating_flip is None, randaugment=randaugment, colout=colout,
-                          padded_crop=padded_crop, channels_last=channels_last)
+    stage = DeviceAugment(train=train, flip=flip and alternating_flip is None, channels_last=channels_last,
+                          **augmentations)
 
     samples, classes = find_samples(source)
     drop_last = train if drop_last is None else drop_last
@@ -260,7 +263,7 @@ def build_loader(
                   num_workers=workers, crop_scale=tuple(crop_scale), crop_ratio=tuple(crop_ratio),
                   eval_crop_fraction=eval_crop_fraction, alternating_flip=alternating_flip is not None)
     if name == "pil":
-        # On a CPU the decoding workers run the batch stage too (decoded.py says why).
+        # On a CPU the decoding workers run the batch stage too (backends/decoded.py says why).
         decoder = PilBackend(**common, stage=stage if device.type == "cpu" else None, crop_cache_mb=crop_cache_mb,
                              worker_niceness=worker_niceness)
     else:

@@ -14,7 +14,7 @@ decoded are left out and listed in the index with the reason.
 
 Safe to stop: a shard is written as ``<name>.partial`` and renamed when whole, and the shards
 finished so far are recorded in ``prepare-progress.jsonl``; rerunning the same command checks
-them against their checksums and continues. ``index.json`` (shards.py) is written last, so a
+them against their checksums and continues. ``index.json`` (shards/format.py) is written last, so a
 folder with an index is a finished one.
 
 Never destroys what it did not write: the destination must be new, empty, or marked as
@@ -47,10 +47,20 @@ from tqdm import tqdm
 
 from fastcore_ops import cli
 from fastcore_ops.checks import check_bool, check_int
-from fastcore_ops.data.pil_backend import UnusableImage, default_num_workers, to_rgb
-from fastcore_ops.data.probe import image_format, jpeg_truncation, unusable_reason
-from fastcore_ops.data.shards import (INDEX_FILE, INDEX_FORMAT, INDEX_VERSION, SHARD_KEYS, JsonFields, ShardMember,
-                                      is_shard_folder, read_encoded, read_index, sha256_of)
+from fastcore_ops.data.backends.pil import UnusableImage, default_num_workers, to_rgb
+from fastcore_ops.data.backends.probe import image_format, jpeg_truncation, unusable_reason
+from fastcore_ops.data.shards import (
+    INDEX_FILE,
+    INDEX_FORMAT,
+    INDEX_VERSION,
+    SHARD_KEYS,
+    JsonFields,
+    ShardMember,
+    is_shard_folder,
+    read_encoded,
+    read_index,
+    sha256_of,
+)
 from fastcore_ops.data.sources import Source, find_samples
 from fastcore_ops.owned_folder import check_claimable, claim_folder, marker, owns, release_folder
 
@@ -197,7 +207,7 @@ class _Progress:
             self.skipped += entry["skipped"]
 
     def _check(self, number: int, entry, keys_seen: set[str]) -> None:
-        """Line ``number + 2``: shard ``number``'s entry as prepare writes it (shards.py checks an index's alike)."""
+        """Line ``number + 2``: shard ``number``'s entry as prepare writes it (as shards/format.py reads)."""
         field = f"line {number + 2}"
         self.fields.keys(field, entry, (*SHARD_KEYS, "skipped"))
         if entry["file"] != _shard_name(number):

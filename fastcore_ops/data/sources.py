@@ -26,7 +26,7 @@ from typing import Iterable, Sequence, Union
 from fastcore_ops.checks import check_int
 from fastcore_ops.data.shards import ShardMember, file_type, is_shard_folder, read_shard_samples
 
-# Formats every backend decodes (fastcore_ops.data.probe checks their signatures); GIF is out
+# Formats every backend decodes (fastcore_ops.data.backends.probe checks their signatures); GIF is out
 # because DALI cannot decode it.
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 

@@ -8,7 +8,7 @@ NICENESS replaces ``pil_backend.CPU_WORKER_NICENESS``, the default a CPU run's l
 
 import sys
 
-from fastcore_ops.data import pil_backend
+from fastcore_ops.data.backends import pil as pil_backend
 from training import train
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fastcore_ops.data.dali_backend import dali_available
-from fastcore_ops.data.decoded import NothingDecodesError
+from fastcore_ops.data.backends.dali import dali_available
+from fastcore_ops.data.backends.decoded import NothingDecodesError
 from fastcore_ops.data.loader import SkippedImagesWarning, build_loader
 from fastcore_ops.data.sources import DatasetScanWarning
 

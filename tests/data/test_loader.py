@@ -11,17 +11,17 @@ import torch
 from PIL import Image
 
 from fastcore_ops.data import loader as loader_module
-from fastcore_ops.data import pil_backend
-from fastcore_ops.data.colout import ColOutOptions
-from fastcore_ops.data.device_stage import DeviceAugment
-from fastcore_ops.data.flips import AlternatingFlipOptions, first_flip
-from fastcore_ops.data.order import epoch_order
-from fastcore_ops.data.padded_crop import PaddedCropOptions
-from fastcore_ops.data.pil_backend import PilBackend
-from fastcore_ops.data.dali_backend import dali_available
+from fastcore_ops.data.backends import pil as pil_backend
+from fastcore_ops.data.backends.dali import dali_available
+from fastcore_ops.data.backends.pil import PilBackend
 from fastcore_ops.data.loader import build_loader
-from fastcore_ops.data.randaugment import RandAugmentOptions
-from fastcore_ops.data.resize import ProgressiveResize
+from fastcore_ops.data.order import epoch_order
+from fastcore_ops.data.transforms.colout import ColOutOptions
+from fastcore_ops.data.transforms.device_stage import DeviceAugment
+from fastcore_ops.data.transforms.flips import AlternatingFlipOptions, first_flip
+from fastcore_ops.data.transforms.padded_crop import PaddedCropOptions
+from fastcore_ops.data.transforms.randaugment import RandAugmentOptions
+from fastcore_ops.data.transforms.resize import ProgressiveResize
 
 from .conftest import CLASS_COLORS, IMAGENET_MEAN, IMAGENET_STD, class_of, jpeg_bytes, pixels_to_uint8
 

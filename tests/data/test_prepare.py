@@ -17,7 +17,7 @@ from PIL import Image
 
 from fastcore_ops.data import build_loader
 from fastcore_ops.data import prepare as prepare_module
-from fastcore_ops.data.dali_backend import dali_available
+from fastcore_ops.data.backends.dali import dali_available
 from fastcore_ops.data.prepare import PrepareSettings, main, prepare_shards
 from fastcore_ops.data.shards import ShardChecksumError, ShardMember, read_encoded, read_shard_samples
 from fastcore_ops.data.sources import DatasetScanWarning

@@ -4,7 +4,7 @@ Method card
     What: every training image is replaced by its AugMix: ``width`` chains of random ops (those
         of RandAugment that do not overlap ImageNet-C's corruptions), blended with Dirichlet
         weights and mixed back with the original by a Beta weight (Hendrycks et al., 2020; see
-        :func:`fastcore_ops.data.augmix.augmix_batch`). With ``jsd_weight`` > 0 the model sees the
+        :func:`fastcore_ops.data.transforms.augmix.augmix_batch`). With ``jsd_weight`` > 0 the model sees the
         clean image and two AugMix views of it in one batch of 3N, the loss is computed on the
         clean logits, and ``jsd_weight`` times the Jensen-Shannon divergence between the three
         predictions is added: the paper's consistency loss.
@@ -30,8 +30,8 @@ import torch
 from torch.nn import functional as F
 
 from fastcore_ops.checks import check_number
-from fastcore_ops.data.augmix import augmix_batch, check_augmix_args
-from fastcore_ops.data.device_stage import IMAGENET_MEAN, IMAGENET_STD
+from fastcore_ops.data.transforms.augmix import augmix_batch, check_augmix_args
+from fastcore_ops.data.transforms.device_stage import IMAGENET_MEAN, IMAGENET_STD
 from training.methods.base import Method, SeededMethod, TrainState
 from training.methods.registry import IMAGES, active, register_method
 

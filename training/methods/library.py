@@ -18,8 +18,8 @@ import logging
 from torch import nn
 
 from fastcore_ops import apply_surgery
-from fastcore_ops.data import (AlternatingFlipOptions, ColOutOptions, PaddedCropOptions, ProgressiveResize,
-                               RandAugmentOptions)
+from fastcore_ops.data import AlternatingFlipOptions, ProgressiveResize
+from fastcore_ops.data.transforms.registry import FLIP_ORDER, RESIZE_ORDER, batch_transforms
 from fastcore_ops.surgery import check_surgeries
 from fastcore_ops.surgery.alibi import ALiBiOptions
 from fastcore_ops.surgery.blurpool import BlurPoolOptions
@@ -82,11 +82,18 @@ def _check_flips_on(options: AlternatingFlipOptions, config) -> None:
 
 
 # The loader's batch stage, each a keyword of fastcore_ops.data.build_loader by the method's name, in the order
-# it runs (fastcore_ops/data/device_stage.py): the resize first, then the crop, the flips, ColOut, RandAugment.
-register_method("progressive_resize", stage="loader", order=10, tasks=IMAGES, check=_check_resize_increment)(
+# it runs: the resize and the flips at the places the batch stage keeps for them, and every augmentation the stage
+# registers (fastcore_ops/data/transforms/registry.py) at its own.
+register_method("progressive_resize", stage="loader", order=RESIZE_ORDER, tasks=IMAGES, check=_check_resize_increment)(
     ProgressiveResize)
-register_method("padded_crop", stage="loader", order=20, tasks=IMAGES)(PaddedCropOptions)
-register_method("alternating_flip", stage="loader", order=30, tasks=IMAGES, check=_check_flips_on)(
+register_method("alternating_flip", stage="loader", order=FLIP_ORDER, tasks=IMAGES, check=_check_flips_on)(
     AlternatingFlipOptions)
-register_method("colout", stage="loader", order=40, tasks=IMAGES)(ColOutOptions)
-register_method("randaugment", stage="loader", order=50, tasks=IMAGES)(RandAugmentOptions)
+
+
+def _register_batch_transforms() -> None:
+    """Each augmentation of the loader's batch stage, as a loader method of its name and order."""
+    for transform in batch_transforms():
+        register_method(transform.name, stage="loader", order=transform.order, tasks=IMAGES)(transform.options)
+
+
+_register_batch_transforms()

@@ -8,7 +8,7 @@ on every n-th step, selective backprop's window, the share of frozen layers: eac
 found by walking its schedule, not by training it.
 
 The data adds one more thing that changes along a run: the decoding workers keep the crops they
-made (:mod:`fastcore_ops.data.crop_cache`), so a step whose images were decoded before copies
+made (:mod:`fastcore_ops.data.backends.workers.crop_cache`), so a step whose images were decoded before copies
 them instead. Each worker keeps its own, and an epoch hands batch ``b`` to worker ``b mod w``
 after a fresh shuffle, so an image met ``p`` times before at this size is in its worker's cache
 with probability ``1 - (1 - 1/w)^p``. The plan sums, per kind, the share of images decoded

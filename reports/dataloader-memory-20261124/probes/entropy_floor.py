@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import simplejpeg
 
-from fastcore_ops.data import _jpeg_region
+from fastcore_ops.data.backends.workers import _jpeg_region
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import fastcore_ops
 from fastcore_ops.data import build_loader
-from fastcore_ops.data.randaugment import RandAugmentOptions
+from fastcore_ops.data.transforms.randaugment import RandAugmentOptions
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,8 +13,8 @@ import time
 
 import torch
 
-from fastcore_ops.data.device_stage import DeviceAugment
-from fastcore_ops.data.randaugment import RandAugmentOptions
+from fastcore_ops.data.transforms.device_stage import DeviceAugment
+from fastcore_ops.data.transforms.randaugment import RandAugmentOptions
 from fastcore_ops.host_memory import keep_freed_memory
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import torch
 
-from fastcore_ops.data.decoded import RunPlan
-from fastcore_ops.data.device_stage import DeviceAugment
-from fastcore_ops.data.pil_backend import PilBackend
+from fastcore_ops.data.backends.decoded import RunPlan
+from fastcore_ops.data.backends.pil import PilBackend
 from fastcore_ops.data.sources import find_samples
+from fastcore_ops.data.transforms.device_stage import DeviceAugment
 from fastcore_ops.host_memory import keep_freed_memory
 
 

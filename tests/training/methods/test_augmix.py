@@ -5,9 +5,9 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from fastcore_ops.data.augmix import AUGMIX_OPS, augmix_batch
-from fastcore_ops.data.device_stage import IMAGENET_MEAN, IMAGENET_STD
-from fastcore_ops.data.randaugment import MAX_SEVERITY, OPS, apply_ops
+from fastcore_ops.data.transforms.augmix import AUGMIX_OPS, augmix_batch
+from fastcore_ops.data.transforms.device_stage import IMAGENET_MEAN, IMAGENET_STD
+from fastcore_ops.data.transforms.randaugment import MAX_SEVERITY, OPS, apply_ops
 from training.methods import AugMix, AugMixOptions, TrainState
 from training.methods.augmix import jensen_shannon
 
@@ -113,7 +113,6 @@ def test_the_consistency_loss_adds_weight_times_js_of_the_clean_and_two_views():
 
 def test_combinations_the_consistency_loss_cannot_take_are_refused():
     from training.config import MethodsConfig, TrainConfig, validate
-
     from training.methods import MixUpOptions
 
     config = TrainConfig(methods=MethodsConfig(augmix=AugMixOptions(jsd_weight=12.0), mixup=MixUpOptions()))

@@ -77,19 +77,21 @@ def test_a_registration_that_cannot_work_is_refused():
 
 
 def test_the_loader_methods_are_registered_in_the_order_the_device_stage_runs_them(monkeypatch):
-    from fastcore_ops.data import ColOutOptions, PaddedCropOptions, RandAugmentOptions, device_stage
+    from fastcore_ops.data.transforms import device_stage
+    from fastcore_ops.data.transforms.registry import batch_transforms
     from training.methods.registry import methods_of
 
     ran = []
-    for method, function in (("progressive_resize", "resize_batch"), ("padded_crop", "padded_crop_batch"),
-                             ("alternating_flip", "flip_batch"), ("colout", "colout_batch"),
-                             ("randaugment", "randaugment_batch")):
-        original = getattr(device_stage, function)
-        monkeypatch.setattr(device_stage, function,
-                            lambda *args, _original=original, _method=method, **kwargs: ran.append(_method) or
-                            _original(*args, **kwargs))
-    stage = device_stage.DeviceAugment(train=True, randaugment=RandAugmentOptions(depth=1, severity=5),
-                                       colout=ColOutOptions(), padded_crop=PaddedCropOptions())
-    stage(torch.zeros(2, 3, 16, 16, dtype=torch.uint8), size=12, generator=torch.Generator().manual_seed(0))
+
+    def recording(method, original):
+        return lambda *args, **kwargs: ran.append(method) or original(*args, **kwargs)
+
+    monkeypatch.setattr(device_stage, "resize_batch", recording("progressive_resize", device_stage.resize_batch))
     # The stage's random flip stands where alternating flips act: in the loader, before ColOut.
+    monkeypatch.setattr(device_stage, "flip_batch", recording("alternating_flip", device_stage.flip_batch))
+    for transform in batch_transforms():
+        monkeypatch.setattr(transform.options, "apply", recording(transform.name, transform.options.apply))
+    stage = device_stage.DeviceAugment(train=True, **{transform.name: transform.options()
+                                                      for transform in batch_transforms()})
+    stage(torch.zeros(2, 3, 16, 16, dtype=torch.uint8), size=12, generator=torch.Generator().manual_seed(0))
     assert ran == [method.name for method in methods_of("loader")]

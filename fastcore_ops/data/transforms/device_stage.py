@@ -1,7 +1,8 @@
-"""The device stage: what the loader runs on every decoded uint8 batch before the model sees it.
+"""The batch stage: what the loader runs on every decoded uint8 batch before the model sees it.
 
-Training: optional resize (progressive resizing; augmenting the smaller images is cheaper), padded
-random crop, random horizontal flip, ColOut, RandAugment, then normalization. Evaluation: optional resize and
+Training: optional resize (progressive resizing; augmenting the smaller images is cheaper), then the
+registered augmentations it is given and the random horizontal flip, in their order (registry.py:
+padded crop, flip, ColOut, RandAugment), then normalization. Evaluation: optional resize and
 normalization only. MixUp belongs to the trainer, which also sees the labels.
 """
 
@@ -12,15 +13,13 @@ from collections.abc import Sequence
 import torch
 
 from fastcore_ops.checks import check_bool, check_number, check_tensor
-from fastcore_ops.data.colout import ColOutOptions, colout_batch
-from fastcore_ops.data.padded_crop import PaddedCropOptions, padded_crop_batch
-from fastcore_ops.data.randaugment import RandAugmentOptions, randaugment_batch
-from fastcore_ops.data.resize import resize_batch
+from fastcore_ops.data.transforms.registry import FLIP_ORDER, registered_transform
+from fastcore_ops.data.transforms.resize import resize_batch
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
-__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "ColOutOptions", "DeviceAugment", "RandAugmentOptions", "flip_batch"]
+__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "DeviceAugment", "flip_batch"]
 
 
 def flip_batch(images: torch.Tensor, *, p: float = 0.5, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -52,6 +51,13 @@ def flip_batch(images: torch.Tensor, *, p: float = 0.5, generator: torch.Generat
     return out
 
 
+class _RandomFlip:
+    """The stage's random horizontal flip, as a step among the registered augmentations (at FLIP_ORDER)."""
+
+    def apply(self, images: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        return flip_batch(images, generator=generator)
+
+
 def _channel_stats(name: str, values: object, *, positive: bool) -> tuple[float, float, float]:
     if not isinstance(values, Sequence) or isinstance(values, str):
         raise TypeError(f"{name} must be 3 numbers, one per RGB channel, got {type(values).__name__} {values!r}")
@@ -66,43 +72,42 @@ def _channel_stats(name: str, values: object, *, positive: bool) -> tuple[float,
 class DeviceAugment:
     """Turns a uint8 batch into the float32 normalized batch the model trains or evaluates on.
 
-    train: apply the random augmentations (``padded_crop``, flip, ``randaugment``, ``colout``);
-        otherwise only resize and normalize.
-    randaugment, colout, padded_crop: their options, or None to leave them out.
+    train: apply the random augmentations (the flip and those given); otherwise only resize and normalize.
+    flip: mirror each image left-right with probability 1/2.
     channels_last: return the batch in channels-last memory format.
     mean, std: per-channel statistics of pixels in [0, 1]; the output is ``(x / 255 - mean) / std``.
+    augmentations: each registered batch transform (registry.py) by its name, with its options or None
+        (left out): ``padded_crop``, ``colout``, ``randaugment``, ...
 
+    >>> from fastcore_ops.data.transforms.randaugment import RandAugmentOptions
     >>> stage = DeviceAugment(train=True, randaugment=RandAugmentOptions(depth=1, severity=9))
     >>> images = torch.randint(0, 256, (4, 3, 64, 64), dtype=torch.uint8)
     >>> stage(images, size=32, generator=torch.Generator().manual_seed(0)).shape
     torch.Size([4, 3, 32, 32])
     """
 
-    def __init__(self, *, train: bool, flip: bool = True, randaugment: RandAugmentOptions | None = None,
-                 colout: ColOutOptions | None = None, padded_crop: PaddedCropOptions | None = None,
-                 channels_last: bool = False, mean: Sequence[float] = IMAGENET_MEAN,
-                 std: Sequence[float] = IMAGENET_STD) -> None:
+    def __init__(self, *, train: bool, flip: bool = True, channels_last: bool = False,
+                 mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD,
+                 **augmentations: object) -> None:
         for name, value in (("train", train), ("flip", flip), ("channels_last", channels_last)):
             check_bool(name, value)
-        if randaugment is not None and not isinstance(randaugment, RandAugmentOptions):
-            raise TypeError(f"randaugment must be RandAugmentOptions or None, got {type(randaugment).__name__}")
-        for name, value, kind in (("colout", colout, ColOutOptions), ("padded_crop", padded_crop, PaddedCropOptions)):
-            if value is not None and not isinstance(value, kind):
-                raise TypeError(f"{name} must be {kind.__name__} or None, got {type(value).__name__}")
+        self.augmentations = _checked_augmentations(augmentations)
         self.train = train
         self.flip = flip
-        self.randaugment = randaugment
-        self.colout = colout
-        self.padded_crop = padded_crop
         self.channels_last = channels_last
         self.mean = _channel_stats("mean", mean, positive=False)
         self.std = _channel_stats("std", std, positive=True)
+        # The training steps in their order: each given augmentation, and the flip in its place.
+        steps = [(registered_transform(name).order, options) for name, options in self.augmentations.items()]
+        steps += [(FLIP_ORDER, _RandomFlip())] if flip else []
+        self._steps = [step for _, step in sorted(steps, key=lambda order_and_step: order_and_step[0])]
         # Per-device copies, so the statistics cross to the device once, not once per batch.
         self._stats: dict[tuple[torch.device, float], tuple[torch.Tensor, torch.Tensor]] = {}
 
     def __repr__(self) -> str:
-        return (f"DeviceAugment(train={self.train}, flip={self.flip}, randaugment={self.randaugment}, "
-                f"colout={self.colout}, padded_crop={self.padded_crop}, channels_last={self.channels_last}, mean={self.mean}, std={self.std})")
+        given = "".join(f", {name}={options}" for name, options in self.augmentations.items())
+        return (f"DeviceAugment(train={self.train}, flip={self.flip}{given}, channels_last={self.channels_last}, "
+                f"mean={self.mean}, std={self.std})")
 
     def _normalization_on(self, device: torch.device, pixel_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
         """(scale, shift) with ``x * scale + shift == (x / pixel_scale - mean) / std``, cached per device."""
@@ -119,7 +124,7 @@ class DeviceAugment:
 
         ``generator`` (a CPU generator) drives every random choice; None uses torch's global one.
         out: a float32 tensor of the result's shape to write it into, in its own layout (a DataLoader
-        worker's shared-memory slot, shared_slots.py); None makes a new one.
+        worker's shared-memory slot, data/backends/workers/shared_slots.py); None makes a new one.
         """
         if not isinstance(images_uint8, torch.Tensor) or images_uint8.dtype != torch.uint8:
             got = images_uint8.dtype if isinstance(images_uint8, torch.Tensor) else type(images_uint8).__name__
@@ -131,18 +136,9 @@ class DeviceAugment:
         images = images_uint8 if size is None else resize_batch(images_uint8, size)
         if out is not None:
             _check_out(out, images)
-        if self.train and self.padded_crop is not None:
-            images = padded_crop_batch(images, padding=self.padded_crop.padding(images.shape[-1]),
-                                       fill=self.padded_crop.fill, generator=generator)
-        if self.train and self.flip:
-            images = flip_batch(images, generator=generator)
-        if self.train and self.colout is not None:
-            images = colout_batch(images, p_row=self.colout.p_row, p_col=self.colout.p_col, generator=generator)
-        if self.train and self.randaugment is not None:
-            # Given uint8, RandAugment turns only its own gathered copy into floats.
-            images = randaugment_batch(images, depth=self.randaugment.depth, severity=self.randaugment.severity,
-                                       generator=generator)
-        if images.is_floating_point():  # RandAugment's own new tensor, in [0, 1]
+        for step in self._steps if self.train else ():
+            images = step.apply(images, generator)
+        if images.is_floating_point():  # an augmentation's own new tensor (RandAugment's), in [0, 1]
             return self._normalize(images, pixel_scale=1.0, in_place=out is None and not self.channels_last, out=out)
         return self._normalize(images, pixel_scale=255.0, in_place=False, out=out)
 
@@ -163,6 +159,19 @@ class DeviceAugment:
         if out is None:
             out = torch.empty(images.shape, dtype=torch.float32, device=images.device, memory_format=self.memory_format)
         return torch.mul(images, scale, out=out).add_(shift)
+
+
+def _checked_augmentations(augmentations: dict[str, object]) -> dict[str, object]:
+    """The augmentations given (not None), each checked against its registered options class."""
+    given = {}
+    for name, options in augmentations.items():
+        kind = registered_transform(name).options
+        if options is None:
+            continue
+        if not isinstance(options, kind):
+            raise TypeError(f"{name} must be {kind.__name__} or None, got {type(options).__name__} {options!r}")
+        given[name] = options
+    return given
 
 
 def _check_out(out: object, images: torch.Tensor) -> None:

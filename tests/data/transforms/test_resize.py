@@ -8,8 +8,7 @@ import torch.nn.functional as F
 import torchvision.transforms.v2.functional as TF
 from PIL import Image
 
-from fastcore_ops.data.resize import ProgressiveResize, resize_batch
-
+from fastcore_ops.data.transforms.resize import ProgressiveResize, resize_batch
 from tests.data.conftest import DATASETS
 
 PHOTOS = DATASETS / "imagenet-sample"

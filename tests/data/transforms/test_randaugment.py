@@ -8,9 +8,8 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from PIL import Image
 
-from fastcore_ops.data.randaugment import OPS, RandAugmentOptions, apply_ops, randaugment_batch
-from fastcore_ops.data.resize import resize_batch
-
+from fastcore_ops.data.transforms.randaugment import OPS, RandAugmentOptions, apply_ops, randaugment_batch
+from fastcore_ops.data.transforms.resize import resize_batch
 from tests.data.conftest import DATASETS
 
 PHOTOS = DATASETS / "imagenet-sample"

@@ -5,10 +5,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from fastcore_ops.data import shared_slots
+from fastcore_ops.data.backends.workers import shared_slots
+from fastcore_ops.data.backends.workers.shared_slots import SharedBatchSlots
 from fastcore_ops.data.loader import build_loader
-from fastcore_ops.data.randaugment import RandAugmentOptions
-from fastcore_ops.data.shared_slots import SharedBatchSlots
+from fastcore_ops.data.transforms.randaugment import RandAugmentOptions
 
 WORKERS, SLOTS = 2, 3  # the pil backend's: two workers here, prefetch 2 + 1 slots each
 OPTIONS = dict(batch_size=2, image_size=16, train=True, seed=3, randaugment=RandAugmentOptions())

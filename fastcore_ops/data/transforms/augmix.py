@@ -5,7 +5,7 @@ chains are blended with per-image Dirichlet(alpha) weights, and the blend is mix
 original by a per-image Beta(alpha, alpha) weight (Hendrycks et al., 2020). The ops are the
 paper's: those that do not overlap the corruptions of ImageNet-C (no contrast, colour, brightness
 or sharpness changes). Every op runs once per chain and round on the samples that drew it
-(:func:`fastcore_ops.data.randaugment.apply_ops`), never in a Python loop over samples.
+(:func:`fastcore_ops.data.transforms.randaugment.apply_ops`), never in a Python loop over samples.
 
     >>> images = torch.rand(8, 3, 32, 32)
     >>> augmix_batch(images, width=3, severity=3, generator=torch.Generator().manual_seed(0)).shape
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from fastcore_ops.checks import check_int, check_number
-from fastcore_ops.data.randaugment import MAX_SEVERITY, MIN_MAGNITUDE, OPS, apply_ops
+from fastcore_ops.data.transforms.randaugment import MAX_SEVERITY, MIN_MAGNITUDE, OPS, apply_ops
 
 AUGMIX_OPS: tuple[str, ...] = ("auto_contrast", "equalize", "posterize", "solarize", "rotate", "shear_x", "shear_y",
                                "translate_x", "translate_y")

@@ -8,11 +8,11 @@ import pytest
 import simplejpeg
 from PIL import Image
 
-from fastcore_ops.data import jpeg_region, pil_backend
-from fastcore_ops.data.crops import CropPlan
-from fastcore_ops.data.pil_backend import UnusableImage, decode_crop
-
-from .conftest import IMAGENET_SAMPLE, cut_inside_scan, jpeg_bytes
+from fastcore_ops.data.backends import pil as pil_backend
+from fastcore_ops.data.backends.crops import CropPlan
+from fastcore_ops.data.backends.pil import UnusableImage, decode_crop
+from fastcore_ops.data.backends.workers import jpeg_region
+from tests.data.conftest import IMAGENET_SAMPLE, cut_inside_scan, jpeg_bytes
 
 PHOTO = sorted(IMAGENET_SAMPLE.glob("*/*"))[0]
 

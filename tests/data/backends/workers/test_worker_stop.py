@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 from fastcore_ops.data import build_loader
-from fastcore_ops.data.worker_stop import STOP_SIGNALS, WorkerStop, in_worker
+from fastcore_ops.data.backends.workers.worker_stop import STOP_SIGNALS, WorkerStop, in_worker
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 # How long the child waits after a signal for copies of it: the workers pass theirs on within milliseconds.
 ECHO_WAIT = 0.5
@@ -27,8 +27,8 @@ ROUTES = 4  # the signals the test sends the child, one after the other
 def test_a_stop_signal_reaches_the_process_reading_the_batches_once_by_every_route_and_the_workers_go_on(coded_tree):
     tree = coded_tree(classes=2, per_class=6)
     terminal, child_terminal = pty.openpty()
-    child = subprocess.Popen([sys.executable, "-m", "tests.data.test_worker_stop", str(tree)], cwd=ROOT,
-                             stdin=child_terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    child = subprocess.Popen([sys.executable, "-m", "tests.data.backends.workers.test_worker_stop", str(tree)],
+                             cwd=ROOT, stdin=child_terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
     os.close(child_terminal)
     try:

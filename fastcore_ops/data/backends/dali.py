@@ -24,12 +24,17 @@ import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
-from fastcore_ops.data.crops import CropPlan, crop_rng
-from fastcore_ops.data.decoded import (DecodedBatch, RunPlan, SkippedFile, give_up_if_nothing_decodes,
-                                       replacement_candidates)
-from fastcore_ops.data.flips import alternating_flip
-from fastcore_ops.data.probe import image_format, jpeg_truncation, unusable_reason
+from fastcore_ops.data.backends.crops import CropPlan, crop_rng
+from fastcore_ops.data.backends.decoded import (
+    DecodedBatch,
+    RunPlan,
+    SkippedFile,
+    give_up_if_nothing_decodes,
+    replacement_candidates,
+)
+from fastcore_ops.data.backends.probe import image_format, jpeg_truncation, unusable_reason
 from fastcore_ops.data.shards import read_encoded
+from fastcore_ops.data.transforms.flips import alternating_flip
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +148,7 @@ class _RunFeeder:
     decoded at side ``size_of(i)``.
     ``draw_window(width, height, key)`` gives a crop window (x, y, w, h) from a crop key
     (decoded.py); None decodes whole images. ``mirrored(path)``: whether that file's crop is
-    mirrored (alternating flips, flips.py). With ``refill``, stand-ins take the places of
+    mirrored (alternating flips, data/transforms/flips.py). With ``refill``, stand-ins take the places of
     skipped files (decoded.py). Runs whose files were all skipped are not sent to DALI (it cannot
     carry an empty batch); they wait in ``fed`` so the consumer yields them, empty, in place.
     """
@@ -377,7 +382,7 @@ class DaliBackend:
                 images = fn.decoders.image(encoded, **decoder)
                 images = fn.resize(images, resize_shorter=self.eval_resize, antialias=True)
                 crop = dict(crop=[size, size], crop_pos_x=0.5, crop_pos_y=0.5)
-            # uint8 CHW with no normalization and no mirror but alternating flips' (flips.py): the
+            # uint8 CHW with no normalization and no mirror but alternating flips' (data/transforms/flips.py): the
             # device stage flips at random and normalizes after RandAugment and ColOut, which work on raw pixels.
             images = fn.crop_mirror_normalize(images, dtype=types.UINT8, output_layout="CHW", **crop)
             return images, labels.gpu() if self._on_gpu else labels

@@ -7,12 +7,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from fastcore_ops.data import probe
-from fastcore_ops.data.crops import CropPlan
-from fastcore_ops.data.pil_backend import UnusableImage, decode_crop
-from fastcore_ops.data.probe import jpeg_truncation, may_be_truncated_jpeg, unusable_reason
-
-from .conftest import DATASETS, IMAGENET_SAMPLE, cut_inside_scan, jpeg_bytes
+from fastcore_ops.data.backends import probe
+from fastcore_ops.data.backends.crops import CropPlan
+from fastcore_ops.data.backends.pil import UnusableImage, decode_crop
+from fastcore_ops.data.backends.probe import (
+    jpeg_truncation,
+    may_be_truncated_jpeg,
+    unusable_reason,
+)
+from tests.data.conftest import DATASETS, IMAGENET_SAMPLE, cut_inside_scan, jpeg_bytes
 
 CIFAR_TEST = DATASETS / "cifar10-jpeg" / "test"
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from fastcore_ops.checks import check_number, check_tensor
+from fastcore_ops.data.transforms.registry import batch_transform
 
 
 def check_colout_args(p_row: object, p_col: object) -> None:
@@ -27,15 +28,20 @@ def check_colout_args(p_row: object, p_col: object) -> None:
         check_number(name, value, low=0, high=1, high_open=True)
 
 
+@batch_transform("colout", order=40)
 @dataclass(frozen=True)
 class ColOutOptions:
-    """ColOut settings for the device stage: fractions of rows and of columns dropped per batch."""
+    """ColOut settings for the batch stage: fractions of rows and of columns dropped per batch."""
 
     p_row: float = 0.15
     p_col: float = 0.15
 
     def __post_init__(self) -> None:
         check_colout_args(self.p_row, self.p_col)
+
+    def apply(self, images: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """:func:`colout_batch` with these settings."""
+        return colout_batch(images, p_row=self.p_row, p_col=self.p_col, generator=generator)
 
 
 def _kept_lines(length: int, p: float, generator: torch.Generator | None) -> torch.Tensor:

@@ -7,11 +7,10 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from PIL import Image
 
-from fastcore_ops.data.colout import ColOutOptions
-from fastcore_ops.data.device_stage import IMAGENET_MEAN, IMAGENET_STD, DeviceAugment, flip_batch
-from fastcore_ops.data.randaugment import RandAugmentOptions
-from fastcore_ops.data.resize import resize_batch
-
+from fastcore_ops.data.transforms.colout import ColOutOptions
+from fastcore_ops.data.transforms.device_stage import IMAGENET_MEAN, IMAGENET_STD, DeviceAugment, flip_batch
+from fastcore_ops.data.transforms.randaugment import RandAugmentOptions
+from fastcore_ops.data.transforms.resize import resize_batch
 from tests.data.conftest import DATASETS
 
 CIFAR = DATASETS / "cifar10-jpeg" / "test"

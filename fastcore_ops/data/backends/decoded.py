@@ -28,7 +28,7 @@ Evaluation never refills: each image counts once.
 Training crops are random-resized crops (``crop_scale``, ``crop_ratio``) drawn reproducibly
 from ``(seed, epoch)``; evaluation resizes the shorter side to ``round(image_size / eval_crop_fraction)`` and takes the
 center ``image_size`` square. Flips, RandAugment, ColOut and the normalization are the batch
-stage's (device_stage.py). On a GPU the backend ships uint8 pixels (a quarter of the bytes of
+stage's (data/transforms/device_stage.py). On a GPU the backend ships uint8 pixels (a quarter of the bytes of
 float32 across the host-to-device link) and the stage runs there. On a CPU a backend given the
 stage runs it itself, in its decoding workers, on each batch they decoded (``augmented``): the
 main process then only trains, and no two thread pools fight over the same cores.

@@ -14,12 +14,11 @@ import torch
 from PIL import Image
 from torchvision.transforms import v2
 
-from fastcore_ops.data import pil_backend
-from fastcore_ops.data.crops import CropPlan
-from fastcore_ops.data.pil_backend import PilBackend, UnusableImage, decode_crop
+from fastcore_ops.data.backends import pil as pil_backend
+from fastcore_ops.data.backends.crops import CropPlan
+from fastcore_ops.data.backends.pil import PilBackend, UnusableImage, decode_crop
 from fastcore_ops.data.sources import find_samples
-
-from .conftest import class_of, jpeg_bytes, png_bytes
+from tests.data.conftest import class_of, jpeg_bytes, png_bytes
 
 
 def _mean_abs_diff(a, b) -> float:

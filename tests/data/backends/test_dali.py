@@ -11,10 +11,9 @@ import pytest
 import torch
 from PIL import Image
 
-from fastcore_ops.data.crops import CropPlan
-from fastcore_ops.data.dali_backend import DaliBackend, dali_available
+from fastcore_ops.data.backends.crops import CropPlan
+from fastcore_ops.data.backends.dali import DaliBackend, dali_available
 from fastcore_ops.data.order import mix_seed
-
 from tests.data.conftest import DATASETS, cut_inside_scan
 
 pytestmark = pytest.mark.skipif(dali_available() is not None, reason=f"DALI unusable here: {dali_available()}")
@@ -240,9 +239,9 @@ def test_a_run_of_only_bad_files_yields_an_empty_batch_in_its_place(colored, bad
 def test_without_dali_the_module_imports_and_names_the_install_command():
     code = (
         "import sys; sys.modules['nvidia.dali'] = None\n"
-        "from fastcore_ops.data.dali_backend import dali_available\n"
+        "from fastcore_ops.data.backends.dali import dali_available\n"
         "print(dali_available())"
     )
-    repository = Path(__file__).resolve().parents[2]
+    repository = Path(__file__).resolve().parents[3]
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repository)
     assert "pip install nvidia-dali-cuda130" in result.stdout

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from fastcore_ops.checks import check_int, check_number, check_tensor
+from fastcore_ops.data.transforms.registry import batch_transform
 
 # Largest magnitudes (severity 10). Enhancement factors span 1 +/- 0.9, rotations 30 degrees,
 # shears 0.3 and translations 45% of the side, as in the common RandAugment tables.
@@ -251,9 +252,10 @@ def check_randaugment_args(depth: object, severity: object) -> None:
     check_number("severity", severity, low=0, high=MAX_SEVERITY)
 
 
+@batch_transform("randaugment", order=50)
 @dataclass(frozen=True)
 class RandAugmentOptions:
-    """RandAugment settings for the device stage.
+    """RandAugment settings for the batch stage.
 
     depth: ops applied to each image, one after the other (1, as the recipes use).
     severity: upper end of the per-image magnitude, drawn from U(0.1, severity), on a 0..10 scale.
@@ -264,6 +266,10 @@ class RandAugmentOptions:
 
     def __post_init__(self) -> None:
         check_randaugment_args(self.depth, self.severity)
+
+    def apply(self, images: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """:func:`randaugment_batch` with these settings; given uint8, only its own gathered copy becomes floats."""
+        return randaugment_batch(images, depth=self.depth, severity=self.severity, generator=generator)
 
 
 def _check_images(images: object) -> None:

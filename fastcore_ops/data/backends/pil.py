@@ -3,7 +3,7 @@
 Why not torchvision's ImageFolder + RandomResizedCrop: that decodes every photo at full size,
 then crops and resizes it, then makes one float tensor per image. Here the crop box is chosen
 from the header first, so a JPEG that will be shrunk 2x, 4x or 8x anyway is decoded at that
-scale by libjpeg's DCT-domain downscaling, and only around the crop (jpeg_region.py: the rows
+scale by libjpeg's DCT-domain downscaling, and only around the crop (workers/jpeg_region.py: the rows
 outside it are entropy-decoded, nothing more); crop and resize are one Pillow call; and each
 worker writes a whole batch into one uint8 array.
 """
@@ -26,23 +26,28 @@ import torch
 from PIL import Image, features
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from fastcore_ops.data.crop_cache import CropCache
-from fastcore_ops.data.crops import CropPlan, crop_rng
-from fastcore_ops.data.device_stage import DeviceAugment
-from fastcore_ops.data.decoded import (DecodedBatch, RunPlan, SkippedFile, give_up_if_nothing_decodes,
-                                       replacement_candidates)
-from fastcore_ops.data.flips import alternating_flip
-from fastcore_ops.data.jpeg_region import Box, decode_region, warn_if_missing
-from fastcore_ops.data.probe import (
+from fastcore_ops.data.backends.crops import CropPlan, crop_rng
+from fastcore_ops.data.backends.decoded import (
+    DecodedBatch,
+    RunPlan,
+    SkippedFile,
+    give_up_if_nothing_decodes,
+    replacement_candidates,
+)
+from fastcore_ops.data.backends.probe import (
     image_format,
     jpeg_truncation,
     may_be_truncated_jpeg,
     truncation_reason,
     unusable_reason,
 )
+from fastcore_ops.data.backends.workers.crop_cache import CropCache
+from fastcore_ops.data.backends.workers.jpeg_region import Box, decode_region, warn_if_missing
+from fastcore_ops.data.backends.workers.shared_slots import SharedBatchSlots
+from fastcore_ops.data.backends.workers.worker_stop import WorkerStop, in_worker
 from fastcore_ops.data.shards import ShardMember, read_encoded
-from fastcore_ops.data.shared_slots import SharedBatchSlots
-from fastcore_ops.data.worker_stop import WorkerStop, in_worker
+from fastcore_ops.data.transforms.device_stage import DeviceAugment
+from fastcore_ops.data.transforms.flips import alternating_flip
 from fastcore_ops.host_memory import keep_freed_memory
 
 # Pillow first shrinks by an integer factor with a box filter, then resamples the rest; at a gap
@@ -150,7 +155,7 @@ def _decoded_for_crop(image: Image.Image, data: bytes, box: Box, size: int,
     """The pixels of ``image`` that a resize of ``box`` to ``size`` reads, and ``box`` in their coordinates.
 
     Decoded at the smallest DCT scale (1, 1/2, 1/4, 1/8) that leaves the crop at least ``size``
-    wide and high. JPEGs in YCbCr or grey go to the region decoder (jpeg_region.py), which
+    wide and high. JPEGs in YCbCr or grey go to the region decoder (workers/jpeg_region.py), which
     decodes only around the crop and reports any complaint of libjpeg's: a truncated file is
     skipped, one with another complaint (stray bytes between markers, say) is decoded by Pillow
     as it always was. So are CMYK JPEGs and every other format.
@@ -244,7 +249,7 @@ class _RunDecoding(Dataset):
         # The files this process decoded without finding them truncated (each worker has its own
         # copy); a truncated file never gets in, so it is checked, and skipped, every epoch.
         self.known_whole: set[str | ShardMember] = set()
-        # Crops whose box repeats every epoch (crop_cache.py); random-resized crops' boxes do not.
+        # Crops whose box repeats every epoch (workers/crop_cache.py); random-resized crops' boxes do not.
         repeats = not plan.train or plan.scale == (1.0, 1.0)
         self.cache = CropCache(crop_cache_bytes if repeats else 0)
 
@@ -277,8 +282,8 @@ class _RunDecoding(Dataset):
         return DecodedBatch(images, batch.labels, batch.skipped, augmented=True), slot
 
     def decode(self, path: str | ShardMember, epoch: int, key: tuple[int, ...], size: int) -> np.ndarray:
-        """One file's (3, size, size) uint8 crop, mirrored in the epochs flips.py gives it with alternating flips
-        (it may be a view of a kept crop: do not write to it); or UnusableImage / OSError."""
+        """One file's (3, size, size) uint8 crop, mirrored in the epochs transforms/flips.py gives it with
+        alternating flips (it may be a view of a kept crop: do not write to it); or UnusableImage / OSError."""
         crop = self._crop(path, epoch, key, size)
         if self.alternating_flip and alternating_flip(path, self.seed, epoch):
             return crop[:, :, ::-1]
@@ -326,7 +331,7 @@ def default_worker_niceness(device: torch.device) -> int:
 def _start_worker(worker_id: int, niceness: int, stop) -> None:
     """A worker's start: its batches' buffers reuse the last batch's pages (host_memory.py says why),
     it runs ``niceness`` steps below the process that started it, and it leaves when told through
-    ``stop`` (passing stop signals on meanwhile: worker_stop.py)."""
+    ``stop`` (passing stop signals on meanwhile: workers/worker_stop.py)."""
     keep_freed_memory()
     os.nice(niceness)
     in_worker(stop)
@@ -355,7 +360,7 @@ class PilBackend:
 
     build_loader validates the arguments; ``num_workers=0`` decodes in the calling process.
     ``worker_niceness``: how far below the calling process the workers run (default
-    :func:`default_worker_niceness`). ``alternating_flip``: mirror training images as flips.py says.
+    :func:`default_worker_niceness`). ``alternating_flip``: mirror training images as data/transforms/flips.py says.
 
     >>> backend = PilBackend(batch_size=64, train=True, image_size=176, seed=0)      # doctest: +SKIP
     >>> batch = next(iter(backend.batches(samples, epoch=0)))                          # doctest: +SKIP
@@ -417,7 +422,7 @@ class PilBackend:
     def close(self) -> None:
         """Stop the decoding workers now; the backend cannot decode afterwards.
 
-        Without it they stop when the backend is collected (worker_stop.py says why that is ours).
+        Without it they stop when the backend is collected (workers/worker_stop.py says why that is ours).
         """
         self._worker_stop.stop()
         self._loader = None

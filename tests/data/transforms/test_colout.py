@@ -6,8 +6,7 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from PIL import Image
 
-from fastcore_ops.data.colout import ColOutOptions, colout_batch
-
+from fastcore_ops.data.transforms.colout import ColOutOptions, colout_batch
 from tests.data.conftest import DATASETS
 
 CIFAR = DATASETS / "cifar10-jpeg" / "train"

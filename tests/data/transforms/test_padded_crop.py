@@ -6,10 +6,10 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torch.nn import functional as F
 
-from fastcore_ops.data.device_stage import DeviceAugment
-from fastcore_ops.data.padded_crop import PaddedCropOptions, padded_crop_batch, windows
-from fastcore_ops.data.resize import resize_batch
-from tests.data.test_device_stage import batch  # noqa: F401  (the fixture: 8 CIFAR-10 test images)
+from fastcore_ops.data.transforms.device_stage import DeviceAugment
+from fastcore_ops.data.transforms.padded_crop import PaddedCropOptions, padded_crop_batch, windows
+from fastcore_ops.data.transforms.resize import resize_batch
+from tests.data.transforms.test_device_stage import batch  # noqa: F401  (the fixture: 8 CIFAR-10 test images)
 
 
 def _expected(images: torch.Tensor, padding: int, fill: str, seed: int) -> torch.Tensor:

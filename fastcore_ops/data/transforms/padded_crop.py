@@ -24,10 +24,12 @@ import torch
 from torch.nn import functional as F
 
 from fastcore_ops.checks import check_choice, check_int, check_number, check_tensor
+from fastcore_ops.data.transforms.registry import batch_transform
 
 FILLS = ("zero", "reflect")
 
 
+@batch_transform("padded_crop", order=20)
 @dataclass(frozen=True)
 class PaddedCropOptions:
     """Padded random crops for the batch stage: the largest shift as a fraction of the side, and the fill.
@@ -52,6 +54,10 @@ class PaddedCropOptions:
         (4, 2)
         """
         return round(self.fraction * side)
+
+    def apply(self, images: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """:func:`padded_crop_batch` with these settings, the padding in proportion to the images' side."""
+        return padded_crop_batch(images, padding=self.padding(images.shape[-1]), fill=self.fill, generator=generator)
 
 
 def padded_crop_batch(images: torch.Tensor, *, padding: int, fill: str = "zero",

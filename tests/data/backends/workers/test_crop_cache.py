@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from fastcore_ops.data import pil_backend
-from fastcore_ops.data.crop_cache import CropCache
+from fastcore_ops.data.backends import pil as pil_backend
+from fastcore_ops.data.backends.workers.crop_cache import CropCache
 from fastcore_ops.data.loader import build_loader
-from fastcore_ops.data.padded_crop import PaddedCropOptions
-from fastcore_ops.data.resize import ProgressiveResize
+from fastcore_ops.data.transforms.padded_crop import PaddedCropOptions
+from fastcore_ops.data.transforms.resize import ProgressiveResize
 from tests.training.conftest import link_cifar_subset
 
 

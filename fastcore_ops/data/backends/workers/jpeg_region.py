@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image
 
 try:
-    from fastcore_ops.data import _jpeg_region
+    from fastcore_ops.data.backends.workers import _jpeg_region
 except ImportError:  # built by `pip install` where libjpeg's headers are; optional (setup.py)
     _jpeg_region = None
 
