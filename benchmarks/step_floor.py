@@ -29,7 +29,8 @@ from training.assemble import scaled
 from training.config import TrainConfig
 from training.precision import Precision
 from training.methods.registry import plan_methods
-from training.tasks.classification import build_image_classification
+from training.tasks.classification import ImageClassification, build_image_classification
+from training.tasks.registry import task_named
 
 from .job_cli import job_main, job_parser
 from .timing import time_samples_ms
@@ -77,7 +78,7 @@ def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subs
 
 
 def check_image_classification(config: TrainConfig) -> None:
-    if config.task != "image_classification":
+    if task_named(config.task) is not ImageClassification:
         raise ValueError(f"recipe {config.name!r} is a {config.task} recipe; the floor is measured for image "
                          f"classification")
 

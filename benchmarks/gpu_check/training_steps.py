@@ -25,7 +25,8 @@ from training.models.language import build_language_model, logits_of
 from training.optim import build_optimizer
 from training.precision import choose_precision
 from training.recipes import get_recipe
-from training.tasks.classification import loss_function
+from training.tasks.classification import ImageClassification, loss_function
+from training.tasks.registry import task_named
 
 PAIRS = (("resnet50_baseline", "resnet50_mild"), ("gpt_baseline", "gpt_alibi"))
 CLASSES, VOCABULARY = 1000, 50257  # ImageNet's classes; GPT-2's tokens
@@ -98,7 +99,7 @@ def run(mode: Mode, record: Recorder) -> None:
         baseline_rate = None
         for name in (first, second):
             config = replace(get_recipe(name), compile=False)
-            builder = _image_step if config.task == "image_classification" else _language_step
+            builder = _image_step if task_named(config.task) is ImageClassification else _language_step
             step, items = builder(config, mode.device, mode.small)
             rate = steps_per_second(step, mode.device, 3 if mode.small else 30)
             baseline_rate = baseline_rate or rate

@@ -3,13 +3,13 @@
 A method is one module of ``training/methods/``: its options dataclass (validated in
 ``__post_init__``), its functional form, its event hooks, its method card, and this
 registration, which declares what the rest of the code needs to know about it: the stage it
-runs in, the tasks it applies to, whether it trains under DDP and FSDP, and its order among the
-methods of its stage. The configuration's ``methods`` section (one field per method, None = off),
+runs in, the tasks it applies to (by what their batches hold: ``IMAGES``, ``TEXT``), whether it
+trains under DDP and FSDP, and its order among the methods of its stage. The configuration's ``methods`` section (one field per method, None = off),
 its validation, the distributed checks, the ablation's catalog, the method cards and the order
 methods run in all come from here.
 
-    >>> registered("mixup").stage, registered("mixup").tasks
-    ('step', ('image_classification',))
+    >>> registered("mixup").stage, registered("mixup").task_names()
+    ('step', ['image_classification'])
     >>> [method.name for method in methods_of("surgery")]
     ['alibi', 'blurpool', 'squeeze_excite', 'stochastic_depth', 'ghost_batchnorm', 'channels_last']
 """
@@ -21,9 +21,10 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from training.models.registry import TASKS
+from training.tasks.registry import all_tasks
 
-IMAGES, TEXT = ("image_classification",), ("language_model",)  # the tasks of methods for one task only
+# What a task's batches hold (its ``traits``), as methods for some tasks only require it.
+IMAGES, TEXT = frozenset({"images"}), frozenset({"tokens"})
 
 # Where a method acts, in the order a run meets them:
 #   surgery     rewrites the model before training (fastcore_ops.apply_surgery, in ``order``);
@@ -42,6 +43,7 @@ class RegisteredMethod:
     options: its options dataclass; a run's ``methods.<name>`` is an instance of it, or None.
     order: its rank among the methods of its stage (lower first): surgeries apply in it, step
         methods receive each event in it.
+    tasks: what a task's batches must hold (its ``traits``) for the method to apply; empty: any task.
     mixes_batch: it replaces each batch's targets by mixtures of samples; a run takes one such method.
     one_target_per_input: it needs a batch whose inputs and targets pair one to one (AugMix's
         consistency loss triples the inputs).
@@ -58,7 +60,7 @@ class RegisteredMethod:
     options: type
     stage: str
     order: int
-    tasks: tuple[str, ...]
+    tasks: frozenset[str]
     ddp: bool
     fsdp: bool
     mixes_batch: bool
@@ -68,14 +70,23 @@ class RegisteredMethod:
     check: Callable[[object, object], None] | None
     module: str
 
-    def applies_to(self, task: str) -> bool:
-        return task in self.tasks
+    def applies_to(self, task) -> bool:
+        """Whether the method applies to ``task`` (a registered task class, :mod:`training.tasks`)."""
+        return self.tasks <= task.traits
+
+    def task_names(self) -> list[str]:
+        """The registered tasks the method applies to, by name."""
+        return [task.name for task in all_tasks() if self.applies_to(task)]
+
+    def mismatch(self, task) -> str:
+        """Why the method does not apply to ``task``, for an error message."""
+        return f"{self.name} applies to task {', '.join(map(repr, self.task_names()))} only, and {task.name!r} is not one"
 
 
 _REGISTRY: dict[str, RegisteredMethod] = {}
 
 
-def register_method(name: str, *, stage: str, order: int, tasks: tuple[str, ...] = TASKS, ddp: bool = True,
+def register_method(name: str, *, stage: str, order: int, tasks: frozenset[str] = frozenset(), ddp: bool = True,
                     fsdp: bool = True, mixes_batch: bool = False, one_target_per_input: bool = False,
                     leaves_parameters_unused: bool = False, try_with: dict | None = None,
                     check: Callable[[object, object], None] | None = None,
@@ -93,9 +104,8 @@ def register_method(name: str, *, stage: str, order: int, tasks: tuple[str, ...]
     """
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
-    unknown = set(tasks) - set(TASKS)
-    if not tasks or unknown:
-        raise ValueError(f"tasks must be some of {', '.join(TASKS)}, got {tasks!r}")
+    if not isinstance(tasks, frozenset):
+        raise TypeError(f"tasks must be a frozenset of what a task's batches hold (IMAGES, TEXT), got {tasks!r}")
 
     def register(options: type) -> type:
         if not dataclasses.is_dataclass(options):
@@ -107,7 +117,7 @@ def register_method(name: str, *, stage: str, order: int, tasks: tuple[str, ...]
             raise ValueError(f"method {name!r} is registered twice ({_REGISTRY[name].module} and "
                              f"{module or options.__module__}); give one of them another name")
         _REGISTRY[name] = RegisteredMethod(
-            name=name, options=options, stage=stage, order=order, tasks=tuple(tasks), ddp=ddp, fsdp=fsdp,
+            name=name, options=options, stage=stage, order=order, tasks=tasks, ddp=ddp, fsdp=fsdp,
             mixes_batch=mixes_batch, one_target_per_input=one_target_per_input,
             leaves_parameters_unused=leaves_parameters_unused,
             try_with=options(**(try_with or {})), check=check, module=module or options.__module__)

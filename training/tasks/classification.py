@@ -25,13 +25,15 @@ from fastcore_ops.data.order import samples_per_rank
 from fastcore_ops.data.sources import find_samples
 from fastcore_ops.kernels import init_bce_bias_
 from training.config import TrainConfig
+from training.data_identity import image_fingerprint
 from training.losses import LossFunction, classification_loss
 from training.methods.library import apply_surgery_methods
 from training.methods.patch_whitening import whiten_stem_from_samples
-from training.methods.registry import MethodPlan
+from training.methods.registry import IMAGES, MethodPlan
 from training.methods.tta import TTAOptions, tta_probabilities
-from training.models import build_model
+from training.models import build_model, is_known_model, model_names
 from training.tasks.base import Task
+from training.tasks.registry import register_task
 
 log = logging.getLogger("training")
 
@@ -39,6 +41,7 @@ TRAIN_FOLDERS = ("train",)
 EVAL_FOLDERS = ("val", "test")
 
 
+@register_task("image_classification")
 class ImageClassification(Task):
     """Images to class logits; evaluated by top-1 accuracy and mean cross-entropy.
 
@@ -54,6 +57,49 @@ class ImageClassification(Task):
     higher_is_better = True
     metric_label = "top-1 (%)"
     sample_unit = "images"
+    traits = IMAGES
+    takes_subset = True
+    # Every ablation of an image recipe also scores test-time augmentation (reported beside top1, not instead).
+    ablation_assignments = ("methods.tta={}",)
+
+    @classmethod
+    def model_names(cls) -> list[str]:
+        return model_names()
+
+    @classmethod
+    def check_model(cls, model) -> None:
+        if not is_known_model(model.name):
+            raise ValueError(f"model.name must be one of training.models' models or a torchvision classifier "
+                             f"(cifar_resnet20, resnet50, ...; training.models.model_names() lists them), "
+                             f"got {model.name!r}")
+        if model.options:
+            raise ValueError(f"model.options must be {{}} for an image classifier (training.models.build_model "
+                             f"takes no options), got {model.options!r}")
+
+    @classmethod
+    def check_data(cls, config, data, *, subset, world_size, progress=True):
+        """The data folder and its training samples (:func:`training_samples`), once its folders are checked."""
+        cls.check_sweep_data(data, subset)
+        train_root, eval_root = split_folders(data)
+        check_same_classes(train_root, eval_root)
+        samples = training_samples(train_root, subset)
+        check_shard_size(config, samples[0], world_size)
+        return data, samples
+
+    @classmethod
+    def check_sweep_data(cls, data, subset):
+        if data is None:
+            raise ValueError("--data is required for image classification: a folder with train/ and val/ (or test/)")
+        split_folders(data)
+
+    @classmethod
+    def data_fingerprint(cls, config, data, found):
+        train_root, eval_root = split_folders(data)
+        return image_fingerprint(train_root, found[0], eval_root)
+
+    @classmethod
+    def build(cls, config, plan, *, data, device, subset=None, found=None, strategy="ddp"):
+        return build_image_classification(config, plan, data=data, device=device, subset=subset, train_samples=found)
 
     def __init__(self, *, eval_loader: Iterable, num_classes: int, loss_fn: LossFunction, device: torch.device,
                  tta: TTAOptions | None = None, train_loader: Iterable | None = None, data_root: Path | None = None):
@@ -121,6 +167,20 @@ def split_folders(data: Path) -> tuple[Path, Path]:
         raise FileNotFoundError(f"--data {data} must hold a train/ folder and a val/ or test/ folder, each "
                                 f"laid out as <class>/<image>; found {sorted(p.name for p in data.iterdir())}")
     return found[0], evals[0]
+
+
+def _class_folders(root: Path) -> list[str]:
+    return sorted(entry.name for entry in root.iterdir() if entry.is_dir())
+
+
+def check_same_classes(train_root: Path, eval_root: Path) -> None:
+    """Refuse training and evaluation folders whose classes differ (labels would not line up)."""
+    train_classes, eval_classes = _class_folders(train_root), _class_folders(eval_root)
+    if train_classes != eval_classes:
+        only_train = sorted(set(train_classes) - set(eval_classes))
+        only_eval = sorted(set(eval_classes) - set(train_classes))
+        raise ValueError(f"the class folders of {train_root} and {eval_root} differ: only in {train_root.name}/: "
+                         f"{only_train[:5]}, only in {eval_root.name}/: {only_eval[:5]}; both need the same classes")
 
 
 def first_per_class(root: Path, per_class: int) -> tuple[list[tuple[str, int]], list[str]]:

@@ -41,10 +41,11 @@ def test_no_list_of_method_names_exists_outside_the_registry():
 
 @pytest.mark.parametrize("method", all_methods(), ids=lambda method: method.name)
 def test_each_method_declares_what_the_run_needs_and_its_ablation_value_is_valid(method):
-    assert method.stage in STAGES and method.tasks
+    assert method.stage in STAGES and method.task_names()
     assert dataclasses.is_dataclass(method.options) and isinstance(method.try_with, method.options)
-    config = override(TrainConfig(task=method.tasks[0], model=TrainConfig().model if method.tasks[0] ==
-                                  "image_classification" else dataclasses.replace(TrainConfig().model, name="gpt")),
+    task = method.task_names()[0]
+    config = override(TrainConfig(task=task, model=TrainConfig().model if task == "image_classification" else
+                                  dataclasses.replace(TrainConfig().model, name="gpt")),
                       [f"methods.{method.name}={dataclasses.asdict(method.try_with)!r}"])
     assert getattr(config.methods, method.name) == method.try_with
     if method.stage == "step":
