@@ -56,7 +56,7 @@ def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subs
     total_steps = max(1, round(config.schedule.epochs * len(loader)))
     sizes = steps_at_sizes(loader, total_steps)
     loader.close()
-    memory_format = torch.channels_last if config.methods.channels_last is not None else torch.contiguous_format
+    memory_format = torch.channels_last if plan.loader_switches.get("channels_last") else torch.contiguous_format
     model.train()
     fastest, median = {}, {}
     for size in sorted(sizes):

@@ -34,10 +34,10 @@ CLASSES, VOCABULARY = 1000, 50257  # ImageNet's classes; GPT-2's tokens
 
 def _image_step(config: TrainConfig, device: torch.device, small: bool) -> tuple[Callable[[], torch.Tensor], int]:
     batch, size = (2, 32) if small else (config.data.batch_size, config.data.train_size)
-    model = build_model(config.model.name, CLASSES)
-    apply_surgery_methods(model, plan_methods(config).surgeries)
+    model, plan = build_model(config.model.name, CLASSES), plan_methods(config)
+    apply_surgery_methods(model, plan.surgeries)
     model.to(device).train()
-    memory_format = torch.channels_last if config.methods.channels_last is not None else torch.contiguous_format
+    memory_format = torch.channels_last if plan.loader_switches.get("channels_last") else torch.contiguous_format
     images = torch.randn(batch, 3, size, size, device=device).contiguous(memory_format=memory_format)
     labels = torch.randint(0, CLASSES, (batch,), device=device)
     loss_fn = loss_function(config)
