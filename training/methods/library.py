@@ -50,7 +50,7 @@ def _surgery_check(name: str):
     return lambda options, config: check_surgeries([surgery_request(name, options)])
 
 
-def _register_surgery(name: str, options: type, *, order: int, tasks: tuple[str, ...], **declarations) -> None:
+def _register_surgery(name: str, options: type, *, order: int, tasks: frozenset[str], **declarations) -> None:
     register_method(name, stage="surgery", order=order, tasks=tasks, check=_surgery_check(name), **declarations)(
         options)
 

@@ -132,7 +132,7 @@ def check_one_metric(configs: dict[str, TrainConfig]) -> None:
 
 
 def check_sweep_data(configs: dict[str, TrainConfig], data: Path | None, subset: int | None) -> None:
-    """Refuse, before any training, data the recipes' tasks cannot use (images need --data; --subset is for images).
+    """Refuse, before any training, data the recipes' tasks cannot use (each task's ``check_sweep_data``).
 
     Example:
         >>> from training.recipes import get_recipe
