@@ -52,12 +52,6 @@ class Task(abc.ABC):
                              f"got {model.name!r}")
 
     @classmethod
-    def check_subset(cls, subset: int | None) -> None:
-        """Refuse ``--subset`` for a task that does not take one."""
-        if subset is not None and not cls.takes_subset:
-            raise ValueError(f"--subset (samples per class) does not apply to task {cls.name!r}; leave it out")
-
-    @classmethod
     @abc.abstractmethod
     def check_data(cls, config, data: Path | None, *, subset: int | None, world_size: int,
                    progress: bool = True) -> tuple[Path | None, object]:
@@ -65,10 +59,12 @@ class Task(abc.ABC):
         any work: a ValueError or OSError names what is wrong with it."""
 
     @classmethod
-    def check_sweep_data(cls, data: Path | None, subset: int | None) -> None:
-        """Refuse, before a sweep trains anything, a ``--data`` and ``--subset`` that no run could use (cheap: the
-        full check happens in each run)."""
-        cls.check_subset(subset)
+    def check_inputs(cls, data: Path | None, subset: int | None) -> None:
+        """Refuse a ``--data`` and ``--subset`` that no run could use, cheaply (no data is read): what a sweep checks
+        before it trains anything; :meth:`check_data` checks the data itself. By default: ``--subset`` only where the
+        task ``takes_subset``."""
+        if subset is not None and not cls.takes_subset:
+            raise ValueError(f"--subset (samples per class) does not apply to task {cls.name!r}; leave it out")
 
     @classmethod
     @abc.abstractmethod

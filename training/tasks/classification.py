@@ -77,7 +77,7 @@ class ImageClassification(Task):
     @classmethod
     def check_data(cls, config, data, *, subset, world_size, progress=True):
         """The data folder and its training samples (:func:`training_samples`), once its folders are checked."""
-        cls.check_sweep_data(data, subset)
+        cls.check_inputs(data, subset)
         train_root, eval_root = split_folders(data)
         check_same_classes(train_root, eval_root)
         samples = training_samples(train_root, subset)
@@ -85,7 +85,7 @@ class ImageClassification(Task):
         return data, samples
 
     @classmethod
-    def check_sweep_data(cls, data, subset):
+    def check_inputs(cls, data, subset):
         if data is None:
             raise ValueError("--data is required for image classification: a folder with train/ and val/ (or test/)")
         split_folders(data)

@@ -85,7 +85,7 @@ class CausalLanguageModeling(Task):
     @classmethod
     def check_data(cls, config, data, *, subset, world_size, progress=True):
         """The prepared token folder (text is tokenized here, once: later runs reuse it), checked; nothing found."""
-        cls.check_subset(subset)
+        cls.check_inputs(data, subset)
         prepared = prepare_text_data(config, data, progress=progress)
         check_text_size(config, prepared, world_size)
         return prepared, None

@@ -132,7 +132,7 @@ def check_one_metric(configs: dict[str, TrainConfig]) -> None:
 
 
 def check_sweep_data(configs: dict[str, TrainConfig], data: Path | None, subset: int | None) -> None:
-    """Refuse, before any training, data the recipes' tasks cannot use (each task's ``check_sweep_data``).
+    """Refuse, before any training, data the recipes' tasks cannot use (each task's ``check_inputs``).
 
     Example:
         >>> from training.recipes import get_recipe
@@ -140,7 +140,7 @@ def check_sweep_data(configs: dict[str, TrainConfig], data: Path | None, subset:
     """
     for name, config in configs.items():
         try:
-            task_named(config.task).check_sweep_data(data, subset)
+            task_named(config.task).check_inputs(data, subset)
         except ValueError as error:
             raise ValueError(f"recipe {name}: {error}") from None
 

@@ -58,7 +58,7 @@ class ToyRegression(Task):
 
     @classmethod
     def check_data(cls, config, data, *, subset, world_size, progress=True):
-        cls.check_subset(subset)
+        cls.check_inputs(data, subset)
         if data is not None:
             raise ValueError(f"--data {data}: task toy_regression makes its own data; leave --data out")
         return None, None
