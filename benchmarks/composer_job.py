@@ -43,7 +43,13 @@ from training.config import TrainConfig
 from training.methods.registry import active, plan_methods
 from training.optim import build_optimizer
 from training.precision import Precision
-from training.tasks.classification import build_image_classification, first_per_class, split_folders
+from training.tasks.classification import (
+    ImageClassification,
+    build_image_classification,
+    first_per_class,
+    split_folders,
+)
+from training.tasks.registry import task_named
 
 from .job_cli import job_main, job_parser
 
@@ -80,7 +86,8 @@ def check_supported(config: TrainConfig) -> None:
     """ValueError unless every method of ``config`` is one this job hands to Composer or sets up as ours."""
     handled = _COMPOSER_ALGORITHMS.keys() | _SET_UP_AS_OURS
     others = [f"methods.{method.name}" for method, _ in active(config.methods) if method.name not in handled]
-    others += [f"task {config.task!r}"] * (config.task != "image_classification") + ["compile"] * config.compile
+    others += [f"task {config.task!r}"] * (task_named(config.task) is not ImageClassification)
+    others += ["compile"] * config.compile
     if others:
         raise ValueError(f"recipe {config.name!r} has {', '.join(others)}: the Composer job sets up image "
                          f"classification with {', '.join(sorted(handled))} only")

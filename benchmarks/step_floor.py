@@ -29,7 +29,8 @@ from training.assemble import scaled
 from training.config import TrainConfig
 from training.precision import Precision
 from training.methods.registry import plan_methods
-from training.tasks.classification import build_image_classification
+from training.tasks.classification import ImageClassification, build_image_classification
+from training.tasks.registry import task_named
 
 from .job_cli import job_main, job_parser
 from .timing import time_samples_ms
@@ -55,7 +56,7 @@ def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subs
     total_steps = max(1, round(config.schedule.epochs * len(loader)))
     sizes = steps_at_sizes(loader, total_steps)
     loader.close()
-    memory_format = torch.channels_last if config.methods.channels_last is not None else torch.contiguous_format
+    memory_format = torch.channels_last if plan.loader_switches.get("channels_last") else torch.contiguous_format
     model.train()
     fastest, median = {}, {}
     for size in sorted(sizes):
@@ -77,7 +78,7 @@ def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subs
 
 
 def check_image_classification(config: TrainConfig) -> None:
-    if config.task != "image_classification":
+    if task_named(config.task) is not ImageClassification:
         raise ValueError(f"recipe {config.name!r} is a {config.task} recipe; the floor is measured for image "
                          f"classification")
 

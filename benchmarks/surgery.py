@@ -27,6 +27,8 @@ from tqdm import tqdm
 from fastcore_ops import apply_surgery, cli, list_surgeries
 from fastcore_ops.owned_folder import check_claimable, claim_folder
 from training.methods.registry import methods_of
+from training.tasks.classification import ImageClassification
+from training.tasks.language import CausalLanguageModeling
 
 from .timing import device_name
 
@@ -43,8 +45,8 @@ class Workload:
     unit: str  # what the throughput counts
 
 
-def _surgeries_for(task: str) -> list[str]:
-    """The surgeries the method registry declares for ``task``, in the order they apply."""
+def _surgeries_for(task) -> list[str]:
+    """The surgeries the method registry declares for ``task`` (a task class), in the order they apply."""
     return [method.name for method in methods_of("surgery") if method.applies_to(task)]
 
 
@@ -55,7 +57,7 @@ def resnet_workload(batch_size: int, image_size: int, name: str = "resnet50") ->
         return x.contiguous(memory_format=torch.channels_last), torch.randint(0, 1000, (batch_size,), device=device)
 
     return Workload(
-        name, getattr(torchvision.models, name), _surgeries_for("image_classification"), batch,
+        name, getattr(torchvision.models, name), _surgeries_for(ImageClassification), batch,
         lambda model, b: nn.functional.cross_entropy(model(b[0]), b[1]), "images/s",
     )
 
@@ -72,7 +74,7 @@ def gpt2_workload(batch_size: int, sequence: int, name: str = "gpt2-small", **co
     def loss(model, b):
         return model(input_ids=b[0], labels=b[0]).loss
 
-    return Workload(name, lambda: GPT2LMHeadModel(model_config), _surgeries_for("language_model"), batch, loss,
+    return Workload(name, lambda: GPT2LMHeadModel(model_config), _surgeries_for(CausalLanguageModeling), batch, loss,
                     "tokens/s")
 
 

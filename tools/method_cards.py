@@ -81,7 +81,7 @@ def _method_source(method) -> CardSource:
     """A registered method's card: in the module it registered from; turned on as the ablation does."""
     module = method.module.replace(".", "/") + ".py"
     if method.name in METHODS:
-        _, assignments = METHODS[method.name].toggle(TrainConfig(task=method.tasks[0]))
+        _, assignments = METHODS[method.name].toggle(TrainConfig(task=method.task_names()[0]))
         return CardSource(module, turn_on=" ".join(f'--set "{value}"' for value in assignments))
     return CardSource(module, turn_on=f'--set "methods.{method.name}={{}}"')
 

@@ -39,7 +39,7 @@ from training.assemble import build_trainer
 from training.config import (DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TextConfig,
                              TrainConfig, validate)
 from training.figures import plt
-from training.tasks.language import metric_suffix, prepare_text_data
+from training.tasks.language import CausalLanguageModeling, metric_suffix, prepare_text_data
 from training.text.loader import TokenWindows
 from training.text.prepare import load_prepared
 
@@ -109,7 +109,7 @@ def train_config(config: ExtrapolationConfig, kind: str, steps_per_epoch: int) -
     # Learned positions stop at L: the longer lengths are reported as "cannot run" for it.
     multiples = config.length_multiples if kind == "alibi" else (1,)
     trained = TrainConfig(
-        name=f"alibi_extrapolation_{kind}", task="language_model", precision="fp32", seed=config.seed,
+        name=f"alibi_extrapolation_{kind}", task=CausalLanguageModeling.name, precision="fp32", seed=config.seed,
         model=ModelConfig(name="gpt", options={"n_layer": config.n_layer, "n_head": config.n_head,
                                                "n_embd": config.n_embd}),
         optimizer=OptimizerConfig(name="adamw", lr=config.lr, reference_batch=config.batch_size, betas=(0.9, 0.99),

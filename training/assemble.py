@@ -2,7 +2,8 @@
 
 The one place that reads every section of the configuration; ``training.train`` (the command)
 and ``training.tradeoff`` call it. The task's own parts (image folders and classifiers, token
-windows and language models) are built by :mod:`training.tasks`; the rest is shared here.
+windows and language models) are built by the run's task (:mod:`training.tasks`); the rest is
+shared here.
 
 Method card: scale_schedule
     What: ``--scale-schedule r`` (``schedule.scale_schedule_ratio``) multiplies the run's epochs
@@ -32,8 +33,7 @@ from training.checkpoint import CheckpointPolicy
 from training.config import TrainConfig
 from training.methods.registry import active, plan_methods
 from training.optim import build_optimizer
-from training.tasks.classification import build_image_classification
-from training.tasks.language import build_language_modeling
+from training.tasks.registry import all_tasks, task_named
 from training.trainer import Trainer
 
 
@@ -87,9 +87,11 @@ def check_distributed_support(config: TrainConfig, strategy: str = "ddp") -> Non
     """Refuse, before any work, what the distributed strategy cannot train."""
     if strategy not in parallel.STRATEGIES:
         raise ValueError(f"--strategy must be one of {', '.join(parallel.STRATEGIES)}, got {strategy!r}")
-    if strategy == "fsdp" and config.task != "language_model":
-        raise ValueError("--strategy fsdp shards language models (their transformer blocks); image classifiers "
-                         "train with --strategy ddp")
+    task = task_named(config.task)
+    if strategy == "fsdp" and not task.shards_model:
+        raise ValueError(f"--strategy fsdp shards the models of the tasks "
+                         f"{', '.join(t.name for t in all_tasks() if t.shards_model)}; task {task.name!r} trains with "
+                         f"--strategy ddp")
     for method, _ in active(config.methods):
         if world_size_from_environment() > 1 and not method.ddp:
             raise ValueError(f"methods.{method.name} does not work with several processes (DistributedDataParallel); "
@@ -121,26 +123,21 @@ def init_distributed(device: torch.device) -> torch.device:
 
 def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: torch.device,
                   subset: int | None = None, progress: bool = True, eval_every: int = 1,
-                  checkpoint_policy: CheckpointPolicy = CheckpointPolicy(), train_samples=None,
+                  checkpoint_policy: CheckpointPolicy = CheckpointPolicy(), found=None,
                   strategy: str = "ddp", tensorboard: bool = False) -> Trainer:
     """A Trainer for ``config`` (scale schedule applied here) on ``data``.
 
-    data: for image classification a folder with train/ and val/ (or test/); for a language
-    model a prepared token folder (:func:`training.tasks.language.prepare_text_data`).
-    subset, train_samples: see :func:`training.tasks.classification.build_image_classification`.
+    data: the folder the task's ``check_data`` returns: for image classification a folder with train/
+    and val/ (or test/); for a language model a prepared token folder. subset (``--subset``), found
+    (what ``check_data`` found in it): see :meth:`training.tasks.base.Task.build`.
     eval_every, checkpoint_policy, tensorboard: see Trainer. strategy: "ddp" or "fsdp" under torchrun.
     """
     config = scaled(config)
     optimizer_config = dataclasses.replace(config.optimizer, lr=effective_lr(config, joined_world_size()))
     plan = plan_methods(config)  # what the methods ask of the run, decided before anything is built from the data
     torch.manual_seed(config.seed)  # the same initial weights for every rank and every rerun
-    if config.task == "language_model":
-        # A sharded model's forward passes are collective: every process evaluates all the validation text.
-        model, train, task = build_language_modeling(config, plan, data=data, device=device,
-                                                     shard_evaluation=strategy != "fsdp")
-    else:
-        model, train, task = build_image_classification(config, plan, data=data, device=device, subset=subset,
-                                                        train_samples=train_samples)
+    model, train, task = task_named(config.task).build(config, plan, data=data, device=device, subset=subset,
+                                                       found=found, strategy=strategy)
     # Sharding first: FSDP2 swaps the parameters for sharded ones, which the optimizer must hold.
     forward_module = parallel.wrap(model, strategy, device, find_unused_parameters=plan.leaves_parameters_unused)
     if config.compile:

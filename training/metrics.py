@@ -74,7 +74,7 @@ def curves_figure(rows: list[dict], metric: str, metric_label: str):
     metric_axes.plot(times, [scale * row[metric] for row in rows], marker="o")
     metric_axes.set(xlabel=f"training time ({unit})", ylabel=metric_label, title="evaluation")
     loss_axes.plot(times, [row["train_loss"] for row in rows], marker="o", label="train (its own loss)")
-    loss_axes.plot(times, [row["eval_loss"] for row in rows], marker="o", label="eval (cross-entropy)")
+    loss_axes.plot(times, [row["eval_loss"] for row in rows], marker="o", label="eval (the task's eval_loss)")
     loss_axes.set(xlabel=f"training time ({unit})", ylabel="loss", title="loss")
     loss_axes.legend()
     for axes in (metric_axes, loss_axes):

@@ -7,6 +7,7 @@
     python -m training.torchrun --nproc_per_node=2 -m training.train ...  # torchrun, exiting as this command does
     python -m training.train --recipe gpt_alibi --out runs/gpt            # text: Python's own source
     python -m training.train --recipe gpt_alibi --data my_texts/ --out runs/gpt --set text.tokenizer=bpe
+    python -m training.train --import my_package.my_task --recipe my_recipe --out runs/mine  # your own task
 
 Writes ``config.json`` (the effective configuration), ``run.json`` (``--subset``, ``--eval-every``),
 ``metrics.jsonl``, ``curves.png``, ``checkpoint.pt`` (and the previous ones, ``checkpoint.1.pt``, ...)
@@ -39,17 +40,13 @@ from fastcore_ops import cli
 from fastcore_ops.cli import check_device
 from fastcore_ops.host_memory import keep_freed_memory
 from training.compute_threads import use_threads
+from training.plugins import add_import_option, import_modules
 from training.recipes import get_recipe, list_recipes
-from training.data_identity import image_fingerprint, text_fingerprint
-from training.models import model_names
-from training.models.registry import names
 from training.run_folder import (CONFIG_NAME, RUN_FILES, SUMMARY_NAME, NewRunFiles, RunSettings, check_out_outside_data,
                                  check_resume, check_run_folder, check_same_inputs, check_settings)
 from training.parallel import STRATEGIES
-from training.tasks.classification import check_shard_size, split_folders, training_samples
-from training.tasks.language import check_text_size, keep_run_tokenizer, prepare_text_data
+from training.tasks.registry import all_tasks, task_named
 from training.tensorboard_events import tensorboard_missing
-from training.text.prepare import SPLITS
 from training.trainer import FitResult, TrainingInterrupted
 
 def child_environment(**extra: str) -> dict[str, str]:
@@ -75,7 +72,8 @@ def build_parser() -> cli.ArgumentParser:
                              "files or one prepared by python -m training.text.prepare (default: the Python standard "
                              "library's source)")
     parser.add_argument("--out", type=Path, required=True, help="the run's folder (checkpoint, metrics, plot)")
-    parser.add_argument("--model", help="override model.name (cifar_resnet20, resnet50, any torchvision classifier)")
+    parser.add_argument("--model", help="override model.name (cifar_resnet20, resnet50, any torchvision classifier, "
+                                         "gpt, ...)")
     parser.add_argument("--epochs", type=cli.finite_float, help="override schedule.epochs")
     parser.add_argument("--scale-schedule", type=cli.finite_float, help="override schedule.scale_schedule_ratio")
     parser.add_argument("--seed", type=int, help="override seed")
@@ -101,6 +99,7 @@ def build_parser() -> cli.ArgumentParser:
                              "saved run's, except a longer --epochs, which extends an unfinished run (from the resumed "
                              "step on, the LR follows the cosine of the new length)")
     cli.add_no_progress_option(parser)
+    add_import_option(parser)
     parser.add_argument("--tensorboard", action="store_true",
                         help="also write each evaluation (losses, metrics, LR, samples per second, phase times) as "
                              "TensorBoard event files in --out, beside metrics.jsonl (needs the tensorboard package)")
@@ -160,7 +159,7 @@ def check_arguments(args: argparse.Namespace) -> None:
     if args.recipe is not None:
         cli.check_name("--recipe", args.recipe, list_recipes(), "recipe")
     if args.model is not None:
-        cli.check_name("--model", args.model, [*model_names(), *names("language_model")], "model")
+        cli.check_name("--model", args.model, [name for task in all_tasks() for name in task.model_names()], "model")
     if args.subset is not None and args.subset < 1:
         raise ValueError(f"--subset must be >= 1 (images per class), got {args.subset}")
     if args.eval_every is not None and args.eval_every < 0:
@@ -174,53 +173,15 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise ValueError(f"--tensorboard: {missing}, or leave --tensorboard out")
 
 
-def _class_folders(root: Path) -> list[str]:
-    return sorted(entry.name for entry in root.iterdir() if entry.is_dir())
-
-
-def check_same_classes(train_root: Path, eval_root: Path) -> None:
-    """Refuse training and evaluation folders whose classes differ (labels would not line up)."""
-    train_classes, eval_classes = _class_folders(train_root), _class_folders(eval_root)
-    if train_classes != eval_classes:
-        only_train = sorted(set(train_classes) - set(eval_classes))
-        only_eval = sorted(set(eval_classes) - set(train_classes))
-        raise ValueError(f"the class folders of {train_root} and {eval_root} differ: only in {train_root.name}/: "
-                         f"{only_train[:5]}, only in {eval_root.name}/: {only_eval[:5]}; both need the same classes")
-
-
-def check_image_data(config: TrainConfig, data: Path | None, settings: RunSettings):
-    """The training samples of an image-classification run, once its folders are checked."""
-    if data is None:
-        raise ValueError("--data is required for image classification: a folder with train/ and val/ (or test/)")
-    train_root, eval_root = split_folders(data)
-    check_same_classes(train_root, eval_root)
-    train_samples = training_samples(train_root, settings.subset)
-    check_shard_size(config, train_samples[0], world_size_from_environment())
-    return train_samples
-
-
 def check_data(config: TrainConfig, data: Path | None, settings: RunSettings, *,
-               progress: bool = True) -> tuple[Path, object]:
-    """(the data folder the trainer reads, the image samples or None), with the data checked before any work.
+               progress: bool = True) -> tuple[Path | None, object]:
+    """(the data folder the trainer reads, what the task found in it), with the data checked before any work.
 
     Text is tokenized here, once (later runs reuse the prepared tokens), so that a corpus that
     cannot train fails before any process starts.
     """
-    if config.task == "language_model":
-        if settings.subset is not None:
-            raise ValueError("--subset (images per class) applies to image classification, not to language models")
-        prepared = prepare_text_data(config, data, progress=progress)
-        check_text_size(config, prepared, world_size_from_environment())
-        return prepared, None
-    return data, check_image_data(config, data, settings)
-
-
-def data_fingerprint(config: TrainConfig, data: Path, train_samples) -> dict:
-    """The fingerprint of what the run trains and evaluates on (:mod:`training.data_identity`)."""
-    if config.task == "language_model":
-        return text_fingerprint(data, [f"{split}.bin" for split in SPLITS])
-    train_root, eval_root = split_folders(data)
-    return image_fingerprint(train_root, train_samples[0], eval_root)
+    return task_named(config.task).check_data(config, data, subset=settings.subset,
+                                              world_size=world_size_from_environment(), progress=progress)
 
 
 def write_run(out: Path, config: TrainConfig, settings: RunSettings) -> None:
@@ -250,26 +211,27 @@ class CheckedRun:
     config: TrainConfig
     settings: RunSettings
     device: torch.device
-    data: Path
-    train_samples: object
+    data: Path | None
+    found: object  # what the task's check_data found in the data, for the trainer to build from
 
 
 def checked_start(args: argparse.Namespace) -> CheckedRun:
     """Everything the run needs, checked, before anything is written; ValueError, TypeError or OSError otherwise."""
+    import_modules(args.imports)
     check_arguments(args)
     check_out_outside_data(args.out, args.data)
     check_run_folder(args.out, args.resume)
     config, settings = resumed_run(args) if args.resume else new_run(args)
     check_distributed_support(config, args.strategy)
     device = check_device(args.device)
-    data, train_samples = check_data(config, args.data, settings, progress=not args.no_progress)
+    data, found = check_data(config, args.data, settings, progress=not args.no_progress)
+    task = task_named(config.task)
     settings = dataclasses.replace(settings, world_size=world_size_from_environment(),
-                                   data=data_fingerprint(config, data, train_samples))
+                                   data=task.data_fingerprint(config, data, found))
     if args.resume:
         check_same_inputs(RunSettings.load(args.out), settings, args.out)
-        if config.task == "language_model":
-            keep_run_tokenizer(args.out, data, resume=True, write=os.environ.get("RANK", "0") == "0")
-    return CheckedRun(config, settings, device, data, train_samples)
+        task.keep_run_files(args.out, data, resume=True, write=os.environ.get("RANK", "0") == "0")
+    return CheckedRun(config, settings, device, data, found)
 
 
 # What a user's mistake raises (a setting, a file, the data, a checkpoint): one "error:" line and exit 2.
@@ -320,10 +282,10 @@ def run_checked(args: argparse.Namespace, run: CheckedRun) -> int:
                             progress=not args.no_progress, eval_every=settings.eval_every,
                             checkpoint_policy=CheckpointPolicy(every_steps=args.checkpoint_every,
                                                                keep=args.keep_checkpoints),
-                            train_samples=run.train_samples, strategy=args.strategy, tensorboard=args.tensorboard)
+                            found=run.found, strategy=args.strategy, tensorboard=args.tensorboard)
     try:
-        if config.task == "language_model" and not args.resume:
-            keep_run_tokenizer(args.out, run.data, resume=False, write=is_main)
+        if not args.resume:
+            task_named(config.task).keep_run_files(args.out, run.data, resume=False, write=is_main)
         if is_main:
             write_run(args.out, config, settings)
             print(f"{config.name} ({config_hash(config)}) on {device}, writing to {args.out}")

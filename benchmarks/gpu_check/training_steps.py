@@ -25,7 +25,8 @@ from training.models.language import build_language_model, logits_of
 from training.optim import build_optimizer
 from training.precision import choose_precision
 from training.recipes import get_recipe
-from training.tasks.classification import loss_function
+from training.tasks.classification import ImageClassification, loss_function
+from training.tasks.registry import task_named
 
 PAIRS = (("resnet50_baseline", "resnet50_mild"), ("gpt_baseline", "gpt_alibi"))
 CLASSES, VOCABULARY = 1000, 50257  # ImageNet's classes; GPT-2's tokens
@@ -33,10 +34,10 @@ CLASSES, VOCABULARY = 1000, 50257  # ImageNet's classes; GPT-2's tokens
 
 def _image_step(config: TrainConfig, device: torch.device, small: bool) -> tuple[Callable[[], torch.Tensor], int]:
     batch, size = (2, 32) if small else (config.data.batch_size, config.data.train_size)
-    model = build_model(config.model.name, CLASSES)
-    apply_surgery_methods(model, plan_methods(config).surgeries)
+    model, plan = build_model(config.model.name, CLASSES), plan_methods(config)
+    apply_surgery_methods(model, plan.surgeries)
     model.to(device).train()
-    memory_format = torch.channels_last if config.methods.channels_last is not None else torch.contiguous_format
+    memory_format = torch.channels_last if plan.loader_switches.get("channels_last") else torch.contiguous_format
     images = torch.randn(batch, 3, size, size, device=device).contiguous(memory_format=memory_format)
     labels = torch.randint(0, CLASSES, (batch,), device=device)
     loss_fn = loss_function(config)
@@ -98,7 +99,7 @@ def run(mode: Mode, record: Recorder) -> None:
         baseline_rate = None
         for name in (first, second):
             config = replace(get_recipe(name), compile=False)
-            builder = _image_step if config.task == "image_classification" else _language_step
+            builder = _image_step if task_named(config.task) is ImageClassification else _language_step
             step, items = builder(config, mode.device, mode.small)
             rate = steps_per_second(step, mode.device, 3 if mode.small else 30)
             baseline_rate = baseline_rate or rate

@@ -24,7 +24,7 @@ def test_each_switch_turns_its_method_on_or_off_and_leaves_a_valid_configuration
     base = config.name
     switch = METHODS[name]
     if not switch.applies_to(config):
-        with pytest.raises(ValueError, match=f"applies to task {switch.method.tasks[0]!r} only"):
+        with pytest.raises(ValueError, match=f"applies to task {switch.method.task_names()[0]!r} only"):
             parse_methods(name, config)
         return
     change, assignments = switch.toggle(config)

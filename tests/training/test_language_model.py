@@ -152,7 +152,7 @@ def _texts(root, *sizes):
     ((300,) * 10, ["--set", "text.eval_length_multiples=(2,)"], "text.eval_length_multiples=(2,) leaves out 1"),
     ((300,) * 10, ["--set", "text.eval_length_multiples=(2, 4)", "--set", "model.name=hf_gpt2"],
      "add it: text.eval_length_multiples=(1, 2, 4)"),
-    ((), ["--subset", "5"], "--subset (images per class) applies to image classification"),
+    ((), ["--subset", "5"], "--subset (samples per class) does not apply to task 'language_model'"),
 ], ids=["empty-folder", "shorter-than-a-batch", "validation-of-one-byte", "validation-shorter-than-a-window",
         "validation-shorter-than-4L", "evaluation-lengths-without-L", "evaluation-lengths-without-L-gpt2", "subset"])
 def test_text_that_cannot_train_is_refused_before_anything_is_written(sizes, args, message, tmp_path, capsys):
@@ -185,7 +185,7 @@ def test_a_broken_token_cache_or_damaged_tokens_are_refused_before_anything_is_w
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--recipe", "cifar_baseline"], "--strategy fsdp shards language models"),
+    (["--recipe", "cifar_baseline"], "task 'image_classification' trains with --strategy ddp"),
     (["--recipe", "gpt_baseline", "--set", "methods.ema={}"], "methods.ema does not work with --strategy fsdp"),
 ], ids=["images", "ema"])
 def test_what_fsdp_cannot_shard_is_refused_before_anything_is_written(args, message, tmp_path, capsys):

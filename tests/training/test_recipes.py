@@ -289,7 +289,7 @@ def _loader_arguments(config: TrainConfig, root: Path, monkeypatch) -> dict[str,
         (root / split).mkdir()
     classification = training.tasks.classification
     classification._loaders(config, plan_methods(config), root, ([("x.jpg", 0)], ["a", "b"]),
-                            classification._loader_settings(config, torch.device("cpu")))
+                            classification._loader_settings(config, plan_methods(config), torch.device("cpu")))
     train, evaluation = calls
     return {"train": train, "eval": evaluation}
 

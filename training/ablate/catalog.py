@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from training.config import TrainConfig
 from training.methods.registry import RegisteredMethod, all_methods
+from training.tasks.registry import task_named
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class MethodSwitch:
 
     def applies_to(self, config: TrainConfig) -> bool:
         """Whether the method can be added to or removed from ``config``'s task."""
-        return self.method.applies_to(config.task)
+        return self.method.applies_to(task_named(config.task))
 
     def present(self, config: TrainConfig) -> bool:
         """Whether ``config`` uses the method."""

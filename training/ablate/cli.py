@@ -8,8 +8,9 @@ base already has it, removed), at each budget and seed, through the tradeoff too
 same run folders, resumption (rerun the same command to continue), results files, curves and
 HTML report, with every variant as one curve. It adds ``ablation.csv``/``.md``/``.png``: each
 method's change in quality (seed by seed, in the metric's direction), in time per step, and,
-with two or more budgets, its speedup at the base's quality. Image runs also evaluate with
-test-time augmentation, so ``top1_tta`` gives that method's effect without a run of its own.
+with two or more budgets, its speedup at the base's quality. Every run also takes the base
+task's ablation settings: image runs evaluate with test-time augmentation, so ``top1_tta``
+gives that method's effect without a run of its own.
 A run that diverges or fails is listed with why and its log, and left out of the effects (a
 variant without a usable seed beside the base's is listed as not measured); the others go on.
 ``--out`` must be new, empty, or an ablation's own from before (marked ``.fastcore_ops-ablate``).
@@ -28,15 +29,15 @@ from fastcore_ops.cli import refuse
 from training.ablate.catalog import METHODS
 from training.ablate.effects import effect_rows, method_effects, plot_effects, runs_left_out, tta_sentence
 from training.config import TrainConfig
+from training.plugins import add_import_option, import_modules
 from training.recipes import get_recipe, list_recipes
 from training.tradeoff.analysis import speedup_table
+from training.tasks.registry import task_named
 from training.tradeoff.runner import SweepRequest, parse_budgets, sweep
 from training.tradeoff.report import build_report, embedded_image, html_table
 from training.tradeoff.results import Run, common_metric, split_runs
 from training.tradeoff.sweep import Variant
 from training.tradeoff.tables import markdown_table, write_csv
-
-TTA_ON = "methods.tta={}"
 
 
 def build_parser() -> cli.ArgumentParser:
@@ -57,6 +58,7 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="configuration override for every run, base included; repeatable")
     cli.add_no_progress_option(parser)
+    add_import_option(parser)
     return parser
 
 
@@ -79,8 +81,8 @@ def parse_methods(text: str, base: TrainConfig) -> list[str]:
     names = cli.check_names("--methods", text, METHODS, "method")
     for name in names:
         if not METHODS[name].applies_to(base):
-            raise ValueError(f"--methods: {name} applies to task {METHODS[name].method.tasks[0]!r} only, and the base's "
-                             f"task is {base.task!r}; leave it out")
+            raise ValueError(f"--methods: {METHODS[name].method.mismatch(task_named(base.task))} (the base's task); "
+                             f"leave it out")
     return names
 
 
@@ -131,11 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; returns its exit code."""
     try:
         args = parse_args(argv)
+        import_modules(args.imports)
         base_config = get_recipe(cli.check_name("--base", args.base, list_recipes(), "recipe"))
         budgets, methods = parse_budgets(args.budgets), parse_methods(args.methods, base_config)
     except ValueError as error:
         return refuse(error)
-    shared = [TTA_ON, *args.assignments] if base_config.task == "image_classification" else list(args.assignments)
+    shared = [*task_named(base_config.task).ablation_assignments, *args.assignments]
     return sweep(SweepRequest(variants(args.base, base_config, methods), budgets, args.seeds, args.data, args.subset,
                               args.device, shared, args.out, args.base, tool="ablate", progress=not args.no_progress,
-                              report=ablation_report))
+                              report=ablation_report, imports=tuple(args.imports)))

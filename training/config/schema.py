@@ -110,8 +110,7 @@ class TextConfig:
 @dataclass
 class TrainConfig:
     name: str = "custom"
-    # "image_classification": an ImageFolder tree, model.name a classifier; "language_model": the
-    # text section's corpus, model.name a registered language model.
+    # A registered task (training.tasks.registry.task_names()): what the data is, and which models and methods apply.
     task: str = "image_classification"
     model: ModelConfig = field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)

@@ -12,8 +12,7 @@ from fastcore_ops.data.loader import BACKENDS
 from training.config.fields import built
 from training.config.schema import OPTIMIZERS, PRECISIONS, TOKENIZERS, ModelConfig, TrainConfig
 from training.methods.registry import active, all_methods
-from training.models import is_known_model
-from training.models.registry import TASKS, names
+from training.tasks.registry import task_named
 
 
 def validate(config: TrainConfig) -> None:
@@ -29,14 +28,14 @@ def validate(config: TrainConfig) -> None:
     _check_finite(config)
     if not isinstance(config.name, str):
         raise TypeError(f"name must be a str, got {type(config.name).__name__} {config.name!r}")
-    check_choice("task", config.task, TASKS)
+    task = task_named(config.task)
     check_choice("precision", config.precision, PRECISIONS)
     check_bool("compile", config.compile)
     check_int("seed", config.seed, low=0)
-    _validate_model(config.model, config.task)
+    _validate_model(config.model, task)
     _check_fields(config)
     _check_relations(config)
-    _validate_methods(config)
+    _validate_methods(config, task)
 
 
 def _non_finite(value, path: str) -> Iterator[tuple[str, float]]:
@@ -69,7 +68,7 @@ def _check_finite(config: TrainConfig) -> None:
         raise ValueError(f"{path} must be a finite number, got {value!r}{overflow}; give a finite value")
 
 
-def _validate_model(model: ModelConfig, task: str) -> None:
+def _validate_model(model: ModelConfig, task) -> None:
     check_str("model.name", model.name)
     if not isinstance(model.options, dict):
         raise TypeError(f"model.options must be a dict of the model builder's options, got "
@@ -81,18 +80,7 @@ def _validate_model(model: ModelConfig, task: str) -> None:
     if not restored:
         raise ValueError(f"model.options must hold JSON values (str keys; numbers, strings, booleans, None, lists "
                          f"and dicts of them) so that config.json restores them, got {model.options!r}")
-    if task == "language_model" and model.name not in names("language_model"):
-        raise ValueError(f"model.name must be one of {', '.join(names('language_model'))} for task "
-                         f"'language_model', got {model.name!r}; set it with the task (--set model.name=gpt)")
-    if task == "image_classification":
-
-        if not is_known_model(model.name):
-            raise ValueError(f"model.name must be one of training.models' models or a torchvision classifier "
-                             f"(cifar_resnet20, resnet50, ...; training.models.model_names() lists them), "
-                             f"got {model.name!r}")
-        if model.options:
-            raise ValueError(f"model.options must be {{}} for an image classifier (training.models.build_model "
-                             f"takes no options), got {model.options!r}")
+    task.check_model(model)
 
 
 # Each section's fields with the check that accepts them and its bounds, in the order they are checked;
@@ -178,7 +166,7 @@ def _check_relations(config: TrainConfig) -> None:
               text.eval_batch_tokens, low=longest)
 
 
-def _validate_methods(config: TrainConfig) -> None:
+def _validate_methods(config: TrainConfig, task) -> None:
     """Each method that is on: its options' type, its task, and what it declares about the rest of the run."""
     for method in all_methods():
         options = getattr(config.methods, method.name)
@@ -187,9 +175,8 @@ def _validate_methods(config: TrainConfig) -> None:
                             f"{type(options).__name__} {options!r}")
     chosen = active(config.methods)
     for method, options in chosen:
-        if not method.applies_to(config.task):
-            raise ValueError(f"methods.{method.name} applies to task {method.tasks[0]!r} only, and this run's task is "
-                             f"{config.task!r}; set methods.{method.name}=None")
+        if not method.applies_to(task):
+            raise ValueError(f"methods.{method.mismatch(task)} (this run's task); set methods.{method.name}=None")
         if method.check is not None:
             built(f"methods.{method.name}", method.check, options, config)
     mixing = [method.name for method, _ in chosen if method.mixes_batch]

@@ -20,9 +20,11 @@ Method card
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from fastcore_ops.kernels import bce_with_logits, init_bce_bias_
+from training.losses import LossChoice
 from training.methods.registry import IMAGES, register_method
 
 # The method's functional form is the library's: the fused loss and the head's initialization.
@@ -33,3 +35,7 @@ __all__ = ["BCELossOptions", "bce_with_logits", "init_bce_bias_"]
 @dataclass(frozen=True)
 class BCELossOptions:
     """The BCE loss has no options: ``methods.bce_loss={}`` turns it on, None leaves the softmax loss."""
+
+    def shape_loss(self, loss: LossChoice) -> LossChoice:
+        """The loss as BCE (the run's head then starts at the class prior: :meth:`LossChoice.init_head_`)."""
+        return dataclasses.replace(loss, kind="bce")

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import torch
 
-from training.methods.mixup import (BatchMixing, BatchMixingOptions, as_probabilities, check_alpha, check_batch,
+from training.methods.mixup import (BatchMixing, BatchMixingOptions, as_probabilities, check_batch,
                                     sample_mixing_weight)
 from training.methods.registry import IMAGES, register_method
 
@@ -70,7 +70,6 @@ def cutmix_batch(
     >>> bool(targets.sum(1).allclose(torch.ones(4)))
     True
     """
-    alpha = check_alpha(alpha)
     check_batch(images, targets, num_classes)
     probabilities = as_probabilities(targets, num_classes)
     drawn_lam = sample_mixing_weight(alpha, generator)

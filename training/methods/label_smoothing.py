@@ -16,11 +16,13 @@ Method card
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
 
 from fastcore_ops.checks import check_number
+from training.losses import LossChoice
 from training.methods.mixup import as_probabilities
 from training.methods.registry import IMAGES, register_method
 
@@ -44,3 +46,7 @@ class LabelSmoothingOptions:
 
     def __post_init__(self) -> None:
         check_number("smoothing", self.smoothing, low=0, high=1, low_open=True, high_open=True)
+
+    def shape_loss(self, loss: LossChoice) -> LossChoice:
+        """The loss, whichever it is, towards smoothed targets."""
+        return dataclasses.replace(loss, label_smoothing=self.smoothing)

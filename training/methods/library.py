@@ -50,7 +50,7 @@ def _surgery_check(name: str):
     return lambda options, config: check_surgeries([surgery_request(name, options)])
 
 
-def _register_surgery(name: str, options: type, *, order: int, tasks: tuple[str, ...], **declarations) -> None:
+def _register_surgery(name: str, options: type, *, order: int, tasks: frozenset[str], **declarations) -> None:
     register_method(name, stage="surgery", order=order, tasks=tasks, check=_surgery_check(name), **declarations)(
         options)
 
@@ -65,7 +65,7 @@ _register_surgery("stochastic_depth", StochasticDepthOptions, order=40, tasks=IM
                   try_with={"drop_rate": 0.05})
 _register_surgery("ghost_batchnorm", GhostBatchNormOptions, order=50, tasks=IMAGES)
 # Last: it converts the parameters and buffers the other surgeries add.
-_register_surgery("channels_last", ChannelsLastOptions, order=90, tasks=IMAGES)
+_register_surgery("channels_last", ChannelsLastOptions, order=90, tasks=IMAGES, loader_switch="channels_last")
 
 
 def _check_resize_increment(options: ProgressiveResize, config) -> None:

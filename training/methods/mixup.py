@@ -36,12 +36,15 @@ def check_alpha(alpha: object) -> float:
 def sample_mixing_weight(alpha: float, generator: torch.Generator) -> float:
     """One draw of ``lam ~ Beta(alpha, alpha)``, determined by ``generator``.
 
+    Where ``alpha`` enters the mixing (MixUp's and CutMix's functional forms and methods draw
+    through here), so it is checked here; a run's options check it as the configuration is read.
     torch's Beta/Gamma samplers take no generator, so a NumPy generator seeded from ``generator``
     does the draw; the caller's generator still fixes every value.
 
     >>> 0.0 <= sample_mixing_weight(0.2, torch.Generator().manual_seed(0)) <= 1.0
     True
     """
+    alpha = check_alpha(alpha)
     seed = int(torch.randint(0, 2**62, (1,), generator=generator))
     return float(np.random.default_rng(seed).beta(alpha, alpha))
 
@@ -93,7 +96,6 @@ def mixup_batch(
     >>> targets.shape
     torch.Size([4, 3])
     """
-    alpha = check_alpha(alpha)
     check_batch(images, targets, num_classes)
     if not images.is_floating_point():
         raise TypeError(f"images must be a floating-point tensor to be blended, got {images.dtype}")
@@ -109,15 +111,15 @@ class BatchMixing(SeededMethod):
     """Base of MixUp and CutMix: rewrites ``state.inputs`` and ``state.targets`` after the dataloader.
 
     Subclasses set ``mix_batch``, a function ``(images, targets, num_classes, *, alpha, generator)
-    -> (images, targets, lam)``; the seeded generator is checkpointed so that resumed runs draw the
-    same mixes.
+    -> (images, targets, lam)``, which checks ``alpha``; the seeded generator is checkpointed so
+    that resumed runs draw the same mixes.
     """
 
     mix_batch: Callable[..., tuple[torch.Tensor, torch.Tensor, float]]
 
     def __init__(self, alpha: float, seed: int = 0):
         super().__init__(seed)
-        self.alpha = check_alpha(alpha)
+        self.alpha = alpha
 
     def on_after_dataloader(self, state: TrainState) -> None:
         state.inputs, state.targets, _ = type(self).mix_batch(

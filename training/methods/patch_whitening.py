@@ -68,6 +68,10 @@ class PatchWhiteningOptions:
         check_int("images", self.images, low=1)
         check_bool("trainable", self.trainable)
 
+    def set_up_model(self, model: nn.Module, samples: list[tuple[str, int]], **loader_settings) -> float:
+        """Whiten the built model's stem from the training ``samples``: :func:`whiten_stem_from_samples`."""
+        return whiten_stem_from_samples(model, samples, self, **loader_settings)
+
 
 def find_stem(model: nn.Module) -> nn.Conv2d:
     """The first ``Conv2d`` of ``model`` (in module order) that reads 3 channels with no groups.

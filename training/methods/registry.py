@@ -3,13 +3,13 @@
 A method is one module of ``training/methods/``: its options dataclass (validated in
 ``__post_init__``), its functional form, its event hooks, its method card, and this
 registration, which declares what the rest of the code needs to know about it: the stage it
-runs in, the tasks it applies to, whether it trains under DDP and FSDP, and its order among the
-methods of its stage. The configuration's ``methods`` section (one field per method, None = off),
+runs in, the tasks it applies to (by what their batches hold: ``IMAGES``, ``TEXT``), whether it
+trains under DDP and FSDP, and its order among the methods of its stage. The configuration's ``methods`` section (one field per method, None = off),
 its validation, the distributed checks, the ablation's catalog, the method cards and the order
 methods run in all come from here.
 
-    >>> registered("mixup").stage, registered("mixup").tasks
-    ('step', ('image_classification',))
+    >>> registered("mixup").stage, registered("mixup").task_names()
+    ('step', ['image_classification'])
     >>> [method.name for method in methods_of("surgery")]
     ['alibi', 'blurpool', 'squeeze_excite', 'stochastic_depth', 'ghost_batchnorm', 'channels_last']
 """
@@ -21,9 +21,10 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from training.models.registry import TASKS
+from training.tasks.registry import all_tasks
 
-IMAGES, TEXT = ("image_classification",), ("language_model",)  # the tasks of methods for one task only
+# What a task's batches hold (its ``traits``), as methods for some tasks only require it.
+IMAGES, TEXT = frozenset({"images"}), frozenset({"tokens"})
 
 # Where a method acts, in the order a run meets them:
 #   surgery     rewrites the model before training (fastcore_ops.apply_surgery, in ``order``);
@@ -33,6 +34,15 @@ IMAGES, TEXT = ("image_classification",), ("language_model",)  # the tasks of me
 #   step        event hooks on the trainer's steps (a ``Method``, from the options' ``attach``);
 #   evaluation  how the evaluation set is scored.
 STAGES = ("surgery", "model", "loader", "loss", "step", "evaluation")
+# The hook each stage's options class defines, through which the method takes effect (the surgeries
+# and the loader's augmentations are the library's own options: apply_surgery and build_loader take
+# them by the method's name).
+HOOKS = {
+    "model": "set_up_model",  # set_up_model(model, samples, **loader_settings) -> seconds it took
+    "loss": "shape_loss",  # shape_loss(loss: training.losses.LossChoice) -> LossChoice
+    "step": "attach",  # attach(config) -> Method, the event hooks for a run
+    "evaluation": "probabilities",  # probabilities(model, images, logits) -> (N, classes), scored as top1_<name>
+}
 
 
 @dataclass(frozen=True)
@@ -42,11 +52,14 @@ class RegisteredMethod:
     options: its options dataclass; a run's ``methods.<name>`` is an instance of it, or None.
     order: its rank among the methods of its stage (lower first): surgeries apply in it, step
         methods receive each event in it.
+    tasks: what a task's batches must hold (its ``traits``) for the method to apply; empty: any task.
     mixes_batch: it replaces each batch's targets by mixtures of samples; a run takes one such method.
     one_target_per_input: it needs a batch whose inputs and targets pair one to one (AugMix's
         consistency loss triples the inputs).
     leaves_parameters_unused: a training step may leave some parameters without a gradient
         (stochastic depth skips whole blocks), which DDP must be told.
+    loader_switch: a keyword of :func:`fastcore_ops.data.build_loader` that is True while the
+        method is on (channels_last batches for the channels_last surgery); None: none.
     try_with: the options the ablation adds it with (registered as the fields that differ from the
         options' defaults).
     check: ``check(options, config)`` raises a ValueError for options the rest of the run's
@@ -58,32 +71,44 @@ class RegisteredMethod:
     options: type
     stage: str
     order: int
-    tasks: tuple[str, ...]
+    tasks: frozenset[str]
     ddp: bool
     fsdp: bool
     mixes_batch: bool
     one_target_per_input: bool
     leaves_parameters_unused: bool
+    loader_switch: str | None
     try_with: object
     check: Callable[[object, object], None] | None
     module: str
 
-    def applies_to(self, task: str) -> bool:
-        return task in self.tasks
+    def applies_to(self, task) -> bool:
+        """Whether the method applies to ``task`` (a registered task class, :mod:`training.tasks`)."""
+        return self.tasks <= task.traits
+
+    def task_names(self) -> list[str]:
+        """The registered tasks the method applies to, by name."""
+        return [task.name for task in all_tasks() if self.applies_to(task)]
+
+    def mismatch(self, task) -> str:
+        """Why the method does not apply to ``task``, for an error message."""
+        return f"{self.name} applies to task {', '.join(map(repr, self.task_names()))} only, and {task.name!r} is not one"
 
 
 _REGISTRY: dict[str, RegisteredMethod] = {}
 
 
-def register_method(name: str, *, stage: str, order: int, tasks: tuple[str, ...] = TASKS, ddp: bool = True,
+def register_method(name: str, *, stage: str, order: int, tasks: frozenset[str] = frozenset(), ddp: bool = True,
                     fsdp: bool = True, mixes_batch: bool = False, one_target_per_input: bool = False,
-                    leaves_parameters_unused: bool = False, try_with: dict | None = None,
+                    leaves_parameters_unused: bool = False, loader_switch: str | None = None,
+                    try_with: dict | None = None,
                     check: Callable[[object, object], None] | None = None,
                     module: str | None = None) -> Callable[[type], type]:
     """Register the decorated options dataclass as the method ``name`` (see :class:`RegisteredMethod`).
 
-    A step method's options class has ``attach(self, config) -> Method``, which builds the hooks
-    for a run. As ``training/methods/mixup.py`` does::
+    The options class defines its stage's hook (:data:`HOOKS`): a step method's
+    ``attach(self, config) -> Method`` builds the event hooks for a run. As
+    ``training/methods/mixup.py`` does::
 
         @register_method("mixup", stage="step", order=30, tasks=IMAGES, mixes_batch=True)
         @dataclass(frozen=True)
@@ -93,23 +118,23 @@ def register_method(name: str, *, stage: str, order: int, tasks: tuple[str, ...]
     """
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
-    unknown = set(tasks) - set(TASKS)
-    if not tasks or unknown:
-        raise ValueError(f"tasks must be some of {', '.join(TASKS)}, got {tasks!r}")
+    if not isinstance(tasks, frozenset):
+        raise TypeError(f"tasks must be a frozenset of what a task's batches hold (IMAGES, TEXT), got {tasks!r}")
 
     def register(options: type) -> type:
         if not dataclasses.is_dataclass(options):
             raise TypeError(f"method {name!r}: its options must be a dataclass, got {options!r}")
-        if stage == "step" and not callable(getattr(options, "attach", None)):
-            raise TypeError(f"method {name!r} runs in the step stage: {options.__name__} needs an attach(config) "
-                            f"method that returns its Method")
+        hook = HOOKS.get(stage)
+        if hook is not None and not callable(getattr(options, hook, None)):
+            raise TypeError(f"method {name!r} runs in the {stage} stage: {options.__name__} needs its {hook} method "
+                            f"(see training.methods.registry.HOOKS)")
         if name in _REGISTRY and _REGISTRY[name].options is not options:
             raise ValueError(f"method {name!r} is registered twice ({_REGISTRY[name].module} and "
                              f"{module or options.__module__}); give one of them another name")
         _REGISTRY[name] = RegisteredMethod(
-            name=name, options=options, stage=stage, order=order, tasks=tuple(tasks), ddp=ddp, fsdp=fsdp,
+            name=name, options=options, stage=stage, order=order, tasks=tasks, ddp=ddp, fsdp=fsdp,
             mixes_batch=mixes_batch, one_target_per_input=one_target_per_input,
-            leaves_parameters_unused=leaves_parameters_unused,
+            leaves_parameters_unused=leaves_parameters_unused, loader_switch=loader_switch,
             try_with=options(**(try_with or {})), check=check, module=module or options.__module__)
         return options
 
@@ -155,6 +180,8 @@ class MethodPlan:
     surgeries: (method, options) of the surgeries, in the order they rewrite the model.
     augmentations: every loader augmentation's options (None: off), each the keyword of
         :func:`fastcore_ops.data.build_loader` by the method's name.
+    loader_switches: the build_loader keywords methods switch (``loader_switch``), each True while its
+        method is on.
     leaves_parameters_unused: a step may leave some parameters without a gradient: stochastic
         depth's "block" mode skips a dropped block whole (its speed-up), so DDP must look for
         unused parameters after each forward pass (a walk of the autograd graph, small next to
@@ -165,6 +192,7 @@ class MethodPlan:
     hooks: list
     surgeries: list[tuple[RegisteredMethod, object]]
     augmentations: dict[str, object]
+    loader_switches: dict[str, bool]
     leaves_parameters_unused: bool
 
 
@@ -183,4 +211,6 @@ def plan_methods(config) -> MethodPlan:
     return MethodPlan(hooks=[options.attach(config) for method, options in chosen if method.stage == "step"],
                       surgeries=[(method, options) for method, options in chosen if method.stage == "surgery"],
                       augmentations=augmentations,
+                      loader_switches={method.loader_switch: getattr(config.methods, method.name) is not None
+                                       for method in all_methods() if method.loader_switch},
                       leaves_parameters_unused=any(method.leaves_parameters_unused for method, _ in chosen))

@@ -33,13 +33,14 @@ from torch.nn import functional as F
 
 from fastcore_ops.checks import check_int, check_number
 from training.methods.base import Method, TrainState
-from training.methods.registry import register_method
+from training.methods.registry import IMAGES, register_method
+from training.tasks.registry import task_named
 
 
 def _check_scale_factor(options: SelectiveBackpropOptions, config) -> None:
-    if config.task == "language_model" and options.scale_factor != 1.0:
-        raise ValueError(f"methods.selective_backprop.scale_factor resizes images; a language model's batches are "
-                         f"token ids: set it to 1.0, got {options.scale_factor}")
+    if not IMAGES <= task_named(config.task).traits and options.scale_factor != 1.0:
+        raise ValueError(f"methods.selective_backprop.scale_factor resizes images; task {config.task!r} trains on "
+                         f"other batches: set it to 1.0, got {options.scale_factor}")
 
 
 # Last of the step methods: it ranks the batch every other method has shaped (masked, mixed,

@@ -49,6 +49,11 @@ class TTAOptions:
         if not self.flip and not self.translate:
             raise ValueError("TTAOptions must add a view: set flip=True or translate > 0")
 
+    def probabilities(self, model: Callable[[torch.Tensor], torch.Tensor], images: torch.Tensor,
+                      logits: torch.Tensor) -> torch.Tensor:
+        """The evaluation's probabilities averaged over the views: :func:`tta_probabilities`."""
+        return tta_probabilities(model, images, logits, self)
+
 
 def shifted(images: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
     """``images`` moved ``rows`` pixels down and ``cols`` right (negative: up, left), 0 where nothing moved in.

@@ -17,7 +17,7 @@ from fastcore_ops.checks import check_int
 from . import language  # noqa: F401  (registers the language models)
 from .cifar_resnet import CifarResNet, cifar_resnet, cifar_resnet20, cifar_resnet56
 from .gpt import GPT, GPTConfig
-from .registry import get, names, register_model
+from .registry import IMAGE_CLASSIFIER, get, names, register_model
 
 __all__ = [
     "GPT", "GPTConfig", "CifarResNet", "build_model", "cifar_resnet", "cifar_resnet20", "cifar_resnet56",
@@ -38,7 +38,7 @@ def model_names() -> list[str]:
         >>> "resnet50" in model_names() and "cifar_resnet56" in model_names()
         True
     """
-    return names("image_classification") + _torchvision_classifiers()
+    return names(IMAGE_CLASSIFIER) + _torchvision_classifiers()
 
 
 def is_known_model(name: str) -> bool:
@@ -47,7 +47,7 @@ def is_known_model(name: str) -> bool:
     >>> is_known_model("cifar_resnet20"), is_known_model("resnet5O")
     (True, False)
     """
-    return name in names("image_classification") or name in _torchvision_classifiers()
+    return name in names(IMAGE_CLASSIFIER) or name in _torchvision_classifiers()
 
 
 def build_model(name: str, num_classes: int) -> nn.Module:
@@ -65,11 +65,11 @@ def build_model(name: str, num_classes: int) -> nn.Module:
         raise TypeError(f"name must be a model name (str), got {type(name).__name__}")
     check_int("num_classes", num_classes, low=1)
     registered = get(name)
-    if registered is not None and registered.task == "image_classification":
+    if registered is not None and registered.family == IMAGE_CLASSIFIER:
         return registered.build(num_classes=num_classes)
     if name in _torchvision_classifiers():
         return torchvision.models.get_model(name, weights=None, num_classes=num_classes)
-    examples = names("image_classification") + ["resnet18", "resnet50", "convnext_tiny", "vit_b_16"]
+    examples = names(IMAGE_CLASSIFIER) + ["resnet18", "resnet50", "convnext_tiny", "vit_b_16"]
     raise ValueError(
         f"name must be one of this package's models or a torchvision classification model, got {name!r}; "
         f"for example {', '.join(examples)} (model_names() lists all {len(model_names())})"

@@ -22,7 +22,7 @@ from torchvision.models.resnet import BasicBlock
 
 from fastcore_ops.checks import check_int
 
-from .registry import register_model
+from .registry import IMAGE_CLASSIFIER, register_model
 
 __all__ = ["CifarResNet", "cifar_resnet", "cifar_resnet20", "cifar_resnet56"]
 
@@ -105,7 +105,7 @@ def cifar_resnet(depth: int = 20, num_classes: int = 10, width: int = 16,
     return CifarResNet((depth - 2) // 6, num_classes, width, zero_init_residual)
 
 
-@register_model("image_classification")
+@register_model(IMAGE_CLASSIFIER)
 def cifar_resnet20(num_classes: int = 10, **kwargs) -> CifarResNet:
     """ResNet-20 for 32 px images (about 0.27M parameters).
 
@@ -116,7 +116,7 @@ def cifar_resnet20(num_classes: int = 10, **kwargs) -> CifarResNet:
     return cifar_resnet(20, num_classes, **kwargs)
 
 
-@register_model("image_classification")
+@register_model(IMAGE_CLASSIFIER)
 def cifar_resnet56(num_classes: int = 10, **kwargs) -> CifarResNet:
     """ResNet-56 for 32 px images (about 0.86M parameters).
 

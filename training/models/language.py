@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from training.models.gpt import GPT, GPTConfig
-from training.models.registry import get, names, register_model
+from training.models.registry import CAUSAL_LM, get, names, register_model
 
 # GPT-2's config defaults dropout to 0.1 for fine-tuning; pretraining small models on plenty
 # of text does better without, and our GPT's default is 0 too. Options can still set them.
@@ -34,20 +34,29 @@ def build_language_model(name: str, *, vocab_size: int, sequence_length: int, op
     options: the model's own fields (``GPTConfig``'s for "gpt", ``GPT2Config``'s for "hf_gpt2").
     """
     model = get(name)
-    if model is None or model.task != "language_model":
-        raise ValueError(f"model.name must be one of {', '.join(names('language_model'))} for a language model, "
+    if model is None or model.family != CAUSAL_LM:
+        raise ValueError(f"model.name must be one of {', '.join(language_model_names())} for a language model, "
                          f"got {name!r}")
     return model.build(vocab_size=vocab_size, sequence_length=sequence_length, options=options)
 
 
-@register_model("language_model", "gpt")
+def language_model_names() -> list[str]:
+    """The language models a recipe can name.
+
+        >>> language_model_names()
+        ['gpt', 'hf_gpt2']
+    """
+    return names(CAUSAL_LM)
+
+
+@register_model(CAUSAL_LM, "gpt")
 def _gpt(*, vocab_size: int, sequence_length: int, options: dict) -> GPT:
     known = {f.name for f in dataclasses.fields(GPTConfig)} - {"vocab_size", "max_sequence_length"}
     _check_options("gpt", options, known)
     return GPT(GPTConfig(vocab_size=vocab_size, max_sequence_length=sequence_length, **options))
 
 
-@register_model("language_model", "hf_gpt2")
+@register_model(CAUSAL_LM, "hf_gpt2")
 def _hf_gpt2(*, vocab_size: int, sequence_length: int, options: dict) -> nn.Module:
     import transformers  # here: only runs that name GPT-2 need transformers installed
 

@@ -5,25 +5,87 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import ClassVar
 
 import torch
+from torch import nn
 
 
 class Task(abc.ABC):
     """Base class of the training tasks.
 
+    The class is what a task registers (:func:`training.tasks.registry.register_task`): its class
+    attributes and class methods say what the rest of the code asks of the task before a run
+    starts (its models, its data check and fingerprint, what it builds, its sweep defaults). An
+    instance, made by :meth:`build`, scores one run's batches and evaluates it.
+
     Class attributes name the task's headline metric (the one the tradeoff tool compares),
     its direction, how plots label it, and what a training sample is.
     """
 
-    metric: str
-    higher_is_better: bool
-    metric_label: str
-    sample_unit: str
+    name: ClassVar[str]  # set by register_task
+    metric: ClassVar[str]
+    higher_is_better: ClassVar[bool]
+    metric_label: ClassVar[str]
+    sample_unit: ClassVar[str]
+    # What the task's batches hold, for the methods that need it (training.methods.registry's IMAGES, TEXT).
+    traits: ClassVar[frozenset[str]] = frozenset()
+    takes_subset: ClassVar[bool] = False  # whether ``--subset`` (the first N samples of each class) applies
+    shards_model: ClassVar[bool] = False  # whether ``--strategy fsdp`` can shard its models
+    ablation_assignments: ClassVar[tuple[str, ...]] = ()  # ``--set`` values every ablation of its recipes adds
     num_classes: int = 0  # classes of the targets, for methods that mix labels; 0: not a classification
     # Seconds of training work done while the task was built (patch whitening reads images before the first
     # step): the trainer counts them in train_seconds, as the methods' time.
     setup_seconds: float = 0.0
+
+    @classmethod
+    @abc.abstractmethod
+    def model_names(cls) -> list[str]:
+        """The ``model.name`` values the task trains (those a user is told of)."""
+
+    @classmethod
+    def check_model(cls, model) -> None:
+        """Refuse a ``model`` section (:class:`training.config.ModelConfig`) the task cannot build."""
+        if model.name not in cls.model_names():
+            raise ValueError(f"model.name must be one of {', '.join(cls.model_names())} for task {cls.name!r}, "
+                             f"got {model.name!r}")
+
+    @classmethod
+    @abc.abstractmethod
+    def check_data(cls, config, data: Path | None, *, subset: int | None, world_size: int,
+                   progress: bool = True) -> tuple[Path | None, object]:
+        """(the data folder the run reads, what the check found in it to build from) for ``--data``, checked before
+        any work: a ValueError or OSError names what is wrong with it."""
+
+    @classmethod
+    def check_inputs(cls, data: Path | None, subset: int | None) -> None:
+        """Refuse a ``--data`` and ``--subset`` that no run could use, cheaply (no data is read): what a sweep checks
+        before it trains anything; :meth:`check_data` checks the data itself. By default: ``--subset`` only where the
+        task ``takes_subset``."""
+        if subset is not None and not cls.takes_subset:
+            raise ValueError(f"--subset (samples per class) does not apply to task {cls.name!r}; leave it out")
+
+    @classmethod
+    @abc.abstractmethod
+    def data_fingerprint(cls, config, data: Path | None, found: object) -> dict:
+        """What identifies the data the run trains and evaluates on: ``{part: {"files", "bytes", "sha256"}}``
+        (:mod:`training.data_identity`); a resume refuses other data."""
+
+    @classmethod
+    @abc.abstractmethod
+    def build(cls, config, plan, *, data: Path | None, device: torch.device, subset: int | None = None,
+              found: object = None, strategy: str = "ddp") -> tuple[nn.Module, object, Task]:
+        """(model with its surgeries, training batches, the run's task) for ``config`` on the checked ``data``.
+
+        plan: the run's methods (:func:`training.methods.registry.plan_methods`). found: what
+        :meth:`check_data` found, when the caller has it (None: look again). strategy: "ddp" or "fsdp".
+        """
+
+    @classmethod
+    def keep_run_files(cls, out: Path, data: Path | None, *, resume: bool, write: bool = True) -> None:
+        """Save with a new run in ``out`` what later uses of it need from the data, or on resume refuse data that
+        does not match them; nothing by default. write: whether this process writes."""
 
     def forward(self, model: torch.nn.Module, inputs: torch.Tensor) -> torch.Tensor:
         """The outputs the loss takes (logits) for a training batch."""
@@ -52,7 +114,8 @@ class Task(abc.ABC):
 
     @abc.abstractmethod
     def metrics(self, sums: torch.Tensor) -> dict[str, float]:
-        """The named metrics of the summed :meth:`evaluation_sums`; ``metric`` among them."""
+        """The named metrics of the summed :meth:`evaluation_sums`: ``metric``, and ``eval_loss`` (the mean
+        evaluation loss, which the run's curves plot beside the training loss) among them."""
 
     def skipped_files(self) -> list[dict]:
         """The input files this process left out as unreadable so far, each ``{"file": ..., "reason": ...}``, for

@@ -23,15 +23,14 @@ from fastcore_ops.data import build_loader
 from fastcore_ops.data.loader import Loader
 from fastcore_ops.data.order import samples_per_rank
 from fastcore_ops.data.sources import find_samples
-from fastcore_ops.kernels import init_bce_bias_
 from training.config import TrainConfig
-from training.losses import LossFunction, classification_loss
+from training.data_identity import image_fingerprint
+from training.losses import LossChoice, LossFunction
 from training.methods.library import apply_surgery_methods
-from training.methods.patch_whitening import whiten_stem_from_samples
-from training.methods.registry import MethodPlan
-from training.methods.tta import TTAOptions, tta_probabilities
-from training.models import build_model
+from training.methods.registry import IMAGES, MethodPlan, active
+from training.models import build_model, is_known_model, model_names
 from training.tasks.base import Task
+from training.tasks.registry import register_task
 
 log = logging.getLogger("training")
 
@@ -39,14 +38,16 @@ TRAIN_FOLDERS = ("train",)
 EVAL_FOLDERS = ("val", "test")
 
 
+@register_task("image_classification")
 class ImageClassification(Task):
     """Images to class logits; evaluated by top-1 accuracy and mean cross-entropy.
 
     eval_loader: batches of (images, int64 labels) on the device; this process's share.
     loss_fn: the training loss (it may take mixed, soft targets; evaluation always uses
         plain cross-entropy on the labels).
-    tta: test-time augmentation views; their averaged accuracy is reported as ``top1_tta``
-        beside ``top1``, which stays the single-view accuracy.
+    evaluations: the evaluation methods on (test-time augmentation), by name: each one's
+        ``probabilities(model, images, logits)`` are scored as ``top1_<name>`` beside ``top1``,
+        which stays the single-view accuracy.
     train_loader, data_root: the run's training loader and its data folder, for :meth:`skipped_files`.
     """
 
@@ -54,11 +55,55 @@ class ImageClassification(Task):
     higher_is_better = True
     metric_label = "top-1 (%)"
     sample_unit = "images"
+    traits = IMAGES
+    takes_subset = True
+    # Every ablation of an image recipe also scores test-time augmentation (reported beside top1, not instead).
+    ablation_assignments = ("methods.tta={}",)
+
+    @classmethod
+    def model_names(cls) -> list[str]:
+        return model_names()
+
+    @classmethod
+    def check_model(cls, model) -> None:
+        if not is_known_model(model.name):
+            raise ValueError(f"model.name must be one of training.models' models or a torchvision classifier "
+                             f"(cifar_resnet20, resnet50, ...; training.models.model_names() lists them), "
+                             f"got {model.name!r}")
+        if model.options:
+            raise ValueError(f"model.options must be {{}} for an image classifier (training.models.build_model "
+                             f"takes no options), got {model.options!r}")
+
+    @classmethod
+    def check_data(cls, config, data, *, subset, world_size, progress=True):
+        """The data folder and its training samples (:func:`training_samples`), once its folders are checked."""
+        cls.check_inputs(data, subset)
+        train_root, eval_root = split_folders(data)
+        check_same_classes(train_root, eval_root)
+        samples = training_samples(train_root, subset)
+        check_shard_size(config, samples[0], world_size)
+        return data, samples
+
+    @classmethod
+    def check_inputs(cls, data, subset):
+        if data is None:
+            raise ValueError("--data is required for image classification: a folder with train/ and val/ (or test/)")
+        split_folders(data)
+
+    @classmethod
+    def data_fingerprint(cls, config, data, found):
+        train_root, eval_root = split_folders(data)
+        return image_fingerprint(train_root, found[0], eval_root)
+
+    @classmethod
+    def build(cls, config, plan, *, data, device, subset=None, found=None, strategy="ddp"):
+        return build_image_classification(config, plan, data=data, device=device, subset=subset, train_samples=found)
 
     def __init__(self, *, eval_loader: Iterable, num_classes: int, loss_fn: LossFunction, device: torch.device,
-                 tta: TTAOptions | None = None, train_loader: Iterable | None = None, data_root: Path | None = None):
+                 evaluations: dict[str, object] | None = None, train_loader: Iterable | None = None,
+                 data_root: Path | None = None):
         self.eval_loader, self.num_classes, self.loss_fn, self.device = eval_loader, num_classes, loss_fn, device
-        self.tta = tta
+        self.evaluations = evaluations or {}
         self.train_loader, self.data_root = train_loader, data_root
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -73,22 +118,23 @@ class ImageClassification(Task):
 
     def evaluation_sums(self, model: torch.nn.Module, autocast: Callable[[], contextlib.AbstractContextManager],
                         batches: Callable[[Iterable, str], Iterable] = lambda loader, name: loader):
-        sums = torch.zeros(4, dtype=torch.float64, device=self.device)  # correct, loss sum, images, correct with TTA
+        # correct, loss sum, images, then correct by each evaluation method
+        sums = torch.zeros(3 + len(self.evaluations), dtype=torch.float64, device=self.device)
         for images, labels in batches(self.eval_loader, "evaluation"):
             with autocast():
                 logits = model(images)
-                if self.tta is not None:
-                    sums[3] += (tta_probabilities(model, images, logits, self.tta).argmax(dim=1) == labels).sum()
+                for row, options in enumerate(self.evaluations.values(), start=3):
+                    sums[row] += (options.probabilities(model, images, logits).argmax(dim=1) == labels).sum()
             sums[0] += (logits.argmax(dim=1) == labels).sum()
             sums[1] += F.cross_entropy(logits.float(), labels, reduction="sum")
             sums[2] += len(labels)
         return sums
 
     def metrics(self, sums: torch.Tensor) -> dict[str, float]:
-        correct, loss_sum, count, correct_tta = sums.tolist()
+        correct, loss_sum, count, *by_method = sums.tolist()
         metrics = {"top1": correct / max(count, 1), "eval_loss": loss_sum / max(count, 1)}
-        if self.tta is not None:
-            metrics["top1_tta"] = correct_tta / max(count, 1)
+        for name, method_correct in zip(self.evaluations, by_method):
+            metrics[f"top1_{name}"] = method_correct / max(count, 1)
         return metrics
 
     def skipped_files(self) -> list[dict]:
@@ -121,6 +167,20 @@ def split_folders(data: Path) -> tuple[Path, Path]:
         raise FileNotFoundError(f"--data {data} must hold a train/ folder and a val/ or test/ folder, each "
                                 f"laid out as <class>/<image>; found {sorted(p.name for p in data.iterdir())}")
     return found[0], evals[0]
+
+
+def _class_folders(root: Path) -> list[str]:
+    return sorted(entry.name for entry in root.iterdir() if entry.is_dir())
+
+
+def check_same_classes(train_root: Path, eval_root: Path) -> None:
+    """Refuse training and evaluation folders whose classes differ (labels would not line up)."""
+    train_classes, eval_classes = _class_folders(train_root), _class_folders(eval_root)
+    if train_classes != eval_classes:
+        only_train = sorted(set(train_classes) - set(eval_classes))
+        only_eval = sorted(set(eval_classes) - set(train_classes))
+        raise ValueError(f"the class folders of {train_root} and {eval_root} differ: only in {train_root.name}/: "
+                         f"{only_train[:5]}, only in {eval_root.name}/: {only_eval[:5]}; both need the same classes")
 
 
 def first_per_class(root: Path, per_class: int) -> tuple[list[tuple[str, int]], list[str]]:
@@ -159,19 +219,24 @@ def check_shard_size(config: TrainConfig, samples: list[tuple[str, int]], world_
             f"it (--set data.batch_size={per_rank}), or use fewer processes or more data")
 
 
+def loss_choice(config: TrainConfig) -> LossChoice:
+    """The run's loss: the softmax cross-entropy, as each loss-stage method on shapes it (``shape_loss``)."""
+    loss = LossChoice()
+    for _, options in active(config.methods, "loss"):
+        loss = options.shape_loss(loss)
+    return loss
+
+
 def loss_function(config: TrainConfig) -> LossFunction:
-    """The softmax cross-entropy, or the BCE loss where ``methods.bce_loss`` is on, smoothed as configured."""
-    smoothing = config.methods.label_smoothing
-    return classification_loss("ce" if config.methods.bce_loss is None else "bce",
-                               0.0 if smoothing is None else smoothing.smoothing)
+    """The run's training loss function (:func:`loss_choice`)."""
+    return loss_choice(config).function()
 
 
-def _loader_settings(config: TrainConfig, device: torch.device) -> dict:
+def _loader_settings(config: TrainConfig, plan: MethodPlan, device: torch.device) -> dict:
     """The build_loader arguments every loader of a run shares."""
     d = config.data
     return dict(batch_size=d.batch_size, device=device, backend=d.backend, seed=config.seed,
-                num_workers=None if d.num_workers < 0 else d.num_workers,
-                channels_last=config.methods.channels_last is not None)
+                num_workers=None if d.num_workers < 0 else d.num_workers, **plan.loader_switches)
 
 
 def _loaders(config: TrainConfig, plan: MethodPlan, data: Path, train_samples, common: dict):
@@ -202,23 +267,18 @@ def build_image_classification(config: TrainConfig, plan: MethodPlan, *, data: P
     scanned it already (an ImageNet tree takes seconds to walk: ``training.train`` walks it once).
     """
     train_samples = train_samples or training_samples(split_folders(data)[0], subset)
-    common = _loader_settings(config, device)
+    common = _loader_settings(config, plan, device)
     train, evaluation, num_classes = _loaders(config, plan, data, train_samples, common)
+    loss = loss_choice(config)
+    evaluations = {method.name: options for method, options in active(config.methods, "evaluation")}
     task = ImageClassification(eval_loader=evaluation, num_classes=num_classes, device=device,
-                               loss_fn=loss_function(config), tta=config.methods.tta, train_loader=train,
-                               data_root=data)
+                               loss_fn=loss.function(), evaluations=evaluations, train_loader=train, data_root=data)
     model = build_model(config.model.name, num_classes)
-    if config.methods.bce_loss is not None:  # the head's bias at -log(C): BCE starts at the prior of 1/C per class
-        heads = [m for m in model.modules() if isinstance(m, nn.Linear) and m.out_features == num_classes]
-        if not heads:
-            raise ValueError(f"methods.bce_loss needs a final nn.Linear with {num_classes} outputs in "
-                             f"model {config.model.name!r}, found none")
-        init_bce_bias_(heads[-1])
+    loss.init_head_(model, num_classes)
     apply_surgery_methods(model, plan.surgeries)
     model.to(device)
-    if config.methods.patch_whitening is not None:
-        d = config.data
-        task.setup_seconds = whiten_stem_from_samples(
-            model, train_samples[0], config.methods.patch_whitening, image_size=d.train_size,
-            eval_crop_fraction=d.eval_size / d.eval_resize, **common)
+    d = config.data
+    for _, options in active(config.methods, "model"):
+        task.setup_seconds += options.set_up_model(model, train_samples[0], image_size=d.train_size,
+                                                   eval_crop_fraction=d.eval_size / d.eval_resize, **common)
     return model, train, task

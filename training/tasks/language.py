@@ -31,12 +31,22 @@ from torch import nn
 from torch.nn import functional as F
 
 from training.config import TrainConfig
+from training.data_identity import text_fingerprint
 from training.methods.library import apply_surgery_methods
-from training.methods.registry import MethodPlan
-from training.models.language import build_language_model, logits_of, position_limit
+from training.methods.registry import TEXT, MethodPlan
+from training.models.language import build_language_model, language_model_names, logits_of, position_limit
 from training.tasks.base import Task
+from training.tasks.registry import register_task
 from training.text.loader import TokenEvaluation, TokenWindows
-from training.text.prepare import META_FILE, PreparedTokens, bin_file, load_prepared, prepared_tokens, token_cache
+from training.text.prepare import (
+    META_FILE,
+    SPLITS,
+    PreparedTokens,
+    bin_file,
+    load_prepared,
+    prepared_tokens,
+    token_cache,
+)
 from training.text.tokenizers import BPE_FILE
 
 log = logging.getLogger("training")
@@ -52,6 +62,7 @@ def metric_suffix(multiple: int) -> str:
     return "" if multiple == 1 else f"@{multiple}L"
 
 
+@register_task("language_model")
 class CausalLanguageModeling(Task):
     """Token windows to next-token logits; evaluated by validation loss at each length.
 
@@ -64,6 +75,33 @@ class CausalLanguageModeling(Task):
     higher_is_better = False
     metric_label = "validation loss (nats/token)"
     sample_unit = "tokens"
+    traits = TEXT
+    shards_model = True
+
+    @classmethod
+    def model_names(cls) -> list[str]:
+        return language_model_names()
+
+    @classmethod
+    def check_data(cls, config, data, *, subset, world_size, progress=True):
+        """The prepared token folder (text is tokenized here, once: later runs reuse it), checked; nothing found."""
+        cls.check_inputs(data, subset)
+        prepared = prepare_text_data(config, data, progress=progress)
+        check_text_size(config, prepared, world_size)
+        return prepared, None
+
+    @classmethod
+    def data_fingerprint(cls, config, data, found):
+        return text_fingerprint(data, [f"{split}.bin" for split in SPLITS])
+
+    @classmethod
+    def build(cls, config, plan, *, data, device, subset=None, found=None, strategy="ddp"):
+        # A sharded model's forward passes are collective: every process evaluates all the validation text.
+        return build_language_modeling(config, plan, data=data, device=device, shard_evaluation=strategy != "fsdp")
+
+    @classmethod
+    def keep_run_files(cls, out, data, *, resume, write=True):
+        keep_run_tokenizer(out, data, resume=resume, write=write)
 
     def __init__(self, *, eval_loaders: dict[int, Iterable], token_bytes: torch.Tensor, device: torch.device):
         if 1 not in eval_loaders:

@@ -31,6 +31,7 @@ from fastcore_ops.owned_folder import check_claimable
 from training.assemble import build_trainer
 from training.compute_threads import use_threads
 from training.config import TrainConfig
+from training.plugins import add_import_option, import_modules
 from training.recipes import list_recipes
 from training.tasks.classification import split_folders
 from training.tradeoff.cost_pass import read_costs
@@ -79,6 +80,7 @@ def build_parser() -> cli.ArgumentParser:
                         help="with --cost on a CPU: PyTorch's threads (default: as python -m training.train "
                              "chooses); time with the threads the runs trained with")
     cli.add_no_progress_option(parser)
+    add_import_option(parser)
     return parser
 
 
@@ -122,7 +124,8 @@ def _sweep(args: argparse.Namespace) -> int:
     except ValueError as error:
         return refuse(error)
     return sweep(SweepRequest(recipes, budgets, args.seeds, args.data, args.subset, args.device, args.assignments,
-                              args.out, baseline, first_seed=args.first_seed, progress=not args.no_progress))
+                              args.out, baseline, first_seed=args.first_seed, progress=not args.no_progress,
+                              imports=tuple(args.imports)))
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -202,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; returns its exit code."""
     try:
         args = parse_args(argv)
+        import_modules(args.imports)
     except ValueError as error:
         return refuse(error)
     if args.merge and args.cost:

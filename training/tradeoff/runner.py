@@ -26,7 +26,7 @@ from tqdm import tqdm
 from fastcore_ops.cli import check_device, refuse
 from fastcore_ops.owned_folder import check_claimable, claim_folder
 from training.config import TrainConfig
-from training.tasks.classification import split_folders
+from training.tasks.registry import task_named
 from training.tradeoff.metric import one_metric
 from training.tradeoff.report import build_report
 from training.tradeoff.results import FAILED, FailedRun, Run, RunRecord, common_metric, machine_label
@@ -128,28 +128,21 @@ def check_one_metric(configs: dict[str, TrainConfig]) -> None:
         ...
         ValueError: the runs do not share one metric, ...: cifar_baseline measure top1 (top-1 (%), higher is better); gpt_baseline measure eval_loss (...). Sweep or merge ...
     """
-    known = [(recipe, metric) for recipe, config in configs.items() if (metric := expected_metric(config)) is not None]
-    if known:  # a task the sweep does not know yet is checked from its runs' summaries
-        one_metric(known)
+    one_metric([(recipe, expected_metric(config)) for recipe, config in configs.items()])
 
 
 def check_sweep_data(configs: dict[str, TrainConfig], data: Path | None, subset: int | None) -> None:
-    """Refuse, before any training, data the recipes' tasks cannot use (images need --data; --subset is for images).
+    """Refuse, before any training, data the recipes' tasks cannot use (each task's ``check_inputs``).
 
     Example:
         >>> from training.recipes import get_recipe
         >>> check_sweep_data({"gpt_baseline": get_recipe("gpt_baseline")}, None, None)   # its own text
     """
-    images = [name for name, config in configs.items() if config.task == "image_classification"]
-    others = [name for name in configs if name not in images]
-    if images and data is None:
-        raise ValueError(f"--data is required for the image-classification recipes {', '.join(images)}: "
-                         f"a folder with train/ and val/ (or test/)")
-    if images:
-        split_folders(data)
-    if others and subset is not None:
-        raise ValueError(f"--subset (images per class) applies to image classification only, and "
-                         f"{', '.join(others)} are not; leave it out")
+    for name, config in configs.items():
+        try:
+            task_named(config.task).check_inputs(data, subset)
+        except ValueError as error:
+            raise ValueError(f"recipe {name}: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -158,7 +151,8 @@ class SweepRequest:
 
     variants: the curves, recipe names or :class:`Variant` (a recipe with ``--set`` values of its
     own). assignments: ``--set`` values for every run. report: writes the report from the runs,
-    the output folder and the baseline's name (default: the tradeoff report).
+    the output folder and the baseline's name (default: the tradeoff report). imports: the modules
+    (``--import``) the command imported, which every run imports too.
     """
 
     variants: list[str | Variant]
@@ -174,6 +168,7 @@ class SweepRequest:
     tool: str = "tradeoff"
     progress: bool = True
     report: Callable[[list[Run], Path, str], list[Path]] | None = None
+    imports: tuple[str, ...] = ()
 
 
 def _variant_configs(request: SweepRequest) -> dict[str, TrainConfig]:
@@ -208,7 +203,7 @@ def sweep(request: SweepRequest) -> int:
         return refuse(error)
     data = None if request.data is None else request.data.resolve()
     options = TrainOptions(data=data, device=device, machine=machine_label(device),
-                           subset=request.subset, assignments=tuple(request.assignments))
+                           subset=request.subset, assignments=tuple(request.assignments), imports=request.imports)
     return execute_sweep(plan, request.out, options, request.baseline, tool=request.tool, progress=request.progress,
                          report=request.report)
 
@@ -230,8 +225,8 @@ def execute_sweep(plan: list[PlannedRun], out: Path, options: TrainOptions, base
     def finished(run: PlannedRun, folder: Path, exit_code: int | None) -> None:
         outcome = read_outcome(run, folder, exit_code)
         if isinstance(outcome, RunRecord):
-            # The run's own summary is the authority (a task expected_metric does not know, a run folder from
-            # before): stop at the first run that cannot share the report.
+            # The run's own summary is the authority (a run folder from before may hold another task's): stop at
+            # the first run that cannot share the report.
             common_metric([*(kept for kept in runs if isinstance(kept, RunRecord)), outcome])
             line = f"{progress_quality(outcome)} | train {outcome.train_seconds:.1f} s"
         else:

@@ -34,16 +34,14 @@ from training.recipes import get_recipe
 from training.checkpoint import CHECKPOINT_NAME, StopSignalHandler
 from training.checkpoint import existing as existing_checkpoints
 from training.run_folder import CONFIG_NAME, run_files_in
-from training.tasks.classification import ImageClassification
-from training.tasks.language import CausalLanguageModeling
+from training.plugins import import_arguments
+from training.tasks.registry import task_named
 from training.train import child_environment
 from training.tradeoff.metric import Metric
 from training.tradeoff.results import FAILED, MACHINE_FILE, FailedRun, Run, judge, read_machine, read_run
 
 STDOUT_LOG, STDERR_LOG = "train.stdout.log", "train.stderr.log"
 RUNS = "runs"  # the sweep's output folder holds one folder per run under this
-# Each task's class names the metric its runs report, which lets a sweep refuse mixed tasks before training.
-TASK_CLASSES = {"image_classification": ImageClassification, "language_model": CausalLanguageModeling}
 
 
 @dataclass(frozen=True)
@@ -124,27 +122,32 @@ def run_state(folder: Path) -> RunState:
     return RunState.NEW
 
 
-def expected_metric(config: TrainConfig) -> Metric | None:
-    """The metric runs of ``config`` will report, from its task's class; None for a task not in TASK_CLASSES.
+def expected_metric(config: TrainConfig) -> Metric:
+    """The metric runs of ``config`` will report, from its task (:mod:`training.tasks`).
 
-    The summary each run writes stays the authority: the sweep checks it again after every run.
+    It lets a sweep refuse mixed tasks before training; the summary each run writes stays the
+    authority: the sweep checks it again after every run.
     Example:
         >>> expected_metric(get_recipe("cifar_baseline"))
         Metric(name='top1', higher_is_better=True, label='top-1 (%)')
     """
-    task = TASK_CLASSES.get(config.task)
-    return None if task is None else Metric(task.metric, task.higher_is_better, task.metric_label)
+    task = task_named(config.task)
+    return Metric(task.metric, task.higher_is_better, task.metric_label)
 
 
 @dataclass(frozen=True)
 class TrainOptions:
-    """What every run of the sweep shares: the data (None: each recipe's default) and the train command's options."""
+    """What every run of the sweep shares: the data (None: each recipe's default) and the train command's options.
+
+    imports: the modules each run imports first (``--import``), for tasks and recipes defined outside ``training``.
+    """
 
     data: Path | None
     device: str
     machine: str
     subset: int | None = None
     assignments: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
 
 
 def train_command(run: PlannedRun, folder: Path, options: TrainOptions, resume: bool) -> list[str]:
@@ -165,6 +168,7 @@ def train_command(run: PlannedRun, folder: Path, options: TrainOptions, resume: 
         command += ["--subset", str(options.subset)]
     for assignment in (*run.trains.assignments, *options.assignments):
         command += ["--set", assignment]
+    command += import_arguments(list(options.imports))
     if resume:
         command.append("--resume")
     return command

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from training.methods import CutMix, cutmix_batch
+from training.methods import CutMix, CutMixOptions, cutmix_batch
 from training.methods.cutmix import cutmix_box
 
 NUM_CLASSES = 4
@@ -81,7 +81,7 @@ def test_exact_area_fraction_when_the_box_fits():
 def test_bad_options_are_rejected():
     for alpha, error in ((0, ValueError), (-1.0, ValueError), ("0.5", TypeError), (None, TypeError)):
         with pytest.raises(error, match="alpha"):
-            CutMix(alpha=alpha)
+            CutMixOptions(alpha=alpha)
     with pytest.raises(TypeError, match="seed"):
         CutMix(alpha=1.0, seed=1.5)
     images, labels = labelled_batch()

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from training.methods import MixUp, mixup_batch
+from training.methods import MixUp, MixUpOptions, mixup_batch
 from training.methods.mixup import sample_mixing_weight
 
 NUM_CLASSES = 5
@@ -68,7 +68,7 @@ def test_lam_follows_beta_alpha_alpha(alpha):
     (0, ValueError), (-0.5, ValueError), ("1", TypeError), (True, TypeError), (None, TypeError)])
 def test_bad_alpha_is_rejected(alpha, error):
     with pytest.raises(error, match="alpha"):
-        MixUp(alpha=alpha)
+        MixUpOptions(alpha=alpha)
     images, labels = labelled_batch()
     with pytest.raises(error, match="alpha"):
         mixup_batch(images, labels, NUM_CLASSES, alpha=alpha, generator=torch.Generator())

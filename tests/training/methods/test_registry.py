@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from training.config import MethodsConfig, TrainConfig, override
-from training.methods.registry import STAGES, active, all_methods, plan_methods, register_method, registered
+from training.methods.registry import HOOKS, STAGES, active, all_methods, plan_methods, register_method, registered
 
 ROOT = Path(__file__).resolve().parents[3]
 # Where method names may be listed: the registrations themselves, translations of our methods
@@ -23,28 +23,58 @@ def _names_listed(node: ast.AST, names: set[str]) -> list[str]:
     return [item.value for item in items if isinstance(item, ast.Constant) and item.value in names]
 
 
-def test_no_list_of_method_names_exists_outside_the_registry():
-    names = {method.name for method in all_methods()}
-    found = []
+def _sources(allowed: set[str]):
+    """(path relative to the repository, parsed module) of the project's code outside the ``allowed`` places."""
     for folder in ("fastcore_ops", "training", "benchmarks", "tools"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
-            if any(relative == allowed or relative.startswith(allowed + "/") for allowed in MAY_LIST_METHODS):
-                continue
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
-                    listed = _names_listed(node, names)
-                    if len(listed) >= 2:
-                        found.append(f"{relative}:{node.lineno} {listed}")
+            if not any(relative == place or relative.startswith(place + "/") for place in allowed):
+                yield relative, ast.parse(path.read_text())
+
+
+def test_no_list_of_method_names_exists_outside_the_registry():
+    names = {method.name for method in all_methods()}
+    found = []
+    for relative, tree in _sources(MAY_LIST_METHODS):
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+                listed = _names_listed(node, names)
+                if len(listed) >= 2:
+                    found.append(f"{relative}:{node.lineno} {listed}")
     assert not found, "lists of method names outside the registry:\n" + "\n".join(found)
+
+
+# Where a method's options may be read by name (``config.methods.<name>``): its own module, the
+# recipes (each built from another's values), and the translations into another library's
+# methods and the benchmarks that time one recipe's own schedule.
+MAY_READ_METHODS = {"training/recipes", "benchmarks/composer_job.py", "benchmarks/dataloader.py"}
+
+
+def _method_reads(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of each ``<anything>.methods.<name>`` read of a registered method's options."""
+    return [(node.lineno, node.attr) for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and node.attr in names and isinstance(node.value, ast.Attribute) and node.value.attr == "methods"]
+
+
+def test_no_code_reads_a_method_by_name_outside_its_own_module():
+    modules = {method.name: method.module.replace(".", "/") + ".py" for method in all_methods()}
+    found = [f"{relative}:{line} methods.{name}" for relative, tree in _sources(MAY_READ_METHODS)
+             for line, name in _method_reads(tree, set(modules)) if relative != modules[name]]
+    assert not found, "methods read by name outside their module (give the method a hook):\n" + "\n".join(found)
+
+
+def test_the_scan_above_finds_a_read_by_name():
+    tree = ast.parse("smoothing = config.methods.label_smoothing\nmethods = config.methods\n")
+    assert _method_reads(tree, {"label_smoothing"}) == [(1, "label_smoothing")]
 
 
 @pytest.mark.parametrize("method", all_methods(), ids=lambda method: method.name)
 def test_each_method_declares_what_the_run_needs_and_its_ablation_value_is_valid(method):
-    assert method.stage in STAGES and method.tasks
+    assert method.stage in STAGES and method.task_names()
     assert dataclasses.is_dataclass(method.options) and isinstance(method.try_with, method.options)
-    config = override(TrainConfig(task=method.tasks[0], model=TrainConfig().model if method.tasks[0] ==
-                                  "image_classification" else dataclasses.replace(TrainConfig().model, name="gpt")),
+    task = method.task_names()[0]
+    config = override(TrainConfig(task=task, model=TrainConfig().model if task == "image_classification" else
+                                  dataclasses.replace(TrainConfig().model, name="gpt")),
                       [f"methods.{method.name}={dataclasses.asdict(method.try_with)!r}"])
     assert getattr(config.methods, method.name) == method.try_with
     if method.stage == "step":
@@ -65,12 +95,13 @@ def test_a_registration_that_cannot_work_is_refused():
     class NoHooks:
         pass
 
-    with pytest.raises(TypeError, match="needs an attach"):
-        register_method("no_hooks", stage="step", order=1)(NoHooks)
+    for stage, hook in HOOKS.items():
+        with pytest.raises(TypeError, match=f"in the {stage} stage: NoHooks needs its {hook} method"):
+            register_method("no_hooks", stage=stage, order=1)(NoHooks)
     with pytest.raises(ValueError, match="stage must be one of"):
         register_method("no_hooks", stage="lunch", order=1)
     with pytest.raises(ValueError, match="registered twice"):
-        register_method("mixup", stage="loss", order=1)(NoHooks)
+        register_method("mixup", stage="surgery", order=1)(NoHooks)
     with pytest.raises(ValueError, match="unknown method 'spicy'; methods: alibi, alternating_flip, augmix"):
         registered("spicy")
     assert "no_hooks" not in {field.name for field in dataclasses.fields(MethodsConfig)}

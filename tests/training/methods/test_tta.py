@@ -56,7 +56,8 @@ def test_evaluation_reports_tta_beside_the_plain_top1_which_it_leaves_alone():
     batches = [(images[:16], labels[:16]), (images[16:], labels[16:])]
 
     def metrics(tta):
-        task = ImageClassification(eval_loader=batches, num_classes=2, loss_fn=None, device=torch.device("cpu"), tta=tta)
+        task = ImageClassification(eval_loader=batches, num_classes=2, loss_fn=None, device=torch.device("cpu"),
+                                   evaluations={} if tta is None else {"tta": tta})
         return task.metrics(task.evaluation_sums(LeftHalf(), contextlib.nullcontext))
 
     plain, augmented = metrics(None), metrics(TTAOptions())

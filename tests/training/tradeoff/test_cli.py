@@ -32,8 +32,8 @@ from training.tradeoff.sweep import SweepInterrupted
     (["--recipes", "cifar_mild"], "--budgets is required"),
     (["--recipes", "cifar_baseline,gpt_baseline", "--budgets", "1"],
      "cifar_baseline measure top1 (top-1 (%), higher is better); gpt_baseline measure eval_loss"),
-    (["--recipes", "gpt_baseline", "--budgets", "1", "--subset", "5"], "--subset (images per class) applies to "
-                                                                     "image classification only"),
+    (["--recipes", "gpt_baseline", "--budgets", "1", "--subset", "5"], "recipe gpt_baseline: --subset (samples per "
+                                                                     "class) does not apply to task 'language_model'"),
 ])
 def test_bad_sweep_input_is_refused_before_any_training(args, message, data, tmp_path, capsys):
     assert main([*args, "--data", str(data), "--out", str(tmp_path / "report")]) == 2
@@ -50,7 +50,7 @@ def test_a_missing_data_folder_is_refused(tmp_path, capsys):
 def test_image_recipes_need_data_and_language_models_do_not(tmp_path, monkeypatch, capsys):
     args = ["--recipes", "cifar_mild", "--budgets", "1", "--out", str(tmp_path / "report")]
     assert main(args) == 2
-    assert "--data is required for the image-classification recipes cifar_mild" in capsys.readouterr().err
+    assert "recipe cifar_mild: --data is required for image classification" in capsys.readouterr().err
     given = []
     monkeypatch.setattr(runner, "run_sweep", lambda plan, out, options, **_: given.append((plan, options)))
     monkeypatch.setattr(runner, "build_report", lambda records, out, baseline: [out / "report.html"])

@@ -1,0 +1,78 @@
+"""The task registry is the one place tasks are named: what it refuses, and that no other code compares task names."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from training.tasks.base import Task
+from training.tasks.registry import all_tasks, register_task, task_named, task_names
+
+ROOT = Path(__file__).resolve().parents[3]
+TASK_MODULES = "training/tasks"
+BUILT_IN = ("image_classification", "language_model")
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    return {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+
+
+def _names_a_run_config(node: ast.Constant, parents: dict) -> bool:
+    """Whether ``node`` is a configuration's value: ``task="..."`` in a call, or the ``task: str = ...`` default."""
+    parent = parents.get(node)
+    if isinstance(parent, ast.keyword):
+        return parent.arg == "task"
+    return isinstance(parent, ast.AnnAssign) and getattr(parent.target, "id", None) == "task"
+
+
+def _docstrings(tree: ast.AST) -> set[ast.AST]:
+    return {body[0].value for node in ast.walk(tree) if (body := getattr(node, "body", None)) and isinstance(body, list)
+            and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)}
+
+
+def test_no_code_outside_a_task_module_names_a_task():
+    found = []
+    for folder in ("fastcore_ops", "training", "benchmarks", "tools"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative.startswith(TASK_MODULES + "/"):
+                continue
+            tree = ast.parse(path.read_text())
+            parents, docstrings = _parents(tree), _docstrings(tree)
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Constant) and node.value in BUILT_IN and node not in docstrings
+                        and not _names_a_run_config(node, parents)):
+                    found.append(f"{relative}:{node.lineno} {node.value!r}")
+    assert not found, "task names outside the task modules (ask the task object instead):\n" + "\n".join(found)
+
+
+def test_the_scan_above_finds_a_compared_task_name():
+    tree = ast.parse('if config.task == "language_model":\n    pass\nTrainConfig(task="language_model")\n')
+    parents = _parents(tree)
+    flagged = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Constant)
+               and node.value in BUILT_IN and not _names_a_run_config(node, parents)]
+    assert flagged == [1]
+
+
+def test_the_built_in_tasks_are_registered_with_what_the_commands_ask_of_them():
+    assert [name for name in task_names() if name in BUILT_IN] == list(BUILT_IN)
+    for task in all_tasks():
+        assert issubclass(task, Task) and task_named(task.name) is task
+        assert task.metric and isinstance(task.higher_is_better, bool) and task.model_names()
+
+
+@pytest.mark.parametrize("name, error, message", [
+    ("speech", ValueError, "task must be one of 'image_classification', 'language_model'"),
+    (3, TypeError, "task must be a task name"),
+])
+def test_an_unknown_task_lists_the_registered_ones_and_how_to_add_one(name, error, message):
+    with pytest.raises(error, match=message) as raised:
+        task_named(name)
+    assert error is TypeError or "--import MODULE" in str(raised.value)
+
+
+def test_a_task_name_registered_twice_is_refused():
+    with pytest.raises(ValueError, match="task 'image_classification' is registered twice"):
+        register_task("image_classification")(type("Other", (Task,), {}))
+    with pytest.raises(ValueError, match="a Python identifier"):
+        register_task("image classification")

@@ -1,0 +1,62 @@
+"""A third task, defined in the tests only (toy_task.py), trains, resumes and sweeps through the unchanged commands.
+
+Each command is a child process that imports the task's module with ``--import``, as a user's
+own package is loaded: this process never imports it, so its registries stay the project's.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import torch
+
+from training import checkpoint
+from training.train import child_environment
+
+IMPORT = ["--import", "tests.training.tasks.toy_task"]
+
+
+def _command(module: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, check=False,
+                          env=child_environment(), timeout=300)
+
+
+def _train(*args: str, expect: int = 0) -> str:
+    run = _command("training.train", *args, "--no-progress")
+    assert run.returncode == expect, run.stderr[-3000:]
+    return run.stderr
+
+
+def _weights(out):
+    return checkpoint.load(out / checkpoint.CHECKPOINT_NAME)["model"]
+
+
+def test_the_toy_task_trains_and_a_resumed_run_ends_as_the_uninterrupted_one(tmp_path):
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    _train(*IMPORT, "--recipe", "toy_regression", "--out", str(whole), "--keep-checkpoints", "3")
+    summary = json.loads((whole / "summary.json").read_text())
+    assert (summary["metric"], summary["sample_unit"], summary["steps"]) == ("mse", "samples", 16)
+    assert summary["metrics"]["mse"] < 5.0, "4 epochs of SGD fit most of y's variance (30)"
+    # As a run stopped after its second epoch's checkpoint (step 8 of 16) leaves its folder.
+    shutil.copytree(whole, stopped)
+    for name in ("summary.json", "checkpoint.pt", "checkpoint.1.pt"):
+        (stopped / name).unlink()
+    (stopped / "checkpoint.2.pt").rename(stopped / "checkpoint.pt")
+    assert checkpoint.load(stopped / checkpoint.CHECKPOINT_NAME)["step"] == 8
+    _train(*IMPORT, "--resume", "--out", str(stopped))
+    for name, tensor in _weights(whole).items():
+        assert torch.equal(tensor, _weights(stopped)[name]), name
+    # Without the import the saved run's task is unknown, and the refusal says how to load it.
+    error = _train("--resume", "--out", str(stopped), expect=2)
+    assert "task must be one of 'image_classification', 'language_model', got 'toy_regression'" in error
+    assert "--import MODULE" in error
+
+
+def test_a_two_point_tradeoff_sweeps_the_toy_task(tmp_path):
+    out = tmp_path / "report"
+    run = _command("training.tradeoff", *IMPORT, "--recipes", "toy_regression", "--budgets", "0.5,1",
+                   "--device", "cpu", "--no-progress", "--out", str(out))
+    assert run.returncode == 0, run.stderr[-3000:]
+    runs = json.loads((out / "results.json").read_text())
+    assert sorted((run["budget"], run["metric"], run["steps"]) for run in runs) == [(0.5, "mse", 8), (1.0, "mse", 16)]
