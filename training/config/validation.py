@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number, check_str
 from fastcore_ops.data.loader import BACKENDS
@@ -26,15 +26,11 @@ def validate(config: TrainConfig) -> None:
     ValueError: methods.stochastic_depth: drop_rate must be a number in [0, 1), ...
     """
     _check_finite(config)
-    if not isinstance(config.name, str):
-        raise TypeError(f"name must be a str, got {type(config.name).__name__} {config.name!r}")
     task = task_named(config.task)
-    check_choice("precision", config.precision, PRECISIONS)
-    check_bool("compile", config.compile)
-    check_int("seed", config.seed, low=0)
-    _validate_model(config.model, task)
-    _check_fields(config)
+    for label, value, check, bounds in _field_checks(config):
+        check(label, value, **bounds)
     _check_relations(config)
+    _validate_model(config.model, task)
     _validate_methods(config, task)
 
 
@@ -69,7 +65,6 @@ def _check_finite(config: TrainConfig) -> None:
 
 
 def _validate_model(model: ModelConfig, task) -> None:
-    check_str("model.name", model.name)
     if not isinstance(model.options, dict):
         raise TypeError(f"model.options must be a dict of the model builder's options, got "
                         f"{type(model.options).__name__} {model.options!r}")
@@ -84,7 +79,7 @@ def _validate_model(model: ModelConfig, task) -> None:
 
 
 # Each section's fields with the check that accepts them and its bounds, in the order they are checked;
-# relations between fields follow in _check_relations.
+# the fields whose bounds depend on others follow in _field_checks, and the relations in _check_relations.
 _FIELD_CHECKS = {
     "optimizer": (
         ("name", check_choice, {"choices": OPTIMIZERS}),
@@ -125,22 +120,39 @@ _FIELD_CHECKS = {
 _MEANINGS = {"optimizer.grad_clip_norm": "0 = off", "data.num_workers": "-1 = one per core"}
 
 
-def _check_fields(config: TrainConfig) -> None:
-    """Each field of :data:`_FIELD_CHECKS` with its check; a field with a special value names it."""
+def _field_checks(config: TrainConfig) -> Iterator[tuple[str, object, Callable, dict]]:
+    """(label, value, check, its bounds) of each field, in the order they are checked: the run's own fields,
+    :data:`_FIELD_CHECKS`, then the fields whose bounds another field sets; lazily, so that a bound is read
+    only after its own field passed."""
+    yield "name", config.name, check_str, {}
+    yield "precision", config.precision, check_choice, {"choices": PRECISIONS}
+    yield "compile", config.compile, check_bool, {}
+    yield "seed", config.seed, check_int, {"low": 0}
+    yield "model.name", config.model.name, check_str, {}
     for section, fields in _FIELD_CHECKS.items():
         for field, check, bounds in fields:
             path = f"{section}.{field}"
             meaning = _MEANINGS.get(path)
-            check(f"{path} ({meaning})" if meaning else path, getattr(getattr(config, section), field), **bounds)
-
-
-def _check_relations(config: TrainConfig) -> None:
-    """What one field's value allows of another's, and the values that must come as a tuple."""
-    optimizer, schedule, data, text = config.optimizer, config.schedule, config.data, config.text
+            yield f"{path} ({meaning})" if meaning else path, getattr(getattr(config, section), field), check, bounds
+    optimizer, data, text = config.optimizer, config.data, config.text
     if not (isinstance(optimizer.betas, tuple) and len(optimizer.betas) == 2):
         raise TypeError(f"optimizer.betas must be a (beta1, beta2) pair, got {optimizer.betas!r}")
     for index, beta in enumerate(optimizer.betas):
-        check_number(f"optimizer.betas[{index}]", beta, low=0, high=1, high_open=True)
+        yield f"optimizer.betas[{index}]", beta, check_number, {"low": 0, "high": 1, "high_open": True}
+    yield "data.eval_resize", data.eval_resize, check_int, {"low": data.eval_size}
+    multiples = text.eval_length_multiples
+    if not (isinstance(multiples, tuple) and multiples):
+        raise TypeError(f"text.eval_length_multiples must be a non-empty tuple of ints, got {multiples!r}")
+    for index, multiple in enumerate(multiples):
+        yield f"text.eval_length_multiples[{index}]", multiple, check_int, {"low": 1}
+    longest = text.sequence_length * multiples[-1]
+    yield (f"text.eval_batch_tokens (at least one sequence of the longest evaluation length, {longest})",
+           text.eval_batch_tokens, check_int, {"low": longest})
+
+
+def _check_relations(config: TrainConfig) -> None:
+    """What one field's value allows of another's (each field alone passed :func:`_field_checks`)."""
+    optimizer, schedule, text = config.optimizer, config.schedule, config.text
     if optimizer.nesterov and optimizer.name in ("adamw", "lamb"):
         raise ValueError(f"optimizer.nesterov must be False with optimizer.name={optimizer.name!r} (Nesterov "
                          f"momentum is SGD's and LARS's; its momentum is betas[0]), got True")
@@ -153,17 +165,9 @@ def _check_relations(config: TrainConfig) -> None:
     if schedule.warmup_epochs > schedule.epochs:
         raise ValueError(f"schedule.warmup_epochs must be in [0, schedule.epochs={schedule.epochs}], "
                          f"got {schedule.warmup_epochs!r}")
-    check_int("data.eval_resize", data.eval_resize, low=data.eval_size)
     multiples = text.eval_length_multiples
-    if not (isinstance(multiples, tuple) and multiples):
-        raise TypeError(f"text.eval_length_multiples must be a non-empty tuple of ints, got {multiples!r}")
-    for index, multiple in enumerate(multiples):
-        check_int(f"text.eval_length_multiples[{index}]", multiple, low=1)
     if list(multiples) != sorted(set(multiples)):
         raise ValueError(f"text.eval_length_multiples must increase, each multiple once, got {multiples!r}")
-    longest = text.sequence_length * multiples[-1]
-    check_int(f"text.eval_batch_tokens (at least one sequence of the longest evaluation length, {longest})",
-              text.eval_batch_tokens, low=longest)
 
 
 def _validate_methods(config: TrainConfig, task) -> None:
