@@ -1,8 +1,9 @@
 """GPU data pipeline: decode with DALI or Pillow(-SIMD), augment the batch on the device.
 
-Its rooms: ``build_loader`` (loader.py, with sources.py and order.py) is the door; transforms/ holds the
-batch transforms a user imports; backends/ the two decoders and the pil workers' machinery;
-shards/ the prepared-shard format that ``python -m fastcore_ops.data.prepare`` (prepare.py) writes.
+Its rooms: ``build_loader`` (loader.py, with its option groups in loader_options.py, sources.py and
+order.py) is the door; transforms/ holds the batch transforms a user imports; backends/ the two
+decoders and the pil workers' machinery; shards/ the prepared-shard format that
+``python -m fastcore_ops.data.prepare`` (prepare.py) writes.
 
     >>> from fastcore_ops.data import build_loader, RandAugmentOptions
     >>> loader = build_loader("/data/imagenet/train", batch_size=256, train=True, image_size=176,
@@ -10,13 +11,14 @@ shards/ the prepared-shard format that ``python -m fastcore_ops.data.prepare`` (
 """
 
 from .loader import Loader, SkippedImagesWarning, build_loader
+from .loader_options import Crops, Shard
 from .sources import DatasetScanWarning
 from .transforms import (AlternatingFlipOptions, ColOutOptions, DeviceAugment, PaddedCropOptions, ProgressiveResize,
                          RandAugmentOptions, colout_batch, flip_batch, padded_crop_batch, randaugment_batch,
                          resize_batch)
 
 __all__ = [
-    "build_loader", "Loader", "SkippedImagesWarning", "DatasetScanWarning",
+    "build_loader", "Crops", "Shard", "Loader", "SkippedImagesWarning", "DatasetScanWarning",
     "randaugment_batch", "colout_batch", "resize_batch", "flip_batch", "padded_crop_batch",
     "RandAugmentOptions", "ColOutOptions", "PaddedCropOptions", "ProgressiveResize", "DeviceAugment",
     "AlternatingFlipOptions",

@@ -13,10 +13,11 @@ import warnings
 
 import torch
 
-from fastcore_ops.checks import check_bool, check_choice, check_device, check_int, check_interval, check_number
+from fastcore_ops.checks import check_bool, check_choice, check_device, check_int, check_number
 from fastcore_ops.data.backends.dali import DaliBackend, dali_available
 from fastcore_ops.data.backends.decoded import RunPlan, SkippedFile
 from fastcore_ops.data.backends.pil import PilBackend, default_num_workers
+from fastcore_ops.data.loader_options import Crops, Shard
 from fastcore_ops.data.order import (
     batch_count,
     check_epoch_position,
@@ -38,6 +39,9 @@ BACKENDS = ("auto", "pil", "dali")
 # Each pil worker's budget for crops it keeps (backends/workers/crop_cache.py): CIFAR-10's 50,000 training images
 # take 150 MB at 32 px, and about 500 MB at the five sizes of cifar_mild's progressive resizing.
 CROP_CACHE_MB = 1024
+
+# The default crops: the Inception-style random-resized crop and the 0.875 center crop of ImageNet training.
+INCEPTION_CROPS = Crops()
 
 # How many skipped files the epoch's warning names before summarizing the rest.
 _NAMED_SKIPS = 10
@@ -183,11 +187,8 @@ def build_loader(
     alternating_flip: AlternatingFlipOptions | None = None,
     progressive_resize: ProgressiveResize | None = None,
     epochs: int | None = None,
-    crop_scale: tuple[float, float] = (0.08, 1.0),
-    crop_ratio: tuple[float, float] = (3 / 4, 4 / 3),
-    eval_crop_fraction: float = 0.875,
-    rank: int | None = None,
-    world_size: int | None = None,
+    crops: Crops = INCEPTION_CROPS,
+    shard: Shard | None = None,
     crop_cache_mb: int = CROP_CACHE_MB,
     worker_niceness: int | None = None,
     **augmentations: object,
@@ -195,23 +196,23 @@ def build_loader(
     """A loader of normalized ``(images, labels)`` batches on ``device`` for one rank.
 
     source: an ImageFolder root (``root/<class>/<image>``) or a list of ``(path, label)`` pairs.
-    train: random-resized crops, flips and the chosen augmentations; else center crops
-        (shorter side to ``image_size / eval_crop_fraction``, then the center ``image_size``).
+    train: random-resized crops, flips and the chosen augmentations; else center crops.
+    crops: the training and the evaluation crops (loader_options.py); the default is ImageNet's.
     augmentations: the batch stage's augmentations by name (transforms/registry.py), each its options
-        or None: ``padded_crop`` (CIFAR's padded random crop, with ``crop_scale=(1, 1)`` for whole
-        images), ``colout``, ``randaugment``, ...; training only.
+        or None: ``padded_crop`` (CIFAR's padded random crop, with ``crops=Crops(scale=(1, 1))`` for
+        whole images), ``colout``, ``randaugment``, ...; training only.
     flip: mirror training images, each at random with probability 1/2; with ``alternating_flip``
         each image in every other epoch instead (transforms/flips.py).
     backend: "pil", "dali" or "auto": DALI when ``device`` is CUDA and DALI runs here, else pil.
     shuffle, drop_last: default to ``train``. drop_last drops this rank's last short batch.
     pad: defaults to ``train``. With several ranks and a sample count that does not divide by
-        ``world_size``, training pads every rank to the same sample count (DDP needs equal step
+        their number, training pads every rank to the same sample count (DDP needs equal step
         counts; up to ``world_size - 1`` samples repeat), and evaluation does not (each sample is
         visited by exactly one rank, so ranks may differ by one sample and one batch); see order.py.
     num_workers: decoding processes (pil) or threads (dali); default one per core.
     progressive_resize: a training-size schedule; needs ``epochs`` (the run's length, may be fractional).
-    rank, world_size: this process's shard; default from torch.distributed when initialized,
-        else one process.
+    shard: this process's ``Shard(rank, world_size)``; default from torch.distributed when
+        initialized, else one process.
     crop_cache_mb: the pil backend's workers keep the crops whose box repeats every epoch (whole
         images, center crops) up to this many MB each, and copy them instead of decoding again
         (backends/workers/crop_cache.py); 0 turns it off.
@@ -237,14 +238,14 @@ def build_loader(
         check_int("worker_niceness", worker_niceness, low=0, high=19)
     for name, value in (("shuffle", shuffle), ("drop_last", drop_last), ("pad", pad)):
         check_bool(name, value, allow_none=True)
-    check_interval("crop_scale", crop_scale, high=1.0)
-    check_interval("crop_ratio", crop_ratio)
-    check_number("eval_crop_fraction", eval_crop_fraction, low=0, high=1, low_open=True)
+    _check_group("crops", crops, Crops, "Crops(scale=(0.5, 1.0))")
+    if shard is not None:
+        _check_group("shard", shard, Shard, "Shard(rank=0, world_size=2), or None")
     _check_progressive(progressive_resize, epochs, train, image_size)
     _check_alternating_flip(alternating_flip, flip, train)
     check_choice("backend", backend, BACKENDS)
     device = torch.device("cpu") if device is None else check_device("device", device)
-    rank, world_size = _shard(rank, world_size)
+    rank, world_size = _this_shard(shard)
     stage = DeviceAugment(train=train, flip=flip and alternating_flip is None, channels_last=channels_last,
                           **augmentations)
 
@@ -260,8 +261,8 @@ def build_loader(
     name = _choose_backend(backend, device)
     workers = default_num_workers() if num_workers is None else num_workers
     common = dict(batch_size=batch_size, train=train, image_size=image_size, device=device, seed=seed,
-                  num_workers=workers, crop_scale=tuple(crop_scale), crop_ratio=tuple(crop_ratio),
-                  eval_crop_fraction=eval_crop_fraction, alternating_flip=alternating_flip is not None)
+                  num_workers=workers, crop_scale=crops.scale, crop_ratio=crops.ratio,
+                  eval_crop_fraction=crops.eval_fraction, alternating_flip=alternating_flip is not None)
     if name == "pil":
         # On a CPU the decoding workers run the batch stage too (backends/decoded.py says why).
         decoder = PilBackend(**common, stage=stage if device.type == "cpu" else None, crop_cache_mb=crop_cache_mb,
@@ -309,18 +310,17 @@ def _check_alternating_flip(alternating_flip, flip, train: bool) -> None:
                          "pass flip=True or alternating_flip=None")
 
 
-def _shard(rank, world_size) -> tuple[int, int]:
-    if rank is None and world_size is None:
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            return torch.distributed.get_rank(), torch.distributed.get_world_size()
-        return 0, 1
-    if rank is None or world_size is None:
-        raise ValueError(f"pass both rank and world_size or neither, got rank={rank!r}, world_size={world_size!r}")
-    check_int("world_size", world_size, low=1)
-    check_int("rank", rank, low=0)
-    if rank >= world_size:
-        raise ValueError(f"rank must be < world_size={world_size}, got {rank}")
-    return rank, world_size
+def _check_group(name: str, value, group: type, example: str) -> None:
+    if not isinstance(value, group):
+        raise TypeError(f"{name} must be a {group.__name__}, got {type(value).__name__}; pass {name}={example}")
+
+
+def _this_shard(shard: Shard | None) -> tuple[int, int]:
+    if shard is not None:
+        return shard.rank, shard.world_size
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
 
 
 def _choose_backend(asked: str, device: torch.device) -> str:

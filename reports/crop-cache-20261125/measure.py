@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from fastcore_ops.data import build_loader
+from fastcore_ops.data import Crops, build_loader
 from training.tasks.classification import first_per_class
 
 
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     print("crop_cache_mb,epoch,cpu_us_per_image")
     for cache_mb in (0, args.cache_mb):
         loader = build_loader(samples, batch_size=args.batch_size, train=True, image_size=args.size, device="cpu",
-                              num_workers=0, crop_scale=(1.0, 1.0), seed=0, crop_cache_mb=cache_mb)
+                              num_workers=0, crops=Crops(scale=(1.0, 1.0)), seed=0, crop_cache_mb=cache_mb)
         for epoch in range(args.epochs):
             loader.set_epoch(epoch)
             started = time.process_time()

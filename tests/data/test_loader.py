@@ -15,6 +15,7 @@ from fastcore_ops.data.backends import pil as pil_backend
 from fastcore_ops.data.backends.dali import dali_available
 from fastcore_ops.data.backends.pil import PilBackend
 from fastcore_ops.data.loader import build_loader
+from fastcore_ops.data.loader_options import Crops, Shard
 from fastcore_ops.data.order import epoch_order
 from fastcore_ops.data.transforms.colout import ColOutOptions
 from fastcore_ops.data.transforms.device_stage import DeviceAugment
@@ -144,7 +145,7 @@ def test_an_epoch_resumed_at_a_batch_repeats_the_rest_of_that_epoch(photo_jpegs,
 def test_two_ranks_see_disjoint_halves_that_cover_the_data(numbered_tree, backend):
     seen = []
     for rank in range(2):
-        loader = _loader(numbered_tree, backend, batch_size=5, rank=rank, world_size=2, drop_last=False)
+        loader = _loader(numbered_tree, backend, batch_size=5, shard=Shard(rank, 2), drop_last=False)
         assert len(loader) == 3
         loader.set_epoch(3)
         images, labels = _epoch(loader)
@@ -160,7 +161,7 @@ def test_eval_shards_visit_every_sample_exactly_once_across_ranks(numbered_tree,
     # 24 samples over 5, 7 or 30 ranks: no padding, so no image is counted twice in top-1.
     seen = []
     for rank in range(world_size):
-        loader = _loader(numbered_tree, "pil", train=False, batch_size=2, rank=rank, world_size=world_size)
+        loader = _loader(numbered_tree, "pil", train=False, batch_size=2, shard=Shard(rank, world_size))
         share = len(range(rank, NUMBERED, world_size))
         assert len(loader) == -(-share // 2)
         images = [x for x, _ in loader]
@@ -170,9 +171,10 @@ def test_eval_shards_visit_every_sample_exactly_once_across_ranks(numbered_tree,
 
 
 def test_training_shards_are_padded_to_equal_step_counts(numbered_tree):
-    lengths = {len(_loader(numbered_tree, "pil", batch_size=2, rank=rank, world_size=5)) for rank in range(5)}
+    lengths = {len(_loader(numbered_tree, "pil", batch_size=2, shard=Shard(rank, 5))) for rank in range(5)}
     assert lengths == {2}  # ceil(24 / 5) = 5 samples each, one short batch dropped
-    padded = [len(_loader(numbered_tree, "pil", train=False, pad=True, batch_size=2, rank=r, world_size=5)) for r in range(5)]
+    padded = [len(_loader(numbered_tree, "pil", train=False, pad=True, batch_size=2, shard=Shard(r, 5)))
+              for r in range(5)]
     assert padded == [3] * 5
 
 
@@ -217,7 +219,7 @@ def _mirrored_per_sample(images: torch.Tensor) -> dict[int, bool]:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_alternating_flips_mirror_each_image_in_every_other_epoch(half_dark_tree, backend):
-    loader = _loader(half_dark_tree, backend, image_size=16, crop_scale=(1.0, 1.0), seed=3,
+    loader = _loader(half_dark_tree, backend, image_size=16, crops=Crops(scale=(1.0, 1.0)), seed=3,
                      alternating_flip=AlternatingFlipOptions())
     seen = []
     for epoch in range(3):
@@ -331,20 +333,13 @@ BAD_ARGUMENTS = [
     (dict(train="yes"), TypeError, "train must be a bool"),
     (dict(shuffle=1), TypeError, "shuffle must be a bool or None"),
     (dict(pad="no"), TypeError, "pad must be a bool or None"),
-    (dict(crop_scale="0.08-1"), TypeError, "crop_scale must be a .low, high. pair"),
-    (dict(eval_crop_fraction="0.9"), TypeError, "eval_crop_fraction must be a number"),
-    (dict(crop_scale=(0.5, 0.1)), ValueError, "crop_scale must be a .low, high. pair"),
-    (dict(crop_ratio=(0, 1)), ValueError, "crop_ratio must be"),
-    (dict(eval_crop_fraction=1.5), ValueError, r"eval_crop_fraction must be a number in \(0, 1\]"),
+    (dict(crops=(0.08, 1.0)), TypeError, r"crops must be a Crops, got tuple; pass crops=Crops\(scale="),
     (dict(progressive_resize=ProgressiveResize()), ValueError, "needs epochs"),
     (dict(progressive_resize=ProgressiveResize(), epochs=2, train=False), ValueError, "training only"),
     (dict(progressive_resize=ProgressiveResize(), epochs=2, image_size=30), ValueError, "multiple of size_increment"),
     (dict(progressive_resize=ProgressiveResize(), epochs=0), ValueError, "epochs must be a number > 0"),
     (dict(epochs="2"), TypeError, "epochs must be a number > 0"),
-    (dict(rank=0), ValueError, "pass both rank and world_size"),
-    (dict(rank=2, world_size=2), ValueError, "rank must be < world_size=2"),
-    (dict(rank=0, world_size=0), ValueError, "world_size must be an int >= 1, got 0"),
-    (dict(rank="0", world_size=2), TypeError, "rank must be an int >= 0"),
+    (dict(shard=0), TypeError, r"shard must be a Shard, got int; pass shard=Shard\(rank=0, world_size=2\), or None"),
     (dict(device="toaster"), ValueError, "device 'toaster' is not a device name; use cpu, cuda or cuda:N"),
     (dict(device=0.5), TypeError, "device must be a torch.device or a name.*got float 0.5"),
     (dict(flip="no"), TypeError, "flip must be a bool"),
@@ -391,9 +386,9 @@ def test_real_photos_come_through_at_full_pipeline_settings(photo_jpegs):
 def test_drop_last_that_leaves_no_batch_is_an_error(coded_tree):
     root = coded_tree(classes=2, per_class=3)
     with pytest.raises(ValueError, match="drop_last leaves no batch: rank 0 of 2 gets 3 of 6 samples.*batch_size=4"):
-        build_loader(root, batch_size=4, train=True, image_size=16, backend="pil", rank=0, world_size=2)
+        build_loader(root, batch_size=4, train=True, image_size=16, backend="pil", shard=Shard(0, 2))
     assert len(build_loader(root, batch_size=4, train=True, image_size=16, backend="pil", drop_last=False,
-                            rank=0, world_size=2)) == 1
+                            shard=Shard(0, 2))) == 1
 
 
 def test_close_stops_the_decoding_workers_and_a_closed_loader_says_so(numbered_tree):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import training.tasks.classification
-from fastcore_ops.data import ColOutOptions, PaddedCropOptions, ProgressiveResize, RandAugmentOptions
+from fastcore_ops.data import ColOutOptions, Crops, PaddedCropOptions, ProgressiveResize, RandAugmentOptions
 from training.assemble import effective_lr
 from training.config import (MethodsConfig, OptimizerConfig, TrainConfig, config_hash, from_dict, override, to_dict,
                              validate)
@@ -280,7 +280,11 @@ def _loader_arguments(config: TrainConfig, root: Path, monkeypatch) -> dict[str,
     """The keyword arguments of the training and evaluation build_loader calls for ``config``."""
     calls = []
 
-    def record(source, **kwargs):
+    def record(source, crops, **kwargs):
+        # The recording's loaders took the crops as keywords of their own: crop_scale to train, eval_crop_fraction
+        # to evaluate (crop_ratio at its default).
+        assert crops.ratio == Crops().ratio
+        kwargs |= {"crop_scale": crops.scale} if kwargs["train"] else {"eval_crop_fraction": crops.eval_fraction}
         calls.append({name: _as_json(value) for name, value in kwargs.items() if name != "device"})
         return SimpleNamespace(classes=["a", "b"])
 

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from fastcore_ops.checks import check_bool, check_int
-from fastcore_ops.data import build_loader
+from fastcore_ops.data import Shard, build_loader
 from training.methods.registry import IMAGES, register_method
 
 log = logging.getLogger(__name__)
@@ -167,7 +167,7 @@ def whiten_stem_from_samples(model: nn.Module, samples: list[tuple[str, int]], o
     """
     started = time.perf_counter()
     spaced = samples[:: max(1, len(samples) // options.images)][: options.images]  # every class, not the first few
-    loader = build_loader(spaced, train=False, rank=0, world_size=1, **loader_settings)
+    loader = build_loader(spaced, train=False, shard=Shard(rank=0, world_size=1), **loader_settings)
     try:
         stem = whiten_stem_(model, (images for images, _ in loader), options)
     finally:

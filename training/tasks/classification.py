@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fastcore_ops.data import build_loader
+from fastcore_ops.data import Crops, build_loader
 from fastcore_ops.data.loader import Loader
 from fastcore_ops.data.order import samples_per_rank
 from fastcore_ops.data.sources import find_samples
@@ -236,7 +236,8 @@ def _loader_settings(config: TrainConfig, plan: MethodPlan, device: torch.device
     """The build_loader arguments every loader of a run shares."""
     d = config.data
     return dict(batch_size=d.batch_size, device=device, backend=d.backend, seed=config.seed,
-                num_workers=None if d.num_workers < 0 else d.num_workers, **plan.loader_switches)
+                num_workers=None if d.num_workers < 0 else d.num_workers,
+                crops=Crops(scale=d.crop_scale, eval_fraction=d.eval_size / d.eval_resize), **plan.loader_switches)
 
 
 def _loaders(config: TrainConfig, plan: MethodPlan, data: Path, train_samples, common: dict):
@@ -246,10 +247,9 @@ def _loaders(config: TrainConfig, plan: MethodPlan, data: Path, train_samples, c
     train_source, classes = train_samples
     d = config.data
     train = build_loader(
-        train_source, train=True, image_size=d.train_size, flip=d.flip, crop_scale=d.crop_scale,
-        epochs=config.schedule.epochs, **plan.augmentations, **common)
-    evaluation = build_loader(eval_root, train=False, image_size=d.eval_size,
-                              eval_crop_fraction=d.eval_size / d.eval_resize, **common)
+        train_source, train=True, image_size=d.train_size, flip=d.flip, epochs=config.schedule.epochs,
+        **plan.augmentations, **common)
+    evaluation = build_loader(eval_root, train=False, image_size=d.eval_size, **common)
     if evaluation.classes != classes:
         raise ValueError(f"the class folders of {train_root} and {eval_root} differ: "
                          f"{classes[:5]}... vs {evaluation.classes[:5]}...")
@@ -279,6 +279,5 @@ def build_image_classification(config: TrainConfig, plan: MethodPlan, *, data: P
     model.to(device)
     d = config.data
     for _, options in active(config.methods, "model"):
-        task.setup_seconds += options.set_up_model(model, train_samples[0], image_size=d.train_size,
-                                                   eval_crop_fraction=d.eval_size / d.eval_resize, **common)
+        task.setup_seconds += options.set_up_model(model, train_samples[0], image_size=d.train_size, **common)
     return model, train, task

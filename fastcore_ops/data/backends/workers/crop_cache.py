@@ -1,7 +1,7 @@
 """Crops a decoding worker has made before and is asked for again, kept so that it makes them once.
 
 Where a crop's box does not change between epochs, neither do its pixels: an evaluation center
-crop, and a training crop of the whole image (``crop_scale=(1, 1)``, CIFAR's recipes) of a
+crop, and a training crop of the whole image (``Crops(scale=(1, 1))``, CIFAR's recipes) of a
 square image, at each size progressive resizing asks for. Reading, parsing and decoding a 32 px
 JPEG costs a worker far more than copying its 3 KB of pixels: on a 2-core AMD EPYC, a CIFAR
 image took about 145 us of CPU with the batch stage, and 30 us with its crop kept. Those workers

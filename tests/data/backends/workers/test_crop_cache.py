@@ -6,6 +6,7 @@ import torch
 from fastcore_ops.data.backends import pil as pil_backend
 from fastcore_ops.data.backends.workers.crop_cache import CropCache
 from fastcore_ops.data.loader import build_loader
+from fastcore_ops.data.loader_options import Crops
 from fastcore_ops.data.transforms.padded_crop import PaddedCropOptions
 from fastcore_ops.data.transforms.resize import ProgressiveResize
 from tests.training.conftest import link_cifar_subset
@@ -35,9 +36,9 @@ def _same(first, second):
 
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("options", [
-    dict(train=True, crop_scale=(1.0, 1.0), padded_crop=PaddedCropOptions()),
+    dict(train=True, crops=Crops(scale=(1.0, 1.0)), padded_crop=PaddedCropOptions()),
     # Sizes 16, 20, 24 and 32 over 6 epochs: each size's crops are kept and reused at that size.
-    dict(train=True, crop_scale=(1.0, 1.0), progressive_resize=ProgressiveResize(delay_fraction=0.4), epochs=6),
+    dict(train=True, crops=Crops(scale=(1.0, 1.0)), progressive_resize=ProgressiveResize(delay_fraction=0.4), epochs=6),
     dict(train=False),
 ], ids=["whole-image crops", "progressive resizing", "evaluation"])
 def test_kept_crops_give_the_batches_a_decode_gives(cifar, workers, options, monkeypatch):
@@ -60,7 +61,7 @@ def test_a_later_epoch_reads_no_file_and_random_crops_keep_nothing(cifar, monkey
     reads = []
     read = pil_backend.read_encoded
     monkeypatch.setattr(pil_backend, "read_encoded", lambda path: reads.append(path) or read(path))
-    loader = build_loader(cifar / "train", batch_size=12, image_size=32, train=True, crop_scale=(1.0, 1.0),
+    loader = build_loader(cifar / "train", batch_size=12, image_size=32, train=True, crops=Crops(scale=(1.0, 1.0)),
                           num_workers=0)
     for epoch in range(2):
         loader.set_epoch(epoch)
