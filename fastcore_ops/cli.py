@@ -12,7 +12,7 @@ ones are added here, so their help reads the same everywhere.
     >>> parser.parse_args(["--batch-size", "0"])
     Traceback (most recent call last):
     ...
-    ValueError: argument --batch-size: invalid positive_int value: '0'; see python -m tool --help
+    ValueError: argument --batch-size: must be a whole number >= 1, got '0'; see python -m tool --help
 """
 
 from __future__ import annotations
@@ -88,8 +88,9 @@ def description(docstring: str) -> str:
 
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:
-    """``--device``, as every command that computes takes it."""
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help=DEVICE_HELP)
+    """``--device``, as every command that computes takes it: a device this machine has, by name."""
+    parser.add_argument("--device", type=device_name, default="cuda" if torch.cuda.is_available() else "cpu",
+                        help=DEVICE_HELP)
 
 
 def add_no_progress_option(parser: argparse.ArgumentParser) -> None:
@@ -185,9 +186,25 @@ def positive_int(text: str) -> int:
     >>> positive_int("3")
     3
     """
-    value = int(text)
-    if value < 1:
-        raise ValueError(f"{value} < 1")
+    return _whole_number(text, low=1)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: a whole number >= 0.
+
+    >>> non_negative_int("0")
+    0
+    """
+    return _whole_number(text, low=0)
+
+
+def _whole_number(text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= {low}, got {text!r}")
     return value
 
 
@@ -201,6 +218,18 @@ def finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     return value
+
+
+def device_name(text: str) -> str:
+    """An argparse type: the name of a CPU or CUDA device this machine has, as torch spells it.
+
+    >>> device_name("cpu")
+    'cpu'
+    """
+    try:
+        return str(checks.check_device("device", text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("device ")) from None
 
 
 def check_device(name: str) -> torch.device:

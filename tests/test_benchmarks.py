@@ -73,13 +73,13 @@ def _stranger(folder):
 
 
 @pytest.mark.parametrize("command, arguments, message", [
-    ("kernels", ["--batch-size", "0"], "argument --batch-size: invalid positive_int value: '0'"),
+    ("kernels", ["--batch-size", "0"], "argument --batch-size: must be a whole number >= 1, got '0'"),
     ("kernels", ["--kernels", "blurpol2d"], "--kernels blurpol2d: no such kernel; did you mean blurpool2d?"),
-    ("kernels", ["--device", "tpu9"], "--device 'tpu9' is not a device name"),
+    ("kernels", ["--device", "tpu9"], "argument --device: 'tpu9' is not a device name"),
     ("kernels", ["--dtype", "float8"], "argument --dtype: invalid choice: 'float8'"),
     ("kernels", ["--out", "{stranger}"], "holds files that python -m benchmarks did not write"),
     ("surgery", ["--models", "resnet9000"], "--models resnet9000: no such model; did you mean resnet50?"),
-    ("surgery", ["--steps", "-1"], "argument --steps: invalid positive_int value: '-1'"),
+    ("surgery", ["--steps", "-1"], "argument --steps: must be a whole number >= 1, got '-1'"),
     ("surgery", ["--out", "{stranger}"], "holds files that python -m benchmarks did not write"),
     ("dataloader", ["--data", "{missing}"], "is not a folder; pass an ImageFolder tree"),
     ("dataloader", ["--sections", "fixed,slow"],
@@ -88,7 +88,7 @@ def _stranger(folder):
     ("dataloader", ["--prepared", "{stranger}"], "holds files that python -m benchmarks did not write"),
     ("dataloader", ["--unknown-flag"], "unrecognized arguments: --unknown-flag"),
     ("peers", ["--recipe", "gpt_baseline"], "has task 'language_model': the Composer job sets up image classification"),
-    ("peers", ["--pairs", "0"], "argument --pairs: invalid positive_int value: '0'"),
+    ("peers", ["--pairs", "0"], "argument --pairs: must be a whole number >= 1, got '0'"),
     ("peers", ["--data", "{missing}"], "is not a folder; give one with train/ and val/"),
     ("peers", ["--out", "{stranger}"], "holds files that python -m benchmarks.peers did not write"),
     ("step_floor", ["--recipe", "cifar_mild", "--data", "{missing}"], "no such folder; pass a folder holding train/"),

@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import re
+from enum import Enum
 from pathlib import Path
 
 from fastcore_ops.checks import check_int
@@ -35,6 +36,26 @@ RUN_FILES = (CONFIG_NAME, SETTINGS_NAME, "metrics.jsonl", SUMMARY_NAME, "curves.
              "tokenizer.json")
 _CHECKPOINT_FILE = re.compile(rf"{re.escape(checkpoint.CHECKPOINT_NAME[:-3])}(\.\d+)?\.pt(\.tmp)?")
 EXTENDABLE = "schedule.epochs"
+
+
+class RunState(Enum):
+    FINISHED = "finished"
+    RESUMABLE = "resumable"
+    NEW = "new"
+
+
+def run_state(folder: Path) -> RunState:
+    """Whether the run in ``folder`` is finished (it wrote its summary), can be resumed, or has to start.
+
+    Example:
+        >>> run_state(Path("/nonexistent"))
+        <RunState.NEW: 'new'>
+    """
+    if (folder / SUMMARY_NAME).is_file():
+        return RunState.FINISHED
+    if checkpoint.existing(folder / checkpoint.CHECKPOINT_NAME):
+        return RunState.RESUMABLE
+    return RunState.NEW
 
 
 def _is_part(part) -> bool:

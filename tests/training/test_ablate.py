@@ -6,10 +6,13 @@ import pytest
 
 from tests.training.conftest import link_cifar_subset
 from training.ablate.catalog import METHODS
-from training.ablate.cli import ablation_report, main, parse_methods, variants
+from training.ablate.arms import ablation_arms, methods_for, variants
+from training.ablate.cli import main
+from training.ablate.report import ablation_report
 from training.ablate.effects import method_effects
 from training.config import override, validate
 from training.recipes import get_recipe
+from training.tasks.registry import task_named
 from training.tradeoff.results import FailedRun, RunRecord
 
 
@@ -25,7 +28,7 @@ def test_each_switch_turns_its_method_on_or_off_and_leaves_a_valid_configuration
     switch = METHODS[name]
     if not switch.applies_to(config):
         with pytest.raises(ValueError, match=f"applies to task {switch.method.task_names()[0]!r} only"):
-            parse_methods(name, config)
+            methods_for(task_named(config.task), [name])
         return
     change, assignments = switch.toggle(config)
     if (base, name) == ("cifar_hot", "cutmix"):  # one batch mixing at a time: the ablation refuses this variant
@@ -50,12 +53,13 @@ def test_variants_add_what_the_base_lacks_and_remove_what_it_has():
                                                ("ema,ema", "named twice")])
 def test_bad_method_lists_are_named(text, message):
     with pytest.raises(ValueError, match=message):
-        parse_methods(text, get_recipe("cifar_baseline"))
+        ablation_arms("cifar_baseline", text)
 
 
 def test_all_means_the_methods_of_the_base_s_task_and_a_gpt_ablation_takes_alibi_and_warmup_apart():
-    assert "alibi" not in parse_methods("all", get_recipe("cifar_mild"))
-    assert "blurpool" not in parse_methods("all", get_recipe("gpt_alibi"))
+    arms, _ = ablation_arms("cifar_mild", "all")
+    assert "cifar_mild-alibi" not in [arm.name for arm in arms] and "cifar_mild-blurpool" in [arm.name for arm in arms]
+    assert "blurpool" not in methods_for(task_named("language_model"), None)
     names = [v.name for v in variants("gpt_alibi", get_recipe("gpt_alibi"), ["alibi", "seq_length_warmup"])]
     assert names == ["gpt_alibi", "gpt_alibi-alibi", "gpt_alibi-seq_length_warmup"]
 

@@ -61,7 +61,7 @@ def test_rows_mark_the_lengths_a_model_did_not_run():
     (["--steps", "0"], "steps must be an int >= 1, got 0"),
     (["--train-length", "1"], "train_length must be an int >= 2, got 1"),
     (["--n-embd", "30", "--n-head", "4"], "n_embd must be divisible by n_head"),
-    (["--device", "tpu"], "--device 'tpu' is not a device name; use cpu, cuda or cuda:N"),
+    (["--device", "tpu"], "argument --device: 'tpu' is not a device name; use cpu, cuda or cuda:N"),
     (["--steps", "two"], "argument --steps: invalid int value: 'two'"),
     (["--out", "{stranger}"], "holds files that python -m training.alibi_extrapolation did not write"),
 ])

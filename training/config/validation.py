@@ -9,9 +9,8 @@ from collections.abc import Callable, Iterator
 
 from fastcore_ops.checks import check_bool, check_choice, check_int, check_interval, check_number, check_str
 from fastcore_ops.data.loader import BACKENDS
-from training.config.fields import built
 from training.config.schema import OPTIMIZERS, PRECISIONS, TOKENIZERS, ModelConfig, TrainConfig
-from training.methods.registry import active, all_methods
+from training.methods.registry import check_methods
 from training.tasks.registry import task_named
 
 
@@ -26,19 +25,20 @@ def validate(config: TrainConfig) -> None:
     ValueError: methods.stochastic_depth: drop_rate must be a number in [0, 1), ...
     """
     _check_finite(config)
-    task = task_named(config.task)
     for label, value, check, bounds in _field_checks(config):
         check(label, value, **bounds)
     _check_relations(config)
-    _validate_model(config.model, task)
-    _validate_methods(config, task)
+    _check_model_options(config.model)
+    task = task_named(config.task)
+    task.check_model(config.model)
+    check_methods(config.methods, task, config)
 
 
 def _non_finite(value, path: str) -> Iterator[tuple[str, float]]:
     """(dotted path, value) of each inf or NaN float in ``value``, walking dataclass fields and tuple items.
 
     Those hold every float field of the configuration; ``model.options`` (a dict) must hold JSON
-    values, which have no inf or NaN (:func:`_validate_model`).
+    values, which have no inf or NaN (:func:`_check_model_options`).
     """
     if isinstance(value, float) and not math.isfinite(value):
         yield path, value
@@ -64,7 +64,7 @@ def _check_finite(config: TrainConfig) -> None:
         raise ValueError(f"{path} must be a finite number, got {value!r}{overflow}; give a finite value")
 
 
-def _validate_model(model: ModelConfig, task) -> None:
+def _check_model_options(model: ModelConfig) -> None:
     if not isinstance(model.options, dict):
         raise TypeError(f"model.options must be a dict of the model builder's options, got "
                         f"{type(model.options).__name__} {model.options!r}")
@@ -75,7 +75,6 @@ def _validate_model(model: ModelConfig, task) -> None:
     if not restored:
         raise ValueError(f"model.options must hold JSON values (str keys; numbers, strings, booleans, None, lists "
                          f"and dicts of them) so that config.json restores them, got {model.options!r}")
-    task.check_model(model)
 
 
 # Each section's fields with the check that accepts them and its bounds, in the order they are checked;
@@ -168,23 +167,3 @@ def _check_relations(config: TrainConfig) -> None:
     multiples = text.eval_length_multiples
     if list(multiples) != sorted(set(multiples)):
         raise ValueError(f"text.eval_length_multiples must increase, each multiple once, got {multiples!r}")
-
-
-def _validate_methods(config: TrainConfig, task) -> None:
-    """Each method that is on: its options' type, its task, and what it declares about the rest of the run."""
-    for method in all_methods():
-        options = getattr(config.methods, method.name)
-        if options is not None and not isinstance(options, method.options):
-            raise TypeError(f"methods.{method.name} must be None (off) or a {method.options.__name__}, got "
-                            f"{type(options).__name__} {options!r}")
-    chosen = active(config.methods)
-    for method, options in chosen:
-        if not method.applies_to(task):
-            raise ValueError(f"methods.{method.mismatch(task)} (this run's task); set methods.{method.name}=None")
-        if method.check is not None:
-            built(f"methods.{method.name}", method.check, options, config)
-    mixing = [method.name for method, _ in chosen if method.mixes_batch]
-    if len(mixing) > 1:
-        raise ValueError(f"methods.{mixing[1]} must be None when methods.{mixing[0]} is on (one batch mixing at a "
-                         f"time)")
-

@@ -172,6 +172,31 @@ def active(methods, stage: str | None = None) -> list[tuple[RegisteredMethod, ob
     return [(method, getattr(methods, method.name)) for method in chosen if getattr(methods, method.name) is not None]
 
 
+def check_methods(methods, task, config) -> None:
+    """Each method a run's ``methods`` section turns on: its options' type, its ``task``, and what it declares
+    about the rest of the run's ``config`` (its ``check``); one batch mixing at a time. TypeError or ValueError
+    names the method's field, as :func:`training.config.validate` (which calls this) does for every field.
+    """
+    for method in all_methods():
+        options = getattr(methods, method.name)
+        if options is not None and not isinstance(options, method.options):
+            raise TypeError(f"methods.{method.name} must be None (off) or a {method.options.__name__}, got "
+                            f"{type(options).__name__} {options!r}")
+    chosen = active(methods)
+    for method, options in chosen:
+        if not method.applies_to(task):
+            raise ValueError(f"methods.{method.mismatch(task)} (this run's task); set methods.{method.name}=None")
+        if method.check is not None:
+            try:
+                method.check(options, config)
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"methods.{method.name}: {error}") from None
+    mixing = [method.name for method, _ in chosen if method.mixes_batch]
+    if len(mixing) > 1:
+        raise ValueError(f"methods.{mixing[1]} must be None when methods.{mixing[0]} is on (one batch mixing at a "
+                         f"time)")
+
+
 @dataclass(frozen=True)
 class MethodPlan:
     """What a run's ``methods`` section asks of the rest of the run, read once as the run is built.

@@ -21,11 +21,12 @@ from training.tradeoff.curves import CurvePoint, Reach, pareto_frontier, quality
 from training.tradeoff.metric import TOP1, Metric
 from training.tradeoff.report import build_report
 from training.tradeoff.results import FailedRun, RunRecord, common_metric, machine_label, merge_records, read_results
-from training.tradeoff.sweep import PlannedRun, plan_sweep, run_sweep
+from training.tradeoff.planning import PlannedRun, SweepRequest, plan_sweep
+from training.tradeoff.sweep import execute_sweep
 
 __all__ = [
     "TOP1", "BreakdownRow", "CurvePoint", "FailedRun", "Metric", "PlannedRun", "Reach", "RunRecord", "SpeedupRow",
-    "build_report", "common_metric", "machine_label", "merge_records", "pareto_frontier", "plan_sweep",
-    "quality_at_time", "read_results", "run_sweep", "speedup_table", "time_breakdown", "time_to_quality",
-    "verdicts",
+    "SweepRequest", "build_report", "common_metric", "execute_sweep", "machine_label", "merge_records",
+    "pareto_frontier", "plan_sweep", "quality_at_time", "read_results", "speedup_table", "time_breakdown",
+    "time_to_quality", "verdicts",
 ]

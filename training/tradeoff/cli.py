@@ -38,7 +38,8 @@ from training.tradeoff.cost_pass import read_costs
 from training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, model_runs, time_records, write_cost_report
 from training.tradeoff.report import build_report
 from training.tradeoff.results import common_metric, judged_by, merge_records, read_results, split_runs
-from training.tradeoff.runner import SweepRequest, claim_out, parse_budgets, sweep
+from training.tradeoff.planning import SweepRequest, budget_list, claim_out, plan_sweep
+from training.tradeoff.sweep import execute_sweep
 
 SWEEP_ONLY = {"recipes": "--recipes", "budgets": "--budgets", "data": "--data", "subset": "--subset",
               "assignments": "--set"}  # argument name -> flag
@@ -48,16 +49,18 @@ def build_parser() -> cli.ArgumentParser:
     """The command line of ``python -m training.tradeoff``."""
     parser = cli.ArgumentParser(prog="python -m training.tradeoff", description=cli.description(__doc__))
     parser.add_argument("--recipes", help=f"comma-separated recipe names; known: {', '.join(list_recipes())}")
-    parser.add_argument("--budgets", help="comma-separated scale-schedule ratios > 0, e.g. 0.25,0.5,1,2")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds per recipe and budget")
-    parser.add_argument("--first-seed", type=int, default=0,
+    parser.add_argument("--budgets", type=budget_list,
+                        help="comma-separated scale-schedule ratios > 0, e.g. 0.25,0.5,1,2")
+    parser.add_argument("--seeds", type=cli.positive_int, default=1, help="seeds per recipe and budget")
+    parser.add_argument("--first-seed", type=cli.non_negative_int, default=0,
                         help="the first seed: the runs use seeds FIRST to FIRST+N-1; a sweep that reports a speed-up "
                              "runs on seeds its recipes were not searched on")
     parser.add_argument("--data", type=Path, help="image classification: folder with train/ and val/ (or test/) "
                                                    "ImageFolders; language models: a text folder or prepared tokens "
                                                    "(default: the recipe's own text)")
     parser.add_argument("--out", type=Path, required=True, help="report folder; the runs go to OUT/runs/")
-    parser.add_argument("--subset", type=int, help="train on the first N images of each class (passed to train)")
+    parser.add_argument("--subset", type=cli.positive_int,
+                        help="train on the first N images of each class (passed to train)")
     cli.add_device_option(parser)
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="configuration override passed to every run; repeatable")
@@ -119,13 +122,14 @@ def _sweep(args: argparse.Namespace) -> int:
         for flag in ("recipes", "budgets"):
             if getattr(args, flag) is None:
                 raise ValueError(f"--{flag} is required to run a sweep (or pass --merge FOLDER... to rebuild a report)")
-        recipes, budgets = parse_recipes(args.recipes), parse_budgets(args.budgets)
-        baseline = _choose_baseline(args.baseline, recipes)
-    except ValueError as error:
+        recipes = parse_recipes(args.recipes)
+        plan = plan_sweep(SweepRequest(recipes, args.budgets, args.seeds, args.data, args.subset, args.device,
+                                       args.assignments, args.out, _choose_baseline(args.baseline, recipes),
+                                       first_seed=args.first_seed, progress=not args.no_progress,
+                                       imports=tuple(args.imports)))
+    except (ValueError, TypeError, OSError) as error:
         return refuse(error)
-    return sweep(SweepRequest(recipes, budgets, args.seeds, args.data, args.subset, args.device, args.assignments,
-                              args.out, baseline, first_seed=args.first_seed, progress=not args.no_progress,
-                              imports=tuple(args.imports)))
+    return execute_sweep(plan)
 
 
 def _merge(args: argparse.Namespace) -> int:

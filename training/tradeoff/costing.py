@@ -31,7 +31,7 @@ from training.tradeoff.cost_pass import (COSTS_JSON, ModelledTime, StepCosts, Wi
 from training.tradeoff.report import build_report
 from training.tradeoff.results import Run, RunRecord
 from training.tradeoff.step_kinds import RunPlan, kind_function, plan_run
-from training.tradeoff.sweep import RUNS, PlannedRun, run_config
+from training.tradeoff.planning import RUNS, PlannedRun, run_config
 from training.tradeoff.tables import markdown_table
 
 MEASURED = "measured"  # OUT's subfolder for the report on measured times

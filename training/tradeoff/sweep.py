@@ -1,19 +1,21 @@
-"""Run every (recipe, budget, seed) of a sweep through ``python -m training.train``, resuming where it stopped.
+"""Train a checked sweep (:func:`execute_sweep`): every run through ``python -m training.train``, resuming
+where it stopped, then its report.
 
 Each run is a subprocess in its own folder ``<out>/runs/<recipe>-x<budget>-s<seed>``: a folder
 with ``summary.json`` is finished and skipped, one with ``checkpoint.pt`` but no summary is
 continued with ``--resume``, anything else starts afresh. A run that fails (training exits with
 an error) is tried once and the sweep goes on with the others; rerunning the same command tries
 it again. A stop signal is passed on to the running child, which checkpoints and exits;
-rerunning the same command picks up from there.
+rerunning the same command picks up from there. Exit codes: 0 done, 1 a run failed (the same
+command retries it), 128+signal when stopped (the same command resumes).
 
 The sweep deletes files only in an ``<out>`` marked as its tool's own (:mod:`fastcore_ops.owned_folder`),
 and there only the names a run writes, left by a run stopped before its first checkpoint.
 
-    >>> plan = plan_sweep(["cifar_baseline", "cifar_mild"], [0.5, 1.0], seeds=1, epochs={"cifar_baseline": 15.0,
-    ...                   "cifar_mild": 8.0})
-    >>> [(run.folder_name, run.units) for run in plan][:2]
-    [('cifar_baseline-x0.5-s0', 7.5), ('cifar_baseline-x1-s0', 15.0)]
+    >>> from training.tradeoff.planning import SweepRequest, plan_sweep
+    >>> plan = plan_sweep(SweepRequest(["gpt_baseline"], [0.5, 1.0], 1, None, None, "cpu", [], out, "gpt_baseline"))
+    >>> execute_sweep(plan)  # doctest: +SKIP
+    0
 """
 
 from __future__ import annotations
@@ -21,133 +23,24 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import Enum
+from collections.abc import Callable
 from pathlib import Path
 
 from tqdm import tqdm
 
+from fastcore_ops.cli import refuse
 from fastcore_ops.owned_folder import owns
-from training.config import TrainConfig, config_hash, load_config, override
-from training.recipes import get_recipe
-from training.checkpoint import CHECKPOINT_NAME, StopSignalHandler
-from training.checkpoint import existing as existing_checkpoints
-from training.run_folder import CONFIG_NAME, run_files_in
+from training.checkpoint import StopSignalHandler
 from training.plugins import import_arguments
-from training.tasks.registry import task_named
+from training.run_folder import RunState, run_files_in, run_state
 from training.train import child_environment
-from training.tradeoff.metric import Metric
-from training.tradeoff.results import FAILED, MACHINE_FILE, FailedRun, Run, judge, read_machine, read_run
+from training.tradeoff.planning import RUNS, PlannedRun, SweepPlan, TrainOptions, claim_out
+from training.tradeoff.report import build_report
+from training.tradeoff.results import (FAILED, MACHINE_FILE, FailedRun, Run, RunRecord, common_metric, judge,
+                                       read_machine, read_run)
+from training.tradeoff.tables import left_out_note
 
 STDOUT_LOG, STDERR_LOG = "train.stdout.log", "train.stderr.log"
-RUNS = "runs"  # the sweep's output folder holds one folder per run under this
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One curve of a sweep: ``recipe`` changed by ``assignments`` (``--set`` values), named ``name``.
-
-    The tradeoff tool's curves are recipes as they are (:meth:`of`); an ablation's are its base
-    recipe with one method added or removed.
-
-        >>> Variant("cifar_baseline+cutout", "cifar_baseline", ("methods.cutout={}",)).assignments
-        ('methods.cutout={}',)
-    """
-
-    name: str
-    recipe: str
-    assignments: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, recipe: str) -> "Variant":
-        return cls(recipe, recipe)
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """One training run of the sweep; ``units`` is its size in baseline-budget units (budget x epochs).
-
-    ``recipe`` names the run's curve (its variant's name) in folders and results; ``variant``
-    says what it trains (None: the recipe ``recipe`` as it is).
-    """
-
-    recipe: str
-    budget: float
-    seed: int
-    units: float
-    variant: Variant | None = None
-
-    @property
-    def folder_name(self) -> str:
-        return f"{self.recipe}-x{self.budget:g}-s{self.seed}"
-
-    @property
-    def trains(self) -> Variant:
-        """What the run trains: its recipe and the assignments that change it."""
-        return self.variant or Variant.of(self.recipe)
-
-
-class RunState(Enum):
-    FINISHED = "finished"
-    RESUMABLE = "resumable"
-    NEW = "new"
-
-
-def plan_sweep(variants: Sequence[str | Variant], budgets: Sequence[float], seeds: int,
-               epochs: dict[str, float], first_seed: int = 0) -> list[PlannedRun]:
-    """Every run: seed by seed (``first_seed`` on, ``seeds`` of them), then curve by curve, then budget by
-    budget (small first).
-
-    Seeds go outermost so that a sweep stopped part-way already holds whole curves for its first seeds.
-    variants: recipe names, or :class:`Variant` curves. epochs: each curve's effective epochs at
-    budget 1, by name, the size proxy for the progress bar.
-    """
-    curves = [Variant.of(item) if isinstance(item, str) else item for item in variants]
-    return [PlannedRun(curve.name, budget, seed, budget * epochs[curve.name], None if isinstance(item, str) else curve)
-            for seed in range(first_seed, first_seed + seeds) for item, curve in zip(variants, curves) for budget in sorted(budgets)]
-
-
-def run_state(folder: Path) -> RunState:
-    """Whether the run in ``folder`` is finished, can be resumed, or has to start.
-
-    Example:
-        >>> run_state(Path("/nonexistent"))
-        <RunState.NEW: 'new'>
-    """
-    if (folder / "summary.json").is_file():
-        return RunState.FINISHED
-    if existing_checkpoints(folder / CHECKPOINT_NAME):
-        return RunState.RESUMABLE
-    return RunState.NEW
-
-
-def expected_metric(config: TrainConfig) -> Metric:
-    """The metric runs of ``config`` will report, from its task (:mod:`training.tasks`).
-
-    It lets a sweep refuse mixed tasks before training; the summary each run writes stays the
-    authority: the sweep checks it again after every run.
-    Example:
-        >>> expected_metric(get_recipe("cifar_baseline"))
-        Metric(name='top1', higher_is_better=True, label='top-1 (%)')
-    """
-    task = task_named(config.task)
-    return Metric(task.metric, task.higher_is_better, task.metric_label)
-
-
-@dataclass(frozen=True)
-class TrainOptions:
-    """What every run of the sweep shares: the data (None: each recipe's default) and the train command's options.
-
-    imports: the modules each run imports first (``--import``), for tasks and recipes defined outside ``training``.
-    """
-
-    data: Path | None
-    device: str
-    machine: str
-    subset: int | None = None
-    assignments: tuple[str, ...] = ()
-    imports: tuple[str, ...] = ()
 
 
 def train_command(run: PlannedRun, folder: Path, options: TrainOptions, resume: bool) -> list[str]:
@@ -257,61 +150,109 @@ def read_outcome(run: PlannedRun, folder: Path, exit_code: int | None) -> Run:
     return FailedRun(read_machine(folder), run.recipe, run.budget, run.seed, FAILED, reason, str(log))
 
 
-def run_sweep(plan: Sequence[PlannedRun], out: Path, options: TrainOptions, *, tool: str, progress: bool = True,
+def run_sweep(plan: SweepPlan, *,
               on_finished: Callable[[PlannedRun, Path, int | None], None] = lambda run, folder, code: None) -> None:
-    """Train every run of ``plan`` not yet finished under ``out/runs``, one at a time.
+    """Train every run of ``plan`` not yet finished under ``plan.out/runs``, one at a time.
 
     One progress bar counts baseline-budget units over the whole sweep; its time left comes
     from the seconds per unit of the runs trained so far (finished runs from before do not
     count). ``on_finished(run, folder, exit_code)`` is called after each run: with the exit code
     of its training (0 finished, else failed), or None when it had finished before. A failed run
-    does not stop the sweep. ``tool`` ("tradeoff", "ablate") is the owner ``out`` must be marked
-    with for leftovers of unstarted runs to be removed. Raises SweepInterrupted.
+    does not stop the sweep. Leftovers of unstarted runs are removed only while ``plan.out`` is
+    marked as ``plan.tool``'s. Raises SweepInterrupted.
     """
+    out = plan.out.resolve()
     runs_folder = out / RUNS
-    done = sum(run.units for run in plan if run_state(runs_folder / run.folder_name) is RunState.FINISHED)
+    done = sum(run.units for run in plan.runs if run_state(runs_folder / run.folder_name) is RunState.FINISHED)
     # smoothing=0: the rate is the average since start, i.e. seconds per unit measured so far.
-    bar = tqdm(total=sum(run.units for run in plan), initial=done, unit="unit", smoothing=0, disable=not progress,
-               desc="sweep", bar_format="{l_bar}{bar}| {n:.2f}/{total:.2f} units [{elapsed}<{remaining}{postfix}]",
-               dynamic_ncols=True)
+    bar = tqdm(total=sum(run.units for run in plan.runs), initial=done, unit="unit", smoothing=0,
+               disable=not plan.progress, desc="sweep", dynamic_ncols=True,
+               bar_format="{l_bar}{bar}| {n:.2f}/{total:.2f} units [{elapsed}<{remaining}{postfix}]")
     with bar, _Forwarder() as forwarder:
-        for run in plan:
+        for run in plan.runs:
             folder = runs_folder / run.folder_name
             code = None
             if run_state(folder) is not RunState.FINISHED:
                 started = time.perf_counter()
                 bar.set_postfix_str(run.folder_name)
-                code = _train(run, out, options, forwarder, tool)
+                code = _train(run, out, plan.options, forwarder, plan.tool)
                 bar.update(run.units)
                 bar.set_postfix_str(f"{(time.perf_counter() - started) / max(run.units, 1e-9):.1f} s/unit")
             on_finished(run, folder, code)
 
 
-def run_config(run: PlannedRun, assignments: Sequence[str]) -> TrainConfig:
-    """The configuration ``python -m training.train`` builds for ``run`` (same overrides, same order:
-    the variant's own, then the sweep's ``assignments``).
+def progress_quality(record: RunRecord) -> str:
+    """A finished run's quality for its progress line: "top-1 61.25%", "validation loss 1.234 nats/token".
 
     Example:
-        >>> run_config(PlannedRun("cifar_mild", 0.5, 2, 4.0), ["data.batch_size=32"]).schedule.scale_schedule_ratio
-        0.5
+        >>> progress_quality(records[0])
+        'top-1 50.00%'
     """
-    flags = [f"seed={run.seed}", f"schedule.scale_schedule_ratio={run.budget!r}"]
-    return override(get_recipe(run.trains.recipe), [*flags, *run.trains.assignments, *assignments])
+    metric = record.quality_metric
+    return f"{metric.quantity} {metric.format(record.quality, precise=True)}"
 
 
-def check_finished_runs(plan: Sequence[PlannedRun], runs_folder: Path, assignments: Sequence[str]) -> None:
-    """Refuse to reuse a finished run whose saved configuration is not the one this sweep asks for.
+def execute_sweep(plan: SweepPlan) -> int:
+    """Mark ``plan.out`` as the plan's tool's, train the unfinished runs under ``plan.out/runs``, then report them
+    (default: the tradeoff report, :func:`build_report`); returns the exit code.
 
-    One whose configuration cannot be read is left to :func:`read_outcome`, which lists it as failed, naming the file.
+    Each finished run is checked to share the others' metric and printed with its quality and
+    time; a run that failed or diverged is printed with why and its log, and the sweep goes on.
+    The report lists every run; the exit code says whether one failed (:func:`sweep_exit_code`).
+    Stopped by a signal, it reports the runs finished so far and returns 128 + the signal.
     """
-    for run in plan:
-        folder = runs_folder / run.folder_name
-        if run_state(folder) is RunState.FINISHED:
-            try:
-                saved = config_hash(load_config(folder / CONFIG_NAME))
-            except ValueError:
-                continue
-            wanted = config_hash(run_config(run, assignments))
-            if saved != wanted:
-                raise ValueError(f"--out: {folder} holds a finished run with another configuration ({saved}, this "
-                                 f"sweep asks for {wanted}); use another --out or the same --set values as before")
+    report, out = plan.report or build_report, plan.out
+    runs: list[Run] = []
+
+    def finished(run: PlannedRun, folder: Path, exit_code: int | None) -> None:
+        outcome = read_outcome(run, folder, exit_code)
+        if isinstance(outcome, RunRecord):
+            # The run's own summary is the authority (a run folder from before may hold another task's): stop at
+            # the first run that cannot share the report.
+            common_metric([*(kept for kept in runs if isinstance(kept, RunRecord)), outcome])
+            line = f"{progress_quality(outcome)} | train {outcome.train_seconds:.1f} s"
+        else:
+            line = f"{outcome.status}: {left_out_note(outcome)}"
+        runs.append(outcome)
+        tqdm.write(f"{outcome.label}: {line}{' (finished before)' if exit_code is None else ''}")
+
+    try:
+        claim_out(out, plan.tool)
+    except ValueError as error:
+        return refuse(error)
+    try:
+        run_sweep(plan, on_finished=finished)
+    except ValueError as error:  # a finished run measures another metric
+        return refuse(f"{error}; the finished runs are kept under {out / RUNS}")
+    except SweepInterrupted as stop:
+        print(stop, file=sys.stderr)
+        if runs:  # a sweep run in pieces shows what it has so far
+            written = report(runs, out, plan.baseline)
+            print(f"partial report of the {len(runs)} runs finished so far: {written[-1]}", file=sys.stderr)
+        return 128 + stop.signal_number
+    written = report(runs, out, plan.baseline)
+    print(f"report: {written[-1]} ({len(runs)} runs; tables and figures next to it)")
+    return sweep_exit_code(runs)
+
+
+def sweep_exit_code(runs: list[Run]) -> int:
+    """1 when a run of the sweep failed, else 0; the runs left out are named, with their logs, in one line on stderr.
+
+    A diverged run is a result (that recipe does not train at that budget): alone it does not fail the sweep.
+    Example:
+        >>> sweep_exit_code([FailedRun("m", "r", 1.0, 0, "diverged", "eval_loss = nan", "runs/r-x1-s0/err.log")])
+        0
+    """
+    left_out = [run for run in runs if isinstance(run, FailedRun)]
+    if not left_out:
+        return 0
+    failed = sum(run.status == FAILED for run in left_out)
+    names = ", ".join(f"{run.label} ({run.status}; log: {run.log or 'none'})" for run in left_out)
+    if not failed:
+        print(f"note: {len(left_out)} of {len(runs)} runs diverged and are left out of the curves: {names}",
+              file=sys.stderr)
+        return 0
+    diverged = len(left_out) - failed
+    print(f"error: {failed} of {len(runs)} runs failed{f' and {diverged} diverged' if diverged else ''}, left out of "
+          f"the report: {names}; rerun the same command to retry the failed runs", file=sys.stderr)
+    return 1

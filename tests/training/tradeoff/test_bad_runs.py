@@ -14,7 +14,8 @@ from training.config import to_dict
 from training.tradeoff.cli import main
 from training.tradeoff.report import build_report
 from training.tradeoff.results import FailedRun, merge_records, read_results, write_results
-from training.tradeoff.sweep import PlannedRun, read_outcome, run_config
+from training.tradeoff.planning import PlannedRun, run_config
+from training.tradeoff.sweep import read_outcome
 
 OUTPUTS = ("results.csv", "results.json", "speedups.csv", "speedups.md", "breakdown.csv", "pareto.png",
            "breakdown.png", "report.html")

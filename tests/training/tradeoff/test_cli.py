@@ -7,11 +7,10 @@ import signal
 
 import pytest
 
-from training.tradeoff import runner
+from training.tradeoff import sweep
 from training.tradeoff.cli import main
 from training.tradeoff.metric import TOP1, Metric
 from training.tradeoff.results import RunRecord, read_run, write_results
-from training.tradeoff.sweep import SweepInterrupted
 
 
 @pytest.mark.parametrize("args, message", [
@@ -21,9 +20,10 @@ from training.tradeoff.sweep import SweepInterrupted
     (["--recipes", "cifar_mild", "--budgets", "0.5,-1"], "'-1' is not a budget"),
     (["--recipes", "cifar_mild", "--budgets", "x"], "'x' is not a budget"),
     (["--recipes", "cifar_mild", "--budgets", "inf"], "'inf' is not a budget"),
-    (["--recipes", "cifar_mild", "--budgets", "1", "--seeds", "0"], "--seeds must be >= 1"),
-    (["--recipes", "cifar_mild", "--budgets", "1", "--first-seed", "-1"], "--first-seed must be >= 0"),
-    (["--recipes", "cifar_mild", "--budgets", "1", "--subset", "0"], "--subset must be >= 1"),
+    (["--recipes", "cifar_mild", "--budgets", "1", "--seeds", "0"], "argument --seeds: must be a whole number >= 1"),
+    (["--recipes", "cifar_mild", "--budgets", "1", "--first-seed", "-1"],
+     "argument --first-seed: must be a whole number >= 0"),
+    (["--recipes", "cifar_mild", "--budgets", "1", "--subset", "0"], "argument --subset: must be a whole number >= 1"),
     (["--recipes", "cifar_mild", "--budgets", "1", "--set", "optimizer.beta=1"], "unknown field 'beta'"),
     (["--recipes", "cifar_mild", "--budgets", "1", "--set", "seed=3"], "use --seeds and --budgets"),
     (["--recipes", "cifar_mild", "--budgets", "1", "--baseline", "cifar_hot"],
@@ -52,21 +52,21 @@ def test_image_recipes_need_data_and_language_models_do_not(tmp_path, monkeypatc
     assert main(args) == 2
     assert "recipe cifar_mild: --data is required for image classification" in capsys.readouterr().err
     given = []
-    monkeypatch.setattr(runner, "run_sweep", lambda plan, out, options, **_: given.append((plan, options)))
-    monkeypatch.setattr(runner, "build_report", lambda records, out, baseline: [out / "report.html"])
+    monkeypatch.setattr(sweep, "run_sweep", lambda plan, **_: given.append(plan))
+    monkeypatch.setattr(sweep, "build_report", lambda records, out, baseline: [out / "report.html"])
     assert main(["--recipes", "gpt_baseline", "--budgets", "1", "--out", str(tmp_path / "lm")]) == 0
-    (plan, options), = given
-    assert [run.recipe for run in plan] == ["gpt_baseline"] and options.data is None
+    (plan,) = given
+    assert [run.recipe for run in plan.runs] == ["gpt_baseline"] and plan.options.data is None
 
 
 def test_first_seed_moves_the_sweep_to_seeds_no_search_has_seen(tmp_path, monkeypatch):
     given = []
-    monkeypatch.setattr(runner, "run_sweep", lambda plan, out, options, **_: given.append(plan))
-    monkeypatch.setattr(runner, "build_report", lambda records, out, baseline: [out / "report.html"])
+    monkeypatch.setattr(sweep, "run_sweep", lambda plan, **_: given.append(plan.runs))
+    monkeypatch.setattr(sweep, "build_report", lambda records, out, baseline: [out / "report.html"])
     assert main(["--recipes", "gpt_baseline", "--budgets", "1", "--seeds", "3", "--first-seed", "2",
                  "--out", str(tmp_path / "lm")]) == 0
-    (plan,) = given
-    assert [run.seed for run in plan] == [2, 3, 4] and plan[0].folder_name == "gpt_baseline-x1-s2"
+    (runs,) = given
+    assert [run.seed for run in runs] == [2, 3, 4] and runs[0].folder_name == "gpt_baseline-x1-s2"
 
 
 def test_merge_refuses_folders_without_results_and_sweep_options(data, tmp_path, capsys):
@@ -148,13 +148,13 @@ def test_judge_draws_a_recipe_by_another_metric_as_a_curve_of_its_own(tmp_path, 
 
 
 def test_a_stopped_sweep_reports_the_runs_finished_so_far(data, tmp_path, monkeypatch, capsys):
-    def stopped_after_two_runs(plan, out, options, *, tool, progress, on_finished):
-        for run in plan[:2]:
-            on_finished(run, out / "runs" / run.folder_name, 0)
-        raise SweepInterrupted(signal.SIGTERM, "stopped; rerun the same command to continue")
+    def stopped_after_two_runs(plan, *, on_finished):
+        for run in plan.runs[:2]:
+            on_finished(run, plan.out / "runs" / run.folder_name, 0)
+        raise sweep.SweepInterrupted(signal.SIGTERM, "stopped; rerun the same command to continue")
 
-    monkeypatch.setattr(runner, "run_sweep", stopped_after_two_runs)
-    monkeypatch.setattr(runner, "read_outcome", lambda run, folder, code: _record(
+    monkeypatch.setattr(sweep, "run_sweep", stopped_after_two_runs)
+    monkeypatch.setattr(sweep, "read_outcome", lambda run, folder, code: _record(
         "host/cpu", run.recipe, run.budget, 100.0 * run.budget, 0.5 + 0.1 * run.budget))
     out = tmp_path / "report"
     args = ["--recipes", "cifar_baseline,cifar_mild", "--budgets", "0.5,1", "--data", str(data), "--out", str(out)]
@@ -199,12 +199,12 @@ def test_merging_results_of_different_metrics_is_refused_naming_recipes_and_metr
 
 def _sweep_reading(monkeypatch, metric_of_recipe):
     """Stand-ins for the sweep: every planned run "finishes" at once, with its recipe's metric."""
-    def run_all(plan, out, options, *, tool, progress, on_finished):
-        for run in plan:
-            on_finished(run, out / "runs" / run.folder_name, 0)
+    def run_all(plan, *, on_finished):
+        for run in plan.runs:
+            on_finished(run, plan.out / "runs" / run.folder_name, 0)
 
-    monkeypatch.setattr(runner, "run_sweep", run_all)
-    monkeypatch.setattr(runner, "read_outcome", lambda run, folder, code: _record(
+    monkeypatch.setattr(sweep, "run_sweep", run_all)
+    monkeypatch.setattr(sweep, "read_outcome", lambda run, folder, code: _record(
         "host/cpu", run.recipe, run.budget, 100.0 * run.budget, 1.0 + 0.1 / run.budget, metric_of_recipe[run.recipe]))
 
 

@@ -12,11 +12,12 @@ from fastcore_ops.owned_folder import claim_folder
 from tests.training.tradeoff import fakes
 from training.config import to_dict
 from training.tradeoff import sweep
-from training.recipes import get_recipe
-from training.tradeoff.sweep import (RUNS, PlannedRun, SweepInterrupted, TrainOptions, Variant, check_finished_runs,
-                                     expected_metric, plan_sweep, run_config, run_sweep, train_command)
+from training.tradeoff.planning import (RUNS, PlannedRun, SweepPlan, SweepRequest, TrainOptions, Variant, plan_sweep,
+                                        planned_runs, run_config)
+from training.tradeoff.sweep import SweepInterrupted, run_sweep, train_command
 
-OPTIONS = TrainOptions(data=Path("/data"), device="cpu", machine="host/cpu", subset=5, assignments=("data.batch_size=8",))
+OPTIONS = TrainOptions(data=Path("/data"), device="cpu", machine="host/cpu", subset=5,
+                       assignments=("data.batch_size=8",))
 
 
 @pytest.fixture
@@ -26,8 +27,8 @@ def out(tmp_path):
     return tmp_path / "out"
 
 
-def _sweep(plan, out, **options):
-    return run_sweep(plan, out, OPTIONS, tool="tradeoff", progress=False, **options)
+def _sweep(runs, out, **options):
+    return run_sweep(SweepPlan(runs, out, OPTIONS, "cifar_baseline", progress=False), **options)
 
 
 @pytest.fixture
@@ -35,8 +36,8 @@ def fake_train(monkeypatch):
     return fakes.install(monkeypatch)
 
 
-PLAN = plan_sweep(["cifar_baseline", "cifar_mild"], [1.0, 0.5], seeds=1, epochs={"cifar_baseline": 15.0,
-                                                                                  "cifar_mild": 8.0})
+PLAN = planned_runs(["cifar_baseline", "cifar_mild"], [1.0, 0.5], seeds=1, epochs={"cifar_baseline": 15.0,
+                                                                                    "cifar_mild": 8.0})
 
 
 def _folders(commands):
@@ -44,7 +45,7 @@ def _folders(commands):
 
 
 def test_the_plan_covers_every_recipe_budget_and_seed_in_units_of_budget_times_epochs_seed_by_seed():
-    plan = plan_sweep(["a", "b"], [2.0, 0.5], seeds=2, epochs={"a": 10.0, "b": 4.0})
+    plan = planned_runs(["a", "b"], [2.0, 0.5], seeds=2, epochs={"a": 10.0, "b": 4.0})
     assert [(r.recipe, r.budget, r.seed, r.units) for r in plan] == [
         ("a", 0.5, 0, 5.0), ("a", 2.0, 0, 20.0), ("b", 0.5, 0, 2.0), ("b", 2.0, 0, 8.0),
         ("a", 0.5, 1, 5.0), ("a", 2.0, 1, 20.0), ("b", 0.5, 1, 2.0), ("b", 2.0, 1, 8.0)]
@@ -153,15 +154,20 @@ def test_a_stop_signal_between_two_runs_starts_no_other(fake_train, out):
     assert _folders(fake_train.commands) == ["cifar_baseline-x0.5-s0"]
 
 
-def test_a_finished_run_with_another_configuration_is_refused(tmp_path):
-    run = PlannedRun("cifar_mild", 0.5, 0, 4.0)
-    folder = tmp_path / run.folder_name
-    folder.mkdir()
+def test_a_finished_run_with_another_configuration_is_refused(out):
+    run = PlannedRun("gpt_baseline", 0.5, 0, 4.0)
+    folder = out / RUNS / run.folder_name
+    folder.mkdir(parents=True)
     (folder / "summary.json").write_text("{}")
-    (folder / "config.json").write_text(json.dumps(to_dict(run_config(run, ["data.batch_size=8"]))))
-    check_finished_runs([run], tmp_path, ["data.batch_size=8"])  # the same: accepted
+    (folder / "config.json").write_text(json.dumps(to_dict(run_config(run, ["text.sequence_length=64"]))))
+
+    def planned(assignments):
+        request = SweepRequest(["gpt_baseline"], [0.5], 1, None, None, "cpu", assignments, out, "gpt_baseline")
+        return [planned_run.folder_name for planned_run in plan_sweep(request).runs]
+
+    assert planned(["text.sequence_length=64"]) == [run.folder_name]  # the same: accepted
     with pytest.raises(ValueError, match="another configuration"):
-        check_finished_runs([run], tmp_path, ["data.batch_size=16"])
+        planned(["text.sequence_length=32"])
 
 
 def test_a_sweep_without_data_lets_each_run_use_its_recipe_s_own_text():
@@ -172,7 +178,7 @@ def test_a_sweep_without_data_lets_each_run_use_its_recipe_s_own_text():
 
 def test_a_variant_trains_its_recipe_with_its_own_settings_before_the_sweep_s():
     variant = Variant("cifar_mild+cutout", "cifar_mild", ("methods.cutout={}",))
-    (run,) = plan_sweep([variant], [0.5], seeds=1, epochs={"cifar_mild+cutout": 14.0})
+    (run,) = planned_runs([variant], [0.5], seeds=1, epochs={"cifar_mild+cutout": 14.0})
     assert run.folder_name == "cifar_mild+cutout-x0.5-s0" and run.units == 7.0
     options = TrainOptions(data=Path("data"), device="cpu", machine="host/cpu", assignments=("data.batch_size=8",))
     command = train_command(run, Path("runs/x"), options, resume=False)
@@ -183,7 +189,3 @@ def test_a_variant_trains_its_recipe_with_its_own_settings_before_the_sweep_s():
     assert config.methods.cutout is not None and config.data.batch_size == 8
 
 
-def test_each_task_s_metric_is_known_before_training():
-    image, text = expected_metric(get_recipe("cifar_mild")), expected_metric(get_recipe("gpt_baseline"))
-    assert (image.name, image.higher_is_better) == ("top1", True)
-    assert (text.name, text.higher_is_better, text.unit) == ("eval_loss", False, "nats/token")
