@@ -278,7 +278,7 @@ def parse_args(argv: list[str] | None = None):
         raise ValueError(f"--data {args.data} is not a folder; pass an ImageFolder tree (root/<class>/<image>)")
     args.backends = cli.check_names("--backends", args.backends, BACKENDS, "backend")
     args.sections = cli.check_names("--sections", args.sections, SECTIONS, "section")
-    args.device = cli.check_device(args.device)
+    args.device = torch.device(args.device)
     args.prepared = args.prepared or args.out / "prepared"
     for folder in (args.out, args.prepared):
         check_claimable(folder, "benchmarks")

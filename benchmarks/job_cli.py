@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Callable
 
+import torch
+
 from fastcore_ops import cli
 from training.config import TrainConfig, override
 from training.precision import choose_precision
@@ -39,7 +41,7 @@ def job_main(parser: cli.ArgumentParser, argv: list[str] | None, check: Callable
     run ``job`` and write what it returns as ``--out``/summary.json; exit 2 with one ``error:`` line on bad input."""
     try:
         args = parser.parse_args(argv)
-        args.device = cli.check_device(args.device)
+        args.device = torch.device(args.device)
         recipe = get_recipe(cli.check_name("--recipe", args.recipe, list_recipes(), "recipe"))
         args.config = override(recipe, args.assignments)
         check(args.config)

@@ -34,6 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
@@ -182,7 +183,7 @@ def build_parser() -> cli.ArgumentParser:
 
 def parse_args(argv: list[str] | None = None):
     args = build_parser().parse_args(argv)
-    args.device = cli.check_device(args.device)
+    args.device = torch.device(args.device)
     args.data, args.out, args.peers = args.data.resolve(), args.out.resolve(), args.peers.resolve()
     if not args.data.is_dir():
         raise ValueError(f"--data {args.data} is not a folder; give one with train/ and val/ (or test/) in it")

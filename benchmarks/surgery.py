@@ -155,7 +155,7 @@ def build_parser() -> cli.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        device = cli.check_device(args.device)
+        device = torch.device(args.device)
         chosen = cli.check_names("--models", args.models, WORKLOADS, "model")
         check_claimable(args.out, "benchmarks")
     except cli.REFUSALS as error:

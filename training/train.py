@@ -37,7 +37,6 @@ from training.assemble import (build_trainer, check_distributed_support, init_di
 from training.checkpoint import CHECKPOINT_NAME, CheckpointError, CheckpointPolicy
 from training.config import TrainConfig, config_hash, load_config, override, to_dict
 from fastcore_ops import cli
-from fastcore_ops.cli import check_device
 from fastcore_ops.host_memory import keep_freed_memory
 from training.compute_threads import use_threads
 from training.plugins import add_import_option, import_modules
@@ -77,15 +76,15 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--epochs", type=cli.finite_float, help="override schedule.epochs")
     parser.add_argument("--scale-schedule", type=cli.finite_float, help="override schedule.scale_schedule_ratio")
     parser.add_argument("--seed", type=int, help="override seed")
-    parser.add_argument("--subset", type=int, help="train on the first N images of each class; evaluation still "
+    parser.add_argument("--subset", type=cli.positive_int, help="train on the first N images of each class; evaluation still "
                                                    "reads every image of val/ (or test/)")
-    parser.add_argument("--eval-every", type=int, metavar="EPOCHS",
+    parser.add_argument("--eval-every", type=cli.non_negative_int, metavar="EPOCHS",
                         help="evaluate after every EPOCHS epochs (default: 1, or the resumed run's); 0 evaluates "
                              "only at the end")
-    parser.add_argument("--checkpoint-every", type=int, metavar="STEPS",
+    parser.add_argument("--checkpoint-every", type=cli.positive_int, metavar="STEPS",
                         help="checkpoint every STEPS steps within an epoch (default: every 10 minutes of training); "
                              "every epoch's end is always checkpointed")
-    parser.add_argument("--keep-checkpoints", type=int, default=2, metavar="K",
+    parser.add_argument("--keep-checkpoints", type=cli.positive_int, default=2, metavar="K",
                         help="keep the K newest checkpoints; a resume falls back to an older one, with a warning, "
                              "when the newest is damaged")
     cli.add_device_option(parser)
@@ -160,14 +159,6 @@ def check_arguments(args: argparse.Namespace) -> None:
         cli.check_name("--recipe", args.recipe, list_recipes(), "recipe")
     if args.model is not None:
         cli.check_name("--model", args.model, [name for task in all_tasks() for name in task.model_names()], "model")
-    if args.subset is not None and args.subset < 1:
-        raise ValueError(f"--subset must be >= 1 (images per class), got {args.subset}")
-    if args.eval_every is not None and args.eval_every < 0:
-        raise ValueError(f"--eval-every must be >= 0 (0 evaluates only at the end), got {args.eval_every}")
-    if args.checkpoint_every is not None and args.checkpoint_every < 1:
-        raise ValueError(f"--checkpoint-every must be >= 1 (steps), got {args.checkpoint_every}")
-    if args.keep_checkpoints < 1:
-        raise ValueError(f"--keep-checkpoints must be >= 1, got {args.keep_checkpoints}")
     missing = tensorboard_missing() if args.tensorboard else None
     if missing is not None:
         raise ValueError(f"--tensorboard: {missing}, or leave --tensorboard out")
@@ -223,7 +214,7 @@ def checked_start(args: argparse.Namespace) -> CheckedRun:
     check_run_folder(args.out, args.resume)
     config, settings = resumed_run(args) if args.resume else new_run(args)
     check_distributed_support(config, args.strategy)
-    device = check_device(args.device)
+    device = torch.device(args.device)
     data, found = check_data(config, args.data, settings, progress=not args.no_progress)
     task = task_named(config.task)
     settings = dataclasses.replace(settings, world_size=world_size_from_environment(),

@@ -155,7 +155,7 @@ def build_parser() -> cli.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        device = cli.check_device(args.device)
+        device = torch.device(args.device)
         on_gpu = device.type == "cuda"
         batch = args.batch_size or (256 if on_gpu else 16)
         dtype = getattr(torch, args.dtype or ("float16" if on_gpu else "float32"))

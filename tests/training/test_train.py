@@ -190,11 +190,11 @@ def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
     (["--recipe", "cifar_spicy"], "--recipe cifar_spicy: no such recipe; known: cifar_baseline, "),
     (["--recipe", "cifar_baseline", "--set", "optimizer.lr=fast"], "not a Python literal"),
     (["--recipe", "cifar_baseline", "--set", "optimizer.beta=0.9"], "unknown field 'beta'"),
-    (["--recipe", "cifar_baseline", "--subset", "0"], "--subset must be >= 1"),
+    (["--recipe", "cifar_baseline", "--subset", "0"], "argument --subset: must be a whole number >= 1"),
     (["--recipe", "cifar_baseline", "--device", "cuda:0"] if not __import__("torch").cuda.is_available()
      else ["--recipe", "cifar_baseline", "--device", "tpu"], "--device"),
     (["--resume"], "no checkpoint.pt"),
-    (["--recipe", "cifar_baseline", "--eval-every", "-1"], "--eval-every must be >= 0"),
+    (["--recipe", "cifar_baseline", "--eval-every", "-1"], "argument --eval-every: must be a whole number >= 0"),
 ])
 def test_bad_configuration_is_refused_before_training(args, message, tiny_cifar, tmp_path, capsys):
     assert main([*args, "--data", str(tiny_cifar), "--out", str(tmp_path / "run")]) == 2

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from fastcore_ops import cli
-from fastcore_ops.cli import check_device, refuse
+from fastcore_ops.cli import refuse
 from fastcore_ops.host_memory import keep_freed_memory
 from fastcore_ops.kernels import backend
 from fastcore_ops.owned_folder import check_claimable
@@ -169,7 +169,7 @@ def _cost(args: argparse.Namespace) -> int:
         common_metric(records)
         costs = read_costs(args.times) if args.times is not None else None
         baseline = _choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in runs)))
-        device = check_device(args.device)
+        device = torch.device(args.device)
         if any(record.sample_unit == "images" for record in records):
             if args.data is None:
                 raise ValueError("--data is required to price image-classification runs: the data they trained on")
