@@ -69,8 +69,10 @@ def task_named(name: object) -> type:
     """The task class registered as ``name``, or an error listing the registered tasks."""
     if not isinstance(name, str):
         raise TypeError(f"task must be a task name (str), got {type(name).__name__} {name!r}")
-    names = task_names()
     if name not in _REGISTRY:
-        raise ValueError(f"task must be one of {', '.join(map(repr, names))}, got {name!r}; a task defined in your own "
-                         f"package is registered by importing its module (python -m training.train --import MODULE)")
+        _load_builtin_tasks()  # a built-in task registers when its module is first imported
+    if name not in _REGISTRY:
+        raise ValueError(f"task must be one of {', '.join(map(repr, task_names()))}, got {name!r}; a task defined in "
+                         f"your own package is registered by importing its module "
+                         f"(python -m training.train --import MODULE)")
     return _REGISTRY[name]
