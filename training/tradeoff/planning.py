@@ -123,7 +123,8 @@ class SweepRequest:
     """What a sweep command asks for, its flags already parsed (the tradeoff and ablation commands).
 
     variants: the curves, recipe names or :class:`Variant` (a recipe with ``--set`` values of its
-    own). assignments: ``--set`` values for every run. report: writes the report from the runs,
+    own). device: a device name as ``--device`` checks it (:func:`fastcore_ops.cli.device_name`).
+    assignments: ``--set`` values for every run. report: writes the report from the runs,
     the output folder and the baseline's name (default: the tradeoff report). imports: the modules
     (``--import``) the command imported, which every run imports too.
     """
