@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fastcore_ops.cli import check_name
 from training.tradeoff.curves import CurvePoint, Reach, quality_at_time, time_to_quality
 from training.tradeoff.metric import Metric
 from training.tradeoff.results import FailedRun, RunRecord, common_metric, split_runs
@@ -58,6 +59,19 @@ class Spread:
         if len(self.values) == 2:
             return f"{text} ({number.format(min(self.values))}-{number.format(max(self.values))})"
         return text
+
+
+def choose_baseline(requested: str | None, recipes: Sequence[str]) -> str:
+    """The recipe the others are compared with: ``requested`` (``--baseline``) when it is among ``recipes``, else
+    the first recipe whose name holds "baseline", else the first recipe; ValueError for one not among them.
+
+    Example:
+        >>> choose_baseline(None, ["cifar_mild", "cifar_baseline"])
+        'cifar_baseline'
+    """
+    if requested is None:
+        return next((name for name in recipes if "baseline" in name), recipes[0])
+    return check_name("--baseline", requested, recipes, "recipe among those compared")
 
 
 def group_runs(records: Sequence[RunRecord]) -> dict[CurveKey, dict[float, list[RunRecord]]]:

@@ -21,24 +21,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import torch
-
 from fastcore_ops import cli
 from fastcore_ops.cli import refuse
-from fastcore_ops.host_memory import keep_freed_memory
-from fastcore_ops.kernels import backend
-from fastcore_ops.owned_folder import check_claimable
-from training.assemble import build_trainer
-from training.compute_threads import use_threads
-from training.config import TrainConfig
 from training.plugins import add_import_option, import_modules
 from training.recipes import list_recipes
-from training.tasks.classification import split_folders
-from training.tradeoff.cost_pass import read_costs
-from training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, model_runs, time_records, write_cost_report
-from training.tradeoff.report import build_report
-from training.tradeoff.results import common_metric, judged_by, merge_records, read_results, split_runs
+from training.tradeoff.analysis import choose_baseline
+from training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, price_runs
 from training.tradeoff.planning import SweepRequest, budget_list, claim_out, plan_sweep
+from training.tradeoff.report import build_report
+from training.tradeoff.results import merged_runs
 from training.tradeoff.sweep import execute_sweep
 
 SWEEP_ONLY = {"recipes": "--recipes", "budgets": "--budgets", "data": "--data", "subset": "--subset",
@@ -101,22 +92,6 @@ def parse_recipes(text: str) -> list[str]:
     return cli.check_names("--recipes", text, list_recipes(), "recipe")
 
 
-def default_baseline(recipes: list[str]) -> str:
-    """The first recipe whose name holds "baseline", else the first recipe.
-
-    Example:
-        >>> default_baseline(["cifar_mild", "cifar_baseline"])
-        'cifar_baseline'
-    """
-    return next((name for name in recipes if "baseline" in name), recipes[0])
-
-
-def _choose_baseline(requested: str | None, recipes: list[str]) -> str:
-    if requested is None:
-        return default_baseline(recipes)
-    return cli.check_name("--baseline", requested, recipes, "recipe among those compared")
-
-
 def _sweep(args: argparse.Namespace) -> int:
     try:
         for flag in ("recipes", "budgets"):
@@ -124,7 +99,7 @@ def _sweep(args: argparse.Namespace) -> int:
                 raise ValueError(f"--{flag} is required to run a sweep (or pass --merge FOLDER... to rebuild a report)")
         recipes = parse_recipes(args.recipes)
         plan = plan_sweep(SweepRequest(recipes, args.budgets, args.seeds, args.data, args.subset, args.device,
-                                       args.assignments, args.out, _choose_baseline(args.baseline, recipes),
+                                       args.assignments, args.out, choose_baseline(args.baseline, recipes),
                                        first_seed=args.first_seed, progress=not args.no_progress,
                                        imports=tuple(args.imports)))
     except (ValueError, TypeError, OSError) as error:
@@ -137,18 +112,8 @@ def _merge(args: argparse.Namespace) -> int:
         given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name)]
         if given:
             raise ValueError(f"--merge rebuilds the report from existing results; it takes no {', '.join(given)}")
-        runs = merge_records(read_results(folder) for folder in args.merge)
-        if not runs:
-            raise ValueError(f"--merge {' '.join(map(str, args.merge))}: the folders hold no runs")
-        for judge in args.judge:
-            recipe, separator, metric = judge.partition("=")
-            if not (separator and recipe and metric):
-                raise ValueError(f"--judge expects RECIPE=METRIC (cifar_mild=top1_tta), got {judge!r}")
-            runs = judged_by(runs, recipe, metric)
-        records, _ = split_runs(runs)
-        if records:
-            common_metric(records)
-        baseline = _choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in runs)))
+        runs = merged_runs(args.merge, args.judge)
+        baseline = choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in runs)))
         claim_out(args.out, "tradeoff")  # the last check: it marks --out
     except (ValueError, OSError) as error:
         return refuse(error)
@@ -162,44 +127,11 @@ def _cost(args: argparse.Namespace) -> int:
         given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name) and name not in ("data", "subset")]
         if given:
             raise ValueError(f"--cost prices existing runs; it takes no {', '.join(given)}")
-        runs = merge_records(read_results(folder) for folder in args.cost)
-        records, left_out = split_runs(runs)
-        if not records:
-            raise ValueError(f"--cost {' '.join(map(str, args.cost))}: the folders hold no finished run to price")
-        common_metric(records)
-        costs = read_costs(args.times) if args.times is not None else None
-        baseline = _choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in runs)))
-        device = torch.device(args.device)
-        if any(record.sample_unit == "images" for record in records):
-            if args.data is None:
-                raise ValueError("--data is required to price image-classification runs: the data they trained on")
-            split_folders(args.data)
-        check_claimable(args.out, "tradeoff")
-        check_claimable(args.out / MEASURED, "tradeoff")
-        if backend.INTERPRETING:  # the last check: the suite runs the others under the interpreter
-            raise ValueError("Triton's interpreter is on (FASTCORE_OPS_INTERPRET=1 or TRITON_INTERPRET=1): steps timed "
-                             "through it mean nothing; unset it to time the steps")
+        price_runs(args.cost, args.out, data=args.data, subset=args.subset, device=args.device, times=args.times,
+                   rounds=args.rounds or 3, threads=args.threads, baseline=args.baseline,
+                   progress=not args.no_progress)
     except (ValueError, TypeError, OSError) as error:
         return refuse(error)
-    if device.type == "cpu":
-        print(use_threads(args.threads).describe())
-        keep_freed_memory()  # as python -m training.train does, so the steps run as the runs' did
-
-    def build(config: TrainConfig):
-        return build_trainer(config, data=args.data, out=None, device=device, subset=args.subset, progress=False,
-                             eval_every=0)
-
-    try:
-        rounds = None if costs is not None else args.rounds or 3
-        plans, timed = time_records(records, args.cost, build, rounds=rounds, threads=torch.get_num_threads(),
-                                    progress=not args.no_progress)
-        costs = costs or timed
-        modelled = model_runs(records, plans, costs)
-        claim_out(args.out, "tradeoff")
-        claim_out(args.out / MEASURED, "tradeoff")
-    except (ValueError, TypeError, OSError) as error:
-        return refuse(error)
-    write_cost_report(records, left_out, modelled, costs, args.out, baseline, timed_here=args.times is None)
     print(f"costs: {args.out / COSTS_MD}; the model against each run: {args.out / CHECK_MD}; reports on modelled "
           f"times: {args.out / 'report.html'}, on measured times: {args.out / MEASURED / 'report.html'}")
     return 0

@@ -19,19 +19,29 @@ or read from an earlier pass's ``costs.json`` (``--times``), and written:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import torch
+
+from fastcore_ops.host_memory import keep_freed_memory
+from fastcore_ops.kernels import backend
+from fastcore_ops.owned_folder import check_claimable
+from training.assemble import build_trainer
+from training.compute_threads import use_threads
 from training.config import TrainConfig, config_hash, load_config, setup_hash
 from training.recipes import list_recipes
 from training.run_folder import CONFIG_NAME
+from training.tasks.classification import split_folders
+from training.tradeoff.analysis import choose_baseline
 from training.tradeoff.cost_pass import (COSTS_JSON, ModelledTime, StepCosts, Window, choose_windows, measure,
-                                         write_costs)
+                                         read_costs, write_costs)
+from training.tradeoff.planning import RUNS, PlannedRun, claim_out, run_config
 from training.tradeoff.report import build_report
-from training.tradeoff.results import Run, RunRecord
+from training.tradeoff.results import Run, RunRecord, common_metric, merge_records, read_results, split_runs
 from training.tradeoff.step_kinds import RunPlan, kind_function, plan_run
-from training.tradeoff.planning import RUNS, PlannedRun, run_config
 from training.tradeoff.tables import markdown_table
 
 MEASURED = "measured"  # OUT's subfolder for the report on measured times
@@ -198,3 +208,44 @@ def model_runs(records: Sequence[RunRecord], plans: dict[tuple, RunPlan],
             raise ValueError(f"run {record.label} takes steps the step times never cover ({missing[0].describe()} "
                              f"of setup {missing[0].setup}); time them: leave --times out")
     return {record.key: costs.modelled(plans[record.key]) for record in records}
+
+
+def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset: int | None, device: str,
+               times: Path | None, rounds: int, threads: int | None, baseline: str | None,
+               progress: bool = True) -> None:
+    """The cost pass: time every kind of step the runs of ``folders`` took, here (or take the step times of an
+    earlier pass's ``times``), and write the reports on modelled times into ``out`` (see the module's doc).
+
+    Every input is checked before any step is timed; ValueError (TypeError, OSError) names what cannot work,
+    and nothing is written. ``threads``: PyTorch's threads on a CPU (None: as ``python -m training.train``
+    chooses), ``rounds``: how many times each window of steps is timed.
+    """
+    runs = merge_records(read_results(folder) for folder in folders)
+    records, left_out = split_runs(runs)
+    if not records:
+        raise ValueError(f"--cost {' '.join(map(str, folders))}: the folders hold no finished run to price")
+    common_metric(records)
+    costs = read_costs(times) if times is not None else None
+    baseline = choose_baseline(baseline, list(dict.fromkeys(run.recipe for run in runs)))
+    if any(record.sample_unit == "images" for record in records):
+        if data is None:
+            raise ValueError("--data is required to price image-classification runs: the data they trained on")
+        split_folders(data)
+    check_claimable(out, "tradeoff")
+    check_claimable(out / MEASURED, "tradeoff")
+    if backend.INTERPRETING:  # the last check: the suite runs the others under the interpreter
+        raise ValueError("Triton's interpreter is on (FASTCORE_OPS_INTERPRET=1 or TRITON_INTERPRET=1): steps timed "
+                         "through it mean nothing; unset it to time the steps")
+    on = torch.device(device)
+    if on.type == "cpu":
+        print(use_threads(threads).describe())
+        keep_freed_memory()  # as python -m training.train does, so the steps run as the runs' did
+    build = functools.partial(build_trainer, data=data, out=None, device=on, subset=subset, progress=False,
+                              eval_every=0)
+    plans, timed = time_records(records, folders, build, rounds=None if costs is not None else rounds,
+                                threads=torch.get_num_threads(), progress=progress)
+    costs = costs or timed
+    modelled = model_runs(records, plans, costs)
+    claim_out(out, "tradeoff")
+    claim_out(out / MEASURED, "tradeoff")
+    write_cost_report(records, left_out, modelled, costs, out, baseline, timed_here=times is None)

@@ -428,3 +428,22 @@ def merge_records(groups: Iterable[Sequence[Run]]) -> list[Run]:
             else:
                 warnings.warn(f"run {run.key} appears more than once; keeping the first", stacklevel=2)
     return list(merged.values())
+
+
+def merged_runs(folders: Sequence[Path], judges: Sequence[str] = ()) -> list[Run]:
+    """The runs of every folder's ``results.json``, each once (:func:`merge_records`), plus each ``RECIPE=METRIC``
+    of ``judges`` as a curve of its own (:func:`judged_by`); ValueError when there is no run, a judge is not of that
+    form, or the finished runs do not share one metric.
+    """
+    runs = merge_records(read_results(folder) for folder in folders)
+    if not runs:
+        raise ValueError(f"--merge {' '.join(map(str, folders))}: the folders hold no runs")
+    for judge in judges:
+        recipe, separator, metric = judge.partition("=")
+        if not (separator and recipe and metric):
+            raise ValueError(f"--judge expects RECIPE=METRIC (cifar_mild=top1_tta), got {judge!r}")
+        runs = judged_by(runs, recipe, metric)
+    records, _ = split_runs(runs)
+    if records:
+        common_metric(records)
+    return runs
