@@ -367,7 +367,7 @@ def read_results(folder: Path) -> list[Run]:
     """
     path = folder / RESULTS_JSON
     if not path.is_file():
-        raise FileNotFoundError(f"--merge {folder}: no {RESULTS_JSON}; pass folders written by "
+        raise FileNotFoundError(f"{folder}: no {RESULTS_JSON}; pass folders written by "
                                 f"python -m training.tradeoff --out or python -m training.ablate --out")
     try:
         rows = _read_json(path)
@@ -375,7 +375,7 @@ def read_results(folder: Path) -> list[Run]:
             raise TypeError(f"it holds a JSON {type(rows).__name__}")
         return [_run_from_row(row) for row in rows]
     except (ValueError, TypeError) as error:  # bad JSON, missing or unknown fields, a record that contradicts itself
-        raise ValueError(f"--merge: {path} is not a list of run records ({error}); pass folders written by "
+        raise ValueError(f"{path} is not a list of run records ({error}); pass folders written by "
                          f"python -m training.tradeoff or python -m training.ablate") from None
 
 
