@@ -33,13 +33,14 @@ from .backend import tl, triton
         triton.Config({"BLOCK_C": 4096}, num_warps=8),
         triton.Config({"BLOCK_C": 512}, num_warps=2),
     ],
-    key=["C", "TARGET_IS_INDEX"],
+    # A power-of-two bucket of the class count, not the count: counts close together share a tuning.
+    key=["C_BUCKET", "TARGET_IS_INDEX"],
 )
-@triton.jit
+@triton.jit(do_not_specialize=["C_BUCKET"])
 def _bce_forward_kernel(
     logits_ptr, target_ptr, grad_ptr, row_loss_ptr, C,
     logits_stride, target_stride, grad_stride,
-    keep, add, inv_batch,
+    keep, add, inv_batch, C_BUCKET,
     TARGET_IS_INDEX: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
     # One program per sample; it writes that sample's loss and its row of the gradient.
@@ -123,7 +124,7 @@ def _bce_with_logits_op(
         _bce_forward_kernel[(N,)](
             logits, target, grad, row_loss, C,
             logits.stride(0), 0 if target_is_index else target.stride(0), grad.stride(0),
-            1.0 - label_smoothing, label_smoothing / C, 1.0 / N,
+            1.0 - label_smoothing, label_smoothing / C, 1.0 / N, backend.size_bucket(C),
             TARGET_IS_INDEX=target_is_index, ACC=backend.accumulator(logits.dtype),
         )
     return row_loss.sum() / max(N, 1), grad

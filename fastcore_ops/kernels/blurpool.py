@@ -30,7 +30,9 @@ _MAX_POOL_KERNEL = 15
 # Every kernel works on a [BLOCK_C, BLOCK_P] tile: BLOCK_C channels of one sample by
 # BLOCK_P pixels of a flattened image plane. Strides are runtime arguments, and Triton
 # specialises the one equal to 1, so the same kernel coalesces along pixels for NCHW and
-# along channels for NHWC; the autotuner keys on the strides to pick a tile shape per layout.
+# along channels for NHWC. The autotuner keys on the layout (CHANNELS_INNER: the channel
+# stride is 1) and on power-of-two buckets of the channels and the tile's pixels, so that a
+# new image size in the same bucket reuses the tuning; the three are not specialised on.
 # ----------------------------------------------------------------------------------------
 
 _TILE_CONFIGS = [
@@ -41,7 +43,8 @@ _TILE_CONFIGS = [
     triton.Config({"BLOCK_C": 64, "BLOCK_P": 16}, num_warps=4),
     triton.Config({"BLOCK_C": 128, "BLOCK_P": 8}, num_warps=8),
 ]
-_TILE_KEY = ["C", "H", "W", "stride_c", "stride_w"]
+_TILE_KEY = ["C_BUCKET", "P_BUCKET", "CHANNELS_INNER"]
+_TILED = triton.jit(do_not_specialize=_TILE_KEY)
 _INTERPRETER_TILE = triton.Config({"BLOCK_C": 32, "BLOCK_P": 256})
 
 
@@ -66,11 +69,11 @@ def _channel_offset(c, stride_n, stride_c):
 
 
 @backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
-@triton.jit
+@_TILED
 def _blurpool_forward_kernel(
     x_ptr, out_ptr, C, H, W, Ho, Wo,
     stride_n, stride_c, stride_h, stride_w,
-    out_stride_n, out_stride_c, out_stride_h, out_stride_w,
+    out_stride_n, out_stride_c, out_stride_h, out_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
     STRIDE: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
 ):
     c, p, valid = _tile(C, Ho * Wo, BLOCK_C, BLOCK_P)
@@ -105,11 +108,11 @@ def _strided_source(position, STRIDE: tl.constexpr, k: tl.constexpr, size):
 
 
 @backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
-@triton.jit
+@_TILED
 def _blurpool_backward_kernel(
     grad_out_ptr, grad_in_ptr, C, H, W, Ho, Wo,
     stride_n, stride_c, stride_h, stride_w,
-    in_stride_n, in_stride_c, in_stride_h, in_stride_w,
+    in_stride_n, in_stride_c, in_stride_h, in_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
     STRIDE: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
 ):
     # Gathers, for each input pixel, the outputs whose taps read it: no atomics, deterministic.
@@ -154,12 +157,12 @@ def _window_max(x_ptr, ph, pw, H, W, ok, stride_h, stride_w,
 
 
 @backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
-@triton.jit
+@_TILED
 def _blur_maxpool_forward_kernel(
     x_ptr, out_ptr, argmax_ptr, C, H, W, Hp, Wp, Ho, Wo,
     stride_n, stride_c, stride_h, stride_w,
     out_stride_n, out_stride_c, out_stride_h, out_stride_w,
-    arg_stride_n, arg_stride_c, arg_stride_h, arg_stride_w,
+    arg_stride_n, arg_stride_c, arg_stride_h, arg_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
     KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr,
     ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
 ):
@@ -191,12 +194,12 @@ def _blur_maxpool_forward_kernel(
 
 
 @backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
-@triton.jit
+@_TILED
 def _blur_maxpool_backward_kernel(
     grad_out_ptr, argmax_ptr, grad_in_ptr, C, H, W, Hp, Wp, Ho, Wo,
     stride_n, stride_c, stride_h, stride_w,
     arg_stride_n, arg_stride_c, arg_stride_h, arg_stride_w,
-    in_stride_n, in_stride_c, in_stride_h, in_stride_w,
+    in_stride_n, in_stride_c, in_stride_h, in_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
     KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr,
     ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
 ):
@@ -297,6 +300,12 @@ def _grid(C: int, pixels: int, N: int):
     return lambda meta: (triton.cdiv(pixels, meta["BLOCK_P"]), triton.cdiv(C, meta["BLOCK_C"]), N)
 
 
+def _tuning_key(C: int, pixels: int, channel_stride: int) -> dict[str, int]:
+    """The autotuner's key for a launch over ``pixels`` pixels of ``C`` channels (see _TILE_KEY)."""
+    return {"C_BUCKET": backend.size_bucket(C), "P_BUCKET": backend.size_bucket(pixels),
+            "CHANNELS_INNER": int(channel_stride == 1)}
+
+
 @torch.library.custom_op("fastcore_ops::blurpool2d", mutates_args=())
 def _blurpool2d_op(x: torch.Tensor, stride: int) -> torch.Tensor:
     N, C, H, W = x.shape
@@ -304,7 +313,7 @@ def _blurpool2d_op(x: torch.Tensor, stride: int) -> torch.Tensor:
     out = empty_like_layout(x, (N, C, Ho, Wo))
     if out.numel():
         _blurpool_forward_kernel[_grid(C, Ho * Wo, N)](
-            x, out, C, H, W, Ho, Wo, *x.stride(), *out.stride(),
+            x, out, C, H, W, Ho, Wo, *x.stride(), *out.stride(), **_tuning_key(C, Ho * Wo, x.stride(1)),
             STRIDE=stride, ACC=backend.accumulator(x.dtype))
     return out
 
@@ -322,6 +331,7 @@ def _blurpool2d_backward_op(grad_out: torch.Tensor, height: int, width: int, str
     if grad_in.numel():
         _blurpool_backward_kernel[_grid(C, height * width, N)](
             grad_out, grad_in, C, height, width, Ho, Wo, *grad_out.stride(), *grad_in.stride(),
+            **_tuning_key(C, height * width, grad_out.stride(1)),
             STRIDE=stride, ACC=backend.accumulator(grad_out.dtype))
     return grad_in
 
@@ -355,6 +365,7 @@ def _blur_maxpool2d_op(
     if out.numel():
         _blur_maxpool_forward_kernel[_grid(C, Ho * Wo, N)](
             x, out, argmax, C, H, W, Hp, Wp, Ho, Wo, *x.stride(), *out.stride(), *argmax.stride(),
+            **_tuning_key(C, Ho * Wo, x.stride(1)),
             KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(x.dtype))
     return out, argmax
 
@@ -378,6 +389,7 @@ def _blur_maxpool2d_backward_op(
         _blur_maxpool_backward_kernel[_grid(C, height * width, N)](
             grad_out, argmax, grad_in, C, height, width, Hp, Wp, Ho, Wo,
             *grad_out.stride(), *argmax.stride(), *grad_in.stride(),
+            **_tuning_key(C, height * width, grad_out.stride(1)),
             KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(grad_out.dtype))
     return grad_in
 

@@ -56,7 +56,8 @@ _MAX_VALUES = 2**31 - 1
 #     H*W plane, contiguous along the pixels; a split is a range of samples.
 #   rows (channels_last, (N, C), and 1x1 images): a tile is BLOCK_C channels x BLOCK_R
 #     rows of C contiguous channels, one row per (sample, pixel); a split is a range of rows.
-# Each layout has its own autotuner (its own tile shapes), keyed on the shape.
+# Each layout has its own autotuner (its own tile shapes), keyed on power-of-two buckets of
+# the shape, so that sizes close together share one tuning (runtime arguments, not specialised on).
 # ----------------------------------------------------------------------------------------
 
 # 8 elements per thread: the statistics kernel keeps 3 accumulators per element.
@@ -76,7 +77,8 @@ _PLANE_CONFIGS = [
     triton.Config({"BLOCK_C": 16, "BLOCK_R": 64}, num_warps=4),  # 7x7 planes: 49 of 64 lanes busy
     triton.Config({"BLOCK_C": 8, "BLOCK_R": 256}, num_warps=8),
 ]
-_KEY = ["N", "C", "HW", "G"]
+_KEY = ["N_BUCKET", "C_BUCKET", "HW_BUCKET", "G_BUCKET"]
+_TUNED_JIT = triton.jit(do_not_specialize=_KEY)
 # The interpreter pays per block operation: large tiles keep the tests fast.
 _ROW_INTERPRETER = triton.Config({"BLOCK_C": 32, "BLOCK_R": 128})
 _PLANE_INTERPRETER = triton.Config({"BLOCK_C": 16, "BLOCK_R": 256})
@@ -174,9 +176,9 @@ def _inverse_std(var, eps):
     return 1.0 / tl.sqrt(var + eps)
 
 
-@triton.jit
+@_TUNED_JIT
 def _forward_stats_kernel(
-    x_ptr, partial_ptr, N, C, HW, G, S, SPLIT,
+    x_ptr, partial_ptr, N, C, HW, G, S, SPLIT, N_BUCKET, C_BUCKET, HW_BUCKET, G_BUCKET,
     PLANES: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
 ):
     # Welford per lane of the tile (exact for any offset of the data), lanes merged once at
@@ -221,10 +223,10 @@ def _chunk_statistics(partial_ptr, chunk, c, C, S):
     return mean, m2 / tl.maximum(count, 1.0)
 
 
-@triton.jit
+@_TUNED_JIT
 def _forward_normalize_kernel(
     x_ptr, out_ptr, weight_ptr, bias_ptr, partial_ptr, mean_ptr, var_ptr, N, C, HW, G, S, SPLIT, eps,
-    HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, PLANES: tl.constexpr,
+    N_BUCKET, C_BUCKET, HW_BUCKET, G_BUCKET, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, PLANES: tl.constexpr,
     ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
 ):
     chunk, ks, c, start, units, _ = _program(N, C, HW, G, S, SPLIT, PLANES, BLOCK_C)
@@ -249,9 +251,10 @@ def _forward_normalize_kernel(
         tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@_TUNED_JIT
 def _backward_sums_kernel(
     grad_ptr, x_ptr, mean_ptr, var_ptr, partial_ptr, N, C, HW, G, S, SPLIT, eps,
+    N_BUCKET, C_BUCKET, HW_BUCKET, G_BUCKET,
     PLANES: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
 ):
     # Per split: sum(g) and sum(g * x_hat) into partial[ks] as two rows of C.
@@ -272,10 +275,10 @@ def _backward_sums_kernel(
     tl.store(dst + C, tl.sum(sum_gx, axis=1) * inv_std, mask=keep)
 
 
-@triton.jit
+@_TUNED_JIT
 def _backward_kernel(
     grad_ptr, x_ptr, weight_ptr, mean_ptr, var_ptr, partial_ptr, grad_x_ptr, grad_weight_ptr, grad_bias_ptr,
-    N, C, HW, G, S, SPLIT, eps,
+    N, C, HW, G, S, SPLIT, eps, N_BUCKET, C_BUCKET, HW_BUCKET, G_BUCKET,
     HAS_WEIGHT: tl.constexpr, PLANES: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
 ):
     # Two passes are unavoidable: every element's gradient needs its chunk's sum(g) and
@@ -421,6 +424,11 @@ class _Plan(NamedTuple):
     def grid(self):
         return lambda meta: (self.chunks * self.splits * triton.cdiv(self.C, meta["BLOCK_C"]),)
 
+    def tuning_key(self) -> dict[str, int]:
+        """The autotuners' key (_KEY): the sizes in power-of-two buckets."""
+        return {"N_BUCKET": backend.size_bucket(self.N), "C_BUCKET": backend.size_bucket(self.C),
+                "HW_BUCKET": backend.size_bucket(self.HW), "G_BUCKET": backend.size_bucket(self.G)}
+
 
 def _plan(x: torch.Tensor, ghost_batch_size: int) -> _Plan:
     N, C = x.shape[0], x.shape[1]
@@ -458,7 +466,7 @@ def _ghost_batch_norm_op(
     var = x.new_zeros((plan.chunks, plan.C), dtype=stats_dtype)
     if x.numel():
         partials = x.new_empty((plan.chunks * plan.splits, 3, plan.C), dtype=stats_dtype)
-        common = dict(PLANES=plan.planes, ACC=backend.accumulator(x.dtype))
+        common = dict(PLANES=plan.planes, ACC=backend.accumulator(x.dtype), **plan.tuning_key())
         sizes = (plan.N, plan.C, plan.HW, plan.G, plan.splits, plan.split_units)
         _forward_stats[plan.planes][plan.grid()](x, partials, *sizes, **common)
         _forward_normalize[plan.planes][plan.grid()](
@@ -492,7 +500,7 @@ def _ghost_batch_norm_backward_op(
     grad_bias = x.new_zeros((plan.C,), dtype=mean.dtype)
     if x.numel():
         partials = x.new_empty((plan.chunks * plan.splits, 2, plan.C), dtype=mean.dtype)
-        common = dict(PLANES=plan.planes, ACC=backend.accumulator(x.dtype))
+        common = dict(PLANES=plan.planes, ACC=backend.accumulator(x.dtype), **plan.tuning_key())
         sizes = (plan.N, plan.C, plan.HW, plan.G, plan.splits, plan.split_units)
         _backward_sums[plan.planes][plan.grid()](grad_out, x, mean, var, partials, *sizes, eps, **common)
         _backward[plan.planes][plan.grid()](

@@ -80,3 +80,25 @@ def test_interpreter_request_after_triton_import_is_a_clear_error():
                             capture_output=True, text=True)
     assert result.returncode != 0
     assert "import fastcore_ops first" in result.stderr
+
+
+def test_autotuners_key_on_size_buckets_not_on_sizes():
+    """Each tuning benchmarks every config (seconds a kernel on a GPU: reports/gpu-check-h200-20261128), so the
+    keys hold power-of-two buckets of sizes and flags, never a raw size or stride that every new shape changes."""
+    from triton.runtime.autotuner import Autotuner
+
+    from fastcore_ops.kernels import alibi, bce, blurpool, ghost_batchnorm
+
+    flags = {"CHANNELS_INNER", "TARGET_IS_INDEX", "CAUSAL", "INPUT_PRECISION", "HEAD_DIM_PADDED"}
+    values = [value for module in (alibi, bce, blurpool, ghost_batchnorm) for value in vars(module).values()]
+    found = [tuner for value in values for tuner in (value.values() if isinstance(value, dict) else [value])
+             if isinstance(tuner, Autotuner)]  # ghost batch norm's kernels: one autotuner per layout
+    assert len(found) == 16  # alibi 3, bce 1, blurpool 4, ghost batch norm 4 x 2
+    for tuner in found:
+        raw = [key for key in tuner.keys if not key.endswith("_BUCKET") and key not in flags]
+        assert not raw, f"{tuner.base_fn.__name__} tunes anew at every value of {raw}"
+
+
+def test_size_buckets_group_nearby_sizes():
+    assert {backend.size_bucket(size) for size in (33 * 31, 1000, 1024)} == {1024}
+    assert backend.size_bucket(1025) == 2048 and backend.size_bucket(0) == 1
