@@ -93,3 +93,17 @@ def test_a_stopped_check_stops_the_part_it_was_running(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         run_part(_stand_in("hangs"), Mode(small=True), tmp_path / "parts")
     assert started[0].wait(timeout=10) == -signal.SIGKILL
+
+
+def test_correctness_checks_every_kernel_in_every_dtype_before_any_second_case():
+    import torch
+
+    from benchmarks.gpu_check.correctness import all_cases, breadth_first
+
+    cases, dtypes = all_cases(small=False), (torch.float32, torch.float16, torch.bfloat16)
+    order = breadth_first(cases, dtypes)
+    assert sorted((id(case), str(dtype)) for case, dtype in order) == sorted(
+        (id(case), str(dtype)) for case in cases for dtype in dtypes)
+    kernels = {case.kernel for case in cases}
+    first = order[:len(kernels) * len(dtypes)]
+    assert {(case.kernel, dtype) for case, dtype in first} == {(k, dtype) for k in kernels for dtype in dtypes}

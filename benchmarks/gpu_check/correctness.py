@@ -158,15 +158,29 @@ def _relative_error(ours: torch.Tensor, reference: torch.Tensor) -> float:
     return ((ours - reference).abs() / (1 + reference.abs())).max().item()
 
 
+def breadth_first(cases: list[Case], dtypes: tuple[torch.dtype, ...]) -> list[tuple[Case, torch.dtype]]:
+    """Every (case, dtype), each kernel's first case in every dtype before any kernel's second.
+
+    A part stopped at its budget has then checked every kernel in every dtype: on the first GPU run,
+    tuning let it finish 9 cases, all BlurPool's (reports/gpu-check-h200-20261128).
+    """
+    rank, seen = {}, {}
+    for case in cases:
+        rank[id(case)] = seen.get(case.kernel, 0)
+        seen[case.kernel] = rank[id(case)] + 1
+    kernels = list(seen)
+    pairs = [(case, dtype) for case in cases for dtype in dtypes]
+    return sorted(pairs, key=lambda pair: (rank[id(pair[0])], dtypes.index(pair[1]), kernels.index(pair[0].kernel)))
+
+
 def run(mode: Mode, record: Recorder) -> None:
-    """Check every case in every dtype of ``mode``; one row each."""
-    for dtype in mode.dtypes:
+    """Check every case in every dtype of ``mode``, breadth first; one row each."""
+    for case, dtype in breadth_first(all_cases(mode.small), mode.dtypes):
         tolerance = TOLERANCES[dtype]
-        for case in all_cases(mode.small):
-            output_error, gradient_error = largest_errors(case, dtype, mode.device)
-            record.row(kernel=case.kernel, dtype=dtype, shape=case.shape, layout=case.layout,
-                       output_error=output_error, gradient_error=gradient_error, tolerance=tolerance,
-                       passed=max(output_error, gradient_error) <= tolerance)
+        output_error, gradient_error = largest_errors(case, dtype, mode.device)
+        record.row(kernel=case.kernel, dtype=dtype, shape=case.shape, layout=case.layout,
+                   output_error=output_error, gradient_error=gradient_error, tolerance=tolerance,
+                   passed=max(output_error, gradient_error) <= tolerance)
     if mode.small:
         record.note("Small mode: Triton's interpreter on the CPU, tiny shapes, fp32 and fp16 only (the interpreter "
                     "computes bf16 wrongly). It shows the check runs, not that the compiled kernels are right.")
