@@ -45,6 +45,11 @@ if os.environ.get(INTERPRET_VARIABLE, "0") == "1" and os.environ.get("TRITON_INT
 
 INTERPRETING: bool = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
+# FASTCORE_OPS_AUTOTUNE=0, set before fastcore_ops is imported: each kernel runs its first config,
+# untuned, so no call pays for tuning (the test suite on a GPU, where it checks values, not speed).
+AUTOTUNE_VARIABLE = "FASTCORE_OPS_AUTOTUNE"
+AUTOTUNING: bool = os.environ.get(AUTOTUNE_VARIABLE, "1") != "0"
+
 
 class TritonMissingError(RuntimeError):
     """A Triton kernel was asked for (a CUDA tensor, or the interpreter) where Triton is not installed."""
@@ -124,14 +129,17 @@ def use_triton(*tensors: torch.Tensor) -> bool:
 
 
 def autotune(configs: list[triton.Config], key: list[str], interpreter_config: triton.Config | None = None):
-    """``triton.autotune`` that also works under the interpreter.
+    """``triton.autotune`` that also works under the interpreter, and can be switched off.
 
     The interpreter has no GPU benchmarker, so there a single config runs as is (with one
     config Triton does not benchmark): ``interpreter_config`` if given, else the first.
-    The interpreter's cost is per block operation, so large tiles make it fast.
+    The interpreter's cost is per block operation, so large tiles make it fast. With
+    ``FASTCORE_OPS_AUTOTUNE=0`` the first config runs, untuned.
     """
     if INTERPRETING:
         return triton.autotune(configs=[interpreter_config or configs[0]], key=key, do_bench=_no_benchmark)
+    if not AUTOTUNING:
+        return triton.autotune(configs=configs[:1], key=key)
     # Tuning benchmarks every config at every new key, and on a GPU it was most of the kernels'
     # first calls: 87% of the GPU check's correctness part (reports/gpu-check-h200-20261128). These
     # kernels run for microseconds to milliseconds, so a short benchmark ranks their configs, and

@@ -156,6 +156,9 @@ def main() -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("run with the interpreter off (unset TRITON_INTERPRET and FASTCORE_OPS_INTERPRET)")
         return 2
+    if os.environ.get("FASTCORE_OPS_AUTOTUNE") == "0":
+        print("run with autotuning on (unset FASTCORE_OPS_AUTOTUNE): with it off, each kernel keeps its first config")
+        return 2
     failures = 0
     for case in all_cases():
         for config in case.configs():

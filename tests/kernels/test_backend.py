@@ -102,3 +102,15 @@ def test_autotuners_key_on_size_buckets_not_on_sizes():
 def test_size_buckets_group_nearby_sizes():
     assert {backend.size_bucket(size) for size in (33 * 31, 1000, 1024)} == {1024}
     assert backend.size_bucket(1025) == 2048 and backend.size_bucket(0) == 1
+
+
+def test_autotuning_can_be_switched_off_for_compiled_kernels():
+    """FASTCORE_OPS_AUTOTUNE=0: the first config alone, so Triton benchmarks nothing (compiled mode, no GPU needed)."""
+    script = ("from fastcore_ops.kernels import backend, blurpool\n"
+              "assert not backend.INTERPRETING and not backend.AUTOTUNING\n"
+              "assert blurpool._blurpool_forward_kernel.configs == blurpool._TILE_CONFIGS[:1]\n"
+              "print('untuned')")
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "FASTCORE_OPS_INTERPRET")}
+    result = subprocess.run([sys.executable, "-c", script], env={**env, "FASTCORE_OPS_AUTOTUNE": "0"},
+                            capture_output=True, text=True)
+    assert result.stdout.strip() == "untuned", result.stderr[-2000:]
