@@ -89,7 +89,8 @@ def tradeoff_figure(records: Sequence[RunRecord]) -> plt.Figure:
         ax.set_xlabel("training time (s, evaluation and checkpoints excluded; log scale)")
         ax.set_ylabel(metric.axis_label)
         title = metric.quantity[:1].upper() + metric.quantity[1:]
-        ax.set_title(f"{title} against training time on {machine} (mean and spread over seeds)")
+        # Two lines: a machine's full name (a CPU model, its threads) ran past the figure's edge on one.
+        ax.set_title(f"{title} against training time\non {machine} (mean and spread over seeds)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
         budget_labels.append((ax, labels))

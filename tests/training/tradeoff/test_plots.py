@@ -43,7 +43,7 @@ def _frontier(ax):
 def test_a_top1_plot_is_in_percent_with_its_label(figure_of):
     ax = figure_of(BASE + FAST)
     assert ax.get_ylabel() == "top-1 (%)"
-    assert ax.get_title().startswith("Top-1 against training time on m1")
+    assert ax.get_title().startswith("Top-1 against training time\non m1")
     # fast's two budgets (4 s at 60%, 8 s at 72%) beat both of the baseline's, in percent.
     assert _frontier(ax) == pytest.approx([4.0, 60.0, 8.0, 72.0])
 
@@ -51,7 +51,7 @@ def test_a_top1_plot_is_in_percent_with_its_label(figure_of):
 def test_a_loss_plot_shows_raw_nats_and_says_lower_is_better(figure_of):
     ax = figure_of(LM_BASE + LM_HALF)
     assert ax.get_ylabel() == "validation loss (nats/token), lower is better"
-    assert ax.get_title().startswith("Validation loss against training time on m1")
+    assert ax.get_title().startswith("Validation loss against training time\non m1")
     # The frontier is the fast recipe's three points, falling: raw losses, never x100.
     assert _frontier(ax) == pytest.approx([25.0, 2.5, 50.0, 2.0, 100.0, 1.5])
     low, high = ax.get_ylim()
