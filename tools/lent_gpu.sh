@@ -59,8 +59,10 @@ run)
         >> "$out/machine.txt" 2>&1 || echo "the carried wheels did not install: pip exit $?" >> "$out/machine.txt"
     if [ ! -e ../shared/datasets ]; then mkdir -p ../shared && cp -r "$carry/datasets" ../shared/; fi
     left=$(( ${RUN_SECONDS:-585} - SECONDS ))
-    echo "pytest -m gpu: ${left} s left" >> "$out/machine.txt"
-    PYTHONPATH=".:$check/site" timeout "$left" python3 -m pytest -m gpu -q -p no:cacheprovider --durations=20 \
+    # Four test processes where pytest-xdist is installed: the tests' time there is mostly Triton compiling.
+    workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n 4" || true)
+    echo "pytest -m gpu ${workers}: ${left} s left" >> "$out/machine.txt"
+    PYTHONPATH=".:$check/site" timeout "$left" python3 -m pytest -m gpu $workers -q -p no:cacheprovider --durations=20 \
         --junitxml="$out/junit.xml" > "$out/pytest.log" 2>&1 || echo "pytest exit $? after ${SECONDS} s" >> "$out/pytest.log"
     tail -n 3 "$out/gpu_check.log" "$out/pytest.log"
     ;;
