@@ -21,7 +21,13 @@ prepare)
         || { echo "error: $datasets is missing; prepare runs beside the project's ../shared" >&2; exit 2; }
     grep -qx "/$carry/" "$(git rev-parse --git-dir)/info/exclude" 2>/dev/null \
         || echo "/$carry/" >> "$(git rev-parse --git-dir)/info/exclude"
-    rm -rf "$carry" && mkdir -p "$carry/wheels" "$carry/datasets"
+    # Replace only a folder this script wrote (it leaves a marker), never one of the same name made otherwise.
+    marker="$carry/.written-by-lent_gpu"
+    if [ -e "$carry" ] && [ ! -f "$marker" ]; then
+        echo "error: $carry exists and was not written by tools/lent_gpu.sh; move it away and run prepare again" >&2
+        exit 2
+    fi
+    rm -rf "$carry" && mkdir -p "$carry/wheels" "$carry/datasets" && touch "$marker"
     # simplejpeg and webdataset: the suite imports them; that machine has neither.
     python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
