@@ -210,8 +210,8 @@ def test_worker_niceness_measure_refuses_a_niceness_that_is_not_0_to_19(argv, mo
 
 
 def test_worker_niceness_measure_sh(tmp_path, ten_jpegs, children_compute):
-    command = ["bash", str(REPORTS / "worker-niceness-20261127/measure.sh"), str(ten_jpegs), str(tmp_path / "runs"), "1",
-               "--epochs", "1", "--set", "data.batch_size=10"]
+    command = ["bash", str(REPORTS / "worker-niceness-20261127/measure.sh"), str(ten_jpegs), str(tmp_path / "runs"),
+               "1", "--epochs", "1", "--set", "data.batch_size=10"]
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
     finished = subprocess.run(command, cwd=ROOT, env={**os.environ, "PATH": path}, capture_output=True, text=True,
                               timeout=300)
@@ -219,3 +219,11 @@ def test_worker_niceness_measure_sh(tmp_path, ten_jpegs, children_compute):
     rows = list(csv.DictReader(finished.stdout.splitlines()))
     assert [row["niceness"] for row in rows] == ["0", "5", "10"]
     assert all(float(row["train_seconds"]) > 0 for row in rows)
+
+
+def test_mild_methods_tta_cost(ten_jpegs, capsys):
+    load("cifar-mild-methods-20261128/tta_cost.py").main([str(ten_jpegs), "--rounds", "1", "--threads", "1",
+                                                          "--set", "data.batch_size=5", "--set", "data.num_workers=0"])
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert [row["evaluation"] for row in rows] == ["plain", "tta"]
+    assert all(float(row["seconds"]) > 0 for row in rows)
