@@ -9,13 +9,16 @@ from fastcore_ops.kernels.blurpool import blur_maxpool2d_reference, blurpool2d_r
 
 from . import Case, Traffic, element_size
 
-# Inputs of ResNet-50's strided convolutions with >= 16 input channels (each gets a blur in
-# front): the stride-2 3x3 conv of each stage's first bottleneck and its 1x1 downsample.
-STRIDED_CONV_INPUTS = [(128, 56), (256, 28), (512, 14), (256, 56), (512, 28), (1024, 14)]
+# (channels, side, blur stride) of the inputs of ResNet-50's strided convolutions with >= 16 input
+# channels, each of which BlurPool surgery puts a blur in front of: the 1x1 downsample of each
+# stage's first bottleneck takes the blur's stride 2; its stride-2 3x3 conv keeps its stride behind
+# a stride-1 blur (fastcore_ops.surgery.blurpool.BlurConv2d). Stride 2 and stride 1 alternate, so a
+# run stopped at its time budget has timed both.
+STRIDED_CONV_INPUTS = [(256, 56, 2), (128, 56, 1), (512, 28, 2), (256, 28, 1), (1024, 14, 2), (512, 14, 1)]
 # The stem's max pool input, which blur_maxpool2d replaces.
 MAXPOOL_INPUT = (64, 112)
 # (strided conv inputs, max pool input) of the small mode, which runs Triton's interpreter: odd sides.
-TINY = ([(16, 15)], (4, 9))
+TINY = ([(16, 15, 2), (16, 15, 1)], (4, 9))
 
 
 def _make(shape, dtype, layout, device):
@@ -31,17 +34,18 @@ def cases(batch: int, dtype: torch.dtype, device: torch.device, tiny: bool = Fal
     strided_inputs, maxpool_input = TINY if tiny else (STRIDED_CONV_INPUTS, MAXPOOL_INPUT)
     result = []
     for layout, layout_name in ((torch.channels_last, "nhwc"), (torch.contiguous_format, "nchw")):
-        for channels, size in strided_inputs:
+        for channels, size, stride in strided_inputs:
             full = batch * channels * size * size * b
-            half = batch * channels * ((size - 1) // 2 + 1) ** 2 * b
+            strided = batch * channels * ((size - 1) // stride + 1) ** 2 * b
             # Both read the input once and write the strided output once; backward reads the
             # output gradient and writes the input gradient. On paper they are equal: the gain
             # is in how well each implementation reaches that bound.
-            traffic = Traffic(full + half, 2 * (full + half))
+            traffic = Traffic(full + strided, 2 * (full + strided))
             result.append(Case(
-                "blurpool2d", f"{batch}x{channels}x{size}x{size} {layout_name}",
+                "blurpool2d", f"{batch}x{channels}x{size}x{size} {layout_name} stride {stride}",
                 _make((batch, channels, size, size), dtype, layout, device),
-                lambda x: blurpool2d(x, 2), lambda x: blurpool2d_reference(x, 2), traffic, traffic,
+                lambda x, stride=stride: blurpool2d(x, stride),
+                lambda x, stride=stride: blurpool2d_reference(x, stride), traffic, traffic,
             ))
         channels, size = maxpool_input
         full = batch * channels * size * size

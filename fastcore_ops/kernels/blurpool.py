@@ -93,20 +93,6 @@ def _blurpool_forward_kernel(
     tl.store(out_ptr + oh * out_stride_h + ow * out_stride_w, acc.to(out_ptr.dtype.element_ty), mask=valid)
 
 
-@triton.jit
-def _strided_source(position, STRIDE: tl.constexpr, k: tl.constexpr, size):
-    """Index of the strided output whose tap k reads ``position``, and whether it exists.
-
-    Tap k of output o reads position o * STRIDE - 1 + k, so o = (position + 1 - k) / STRIDE
-    when that division is exact and o is in [0, size).
-    """
-    shifted = position + 1 - k
-    nonnegative = shifted >= 0
-    shifted = tl.where(nonnegative, shifted, 0)  # keep the division away from negatives
-    source = shifted // STRIDE
-    return source, nonnegative & (shifted % STRIDE == 0) & (source < size)
-
-
 @backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
 @_TILED
 def _blurpool_backward_kernel(
@@ -115,21 +101,45 @@ def _blurpool_backward_kernel(
     in_stride_n, in_stride_c, in_stride_h, in_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
     STRIDE: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
 ):
-    # Gathers, for each input pixel, the outputs whose taps read it: no atomics, deterministic.
-    c, p, valid = _tile(C, H * W, BLOCK_C, BLOCK_P)
-    ih = p // W
-    iw = p % W
-    grad_out_ptr += _channel_offset(c, stride_n, stride_c)
-    acc = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
-    for kh in tl.static_range(3):
-        oh, row_ok = _strided_source(ih, STRIDE, kh, Ho)
-        for kw in tl.static_range(3):
-            ow, col_ok = _strided_source(iw, STRIDE, kw, Wo)
-            ok = valid & row_ok & col_ok
-            g = tl.load(grad_out_ptr + oh * stride_h + ow * stride_w, mask=ok, other=0.0)
-            acc += g.to(ACC) * (_binomial_tap(kh) * _binomial_tap(kw))
+    # For STRIDE >= 2. Tap k of output o reads input o * STRIDE - 1 + k, so input o * STRIDE + r
+    # hears from output o through tap r + 1 (r = 0, 1) and from output o + 1 through tap 0
+    # (r = STRIDE - 1), and from no other. Each program therefore reads its outputs' 2 x 2
+    # gradient neighbourhoods once and writes the STRIDE x STRIDE input pixels under each: no
+    # atomics, no masked-off taps, no division per input pixel (a gather of 9 parity-masked taps
+    # per input pixel is instruction-bound).
+    c, p, valid = _tile(C, Ho * Wo, BLOCK_C, BLOCK_P)
+    oh = p // Wo
+    ow = p % Wo
+    here = grad_out_ptr + _channel_offset(c, stride_n, stride_c) + oh * stride_h + ow * stride_w
+    down = valid & (oh + 1 < Ho)
+    right = valid & (ow + 1 < Wo)
+    g00 = tl.load(here, mask=valid, other=0.0).to(ACC)
+    g01 = tl.load(here + stride_w, mask=right, other=0.0).to(ACC)
+    g10 = tl.load(here + stride_h, mask=down, other=0.0).to(ACC)
+    g11 = tl.load(here + stride_h + stride_w, mask=down & right, other=0.0).to(ACC)
     grad_in_ptr += _channel_offset(c, in_stride_n, in_stride_c)
-    tl.store(grad_in_ptr + ih * in_stride_h + iw * in_stride_w, acc.to(grad_in_ptr.dtype.element_ty), mask=valid)
+    for rh in tl.static_range(STRIDE):
+        ih = oh * STRIDE + rh
+        row_ok = valid & (ih < H)
+        # This input row's weights on output rows oh and oh + 1 (0 where it hears nothing).
+        top = (2 - rh * rh) * 0.25 if rh <= 1 else 0.0  # tap rh + 1
+        bottom = 0.25 if rh == STRIDE - 1 else 0.0  # tap 0
+        for rw in tl.static_range(STRIDE):
+            iw = ow * STRIDE + rw
+            left = (2 - rw * rw) * 0.25 if rw <= 1 else 0.0
+            right_of = 0.25 if rw == STRIDE - 1 else 0.0
+            # Only the taps that exist are added: 0 * inf would put a NaN where the gradient is 0.
+            value = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
+            if top * left != 0.0:
+                value += (top * left) * g00
+            if top * right_of != 0.0:
+                value += (top * right_of) * g01
+            if bottom * left != 0.0:
+                value += (bottom * left) * g10
+            if bottom * right_of != 0.0:
+                value += (bottom * right_of) * g11
+            tl.store(grad_in_ptr + ih * in_stride_h + iw * in_stride_w, value.to(grad_in_ptr.dtype.element_ty),
+                     mask=row_ok & (iw < W))
 
 
 @triton.jit
@@ -195,20 +205,20 @@ def _blur_maxpool_forward_kernel(
 
 @backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
 @_TILED
-def _blur_maxpool_backward_kernel(
-    grad_out_ptr, argmax_ptr, grad_in_ptr, C, H, W, Hp, Wp, Ho, Wo,
+def _max_pool_backward_kernel(
+    grad_pooled_ptr, argmax_ptr, grad_in_ptr, C, H, W, Hp, Wp,
     stride_n, stride_c, stride_h, stride_w,
     arg_stride_n, arg_stride_c, arg_stride_h, arg_stride_w,
     in_stride_n, in_stride_c, in_stride_h, in_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
-    KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr,
+    KERNEL: tl.constexpr, PADDING: tl.constexpr,
     ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
 ):
-    # For each input pixel: every pooled position whose window holds it at its argmax
-    # passes on the blur's gradient at that position. A gather, so no atomics.
+    # The stride-1 max pool's backward from its one-byte argmax offsets: each input pixel gathers
+    # the gradient of every pooled position whose window holds it at its argmax. No atomics.
     c, p, valid = _tile(C, H * W, BLOCK_C, BLOCK_P)
     ih = p // W
     iw = p % W
-    grad_out_ptr += _channel_offset(c, stride_n, stride_c)
+    grad_pooled_ptr += _channel_offset(c, stride_n, stride_c)
     argmax_ptr += _channel_offset(c, arg_stride_n, arg_stride_c)
     acc = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
     for i in tl.static_range(KERNEL):
@@ -219,13 +229,8 @@ def _blur_maxpool_backward_kernel(
             ok = row_ok & (pw >= 0) & (pw < Wp)
             offset = tl.load(argmax_ptr + ph * arg_stride_h + pw * arg_stride_w, mask=ok, other=255)
             routed = ok & (offset.to(tl.int32) == i * KERNEL + j)
-            for kh in tl.static_range(3):
-                oh, oh_ok = _strided_source(ph, STRIDE, kh, Ho)
-                for kw in tl.static_range(3):
-                    ow, ow_ok = _strided_source(pw, STRIDE, kw, Wo)
-                    take = routed & oh_ok & ow_ok
-                    g = tl.load(grad_out_ptr + oh * stride_h + ow * stride_w, mask=take, other=0.0)
-                    acc += g.to(ACC) * (_binomial_tap(kh) * _binomial_tap(kw))
+            g = tl.load(grad_pooled_ptr + ph * stride_h + pw * stride_w, mask=routed, other=0.0)
+            acc += g.to(ACC)
     grad_in_ptr += _channel_offset(c, in_stride_n, in_stride_c)
     tl.store(grad_in_ptr + ih * in_stride_h + iw * in_stride_w, acc.to(grad_in_ptr.dtype.element_ty), mask=valid)
 
@@ -324,16 +329,26 @@ def _(x, stride):
     return empty_like_layout(x, (N, C, _strided_size(H, stride), _strided_size(W, stride)))
 
 
-@torch.library.custom_op("fastcore_ops::blurpool2d_backward", mutates_args=())
-def _blurpool2d_backward_op(grad_out: torch.Tensor, height: int, width: int, stride: int) -> torch.Tensor:
+def _blur_backward(grad_out: torch.Tensor, height: int, width: int, stride: int) -> torch.Tensor:
+    """The gradient of a ``height`` x ``width`` image from its strided blur's gradient ``grad_out``."""
     N, C, Ho, Wo = grad_out.shape
     grad_in = empty_like_layout(grad_out, (N, C, height, width))
-    if grad_in.numel():
-        _blurpool_backward_kernel[_grid(C, height * width, N)](
-            grad_out, grad_in, C, height, width, Ho, Wo, *grad_out.stride(), *grad_in.stride(),
-            **_tuning_key(C, height * width, grad_out.stride(1)),
-            STRIDE=stride, ACC=backend.accumulator(grad_out.dtype))
+    if not grad_in.numel():
+        return grad_in
+    if stride == 1:
+        # The filter is symmetric and its padding zero, so a stride-1 blur is its own adjoint.
+        kernel, pixels = _blurpool_forward_kernel, height * width
+    else:
+        kernel, pixels = _blurpool_backward_kernel, Ho * Wo  # a program per output, writing the pixels under it
+    kernel[_grid(C, pixels, N)](
+        grad_out, grad_in, C, height, width, Ho, Wo, *grad_out.stride(), *grad_in.stride(),
+        **_tuning_key(C, pixels, grad_out.stride(1)), STRIDE=stride, ACC=backend.accumulator(grad_out.dtype))
     return grad_in
+
+
+@torch.library.custom_op("fastcore_ops::blurpool2d_backward", mutates_args=())
+def _blurpool2d_backward_op(grad_out: torch.Tensor, height: int, width: int, stride: int) -> torch.Tensor:
+    return _blur_backward(grad_out, height, width, stride)
 
 
 @_blurpool2d_backward_op.register_fake
@@ -382,15 +397,19 @@ def _(x, kernel_size, stride, padding):
 def _blur_maxpool2d_backward_op(
     grad_out: torch.Tensor, argmax: torch.Tensor, height: int, width: int, kernel_size: int, stride: int, padding: int
 ) -> torch.Tensor:
-    N, C, Ho, Wo = grad_out.shape
+    # Two passes: the blur's backward to the pooled image's gradient, then the max pool's routing.
+    # Fused, each input pixel would redo the blur's taps for each of the K x K windows holding it,
+    # which is instruction-bound; the pooled gradient in between costs a write and a read.
+    N, C = grad_out.shape[:2]
     Hp, Wp = argmax.shape[2:]
+    grad_pooled = _blur_backward(grad_out, Hp, Wp, stride)
     grad_in = empty_like_layout(grad_out, (N, C, height, width))
     if grad_in.numel():
-        _blur_maxpool_backward_kernel[_grid(C, height * width, N)](
-            grad_out, argmax, grad_in, C, height, width, Hp, Wp, Ho, Wo,
-            *grad_out.stride(), *argmax.stride(), *grad_in.stride(),
-            **_tuning_key(C, height * width, grad_out.stride(1)),
-            KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(grad_out.dtype))
+        _max_pool_backward_kernel[_grid(C, height * width, N)](
+            grad_pooled, argmax, grad_in, C, height, width, Hp, Wp,
+            *grad_pooled.stride(), *argmax.stride(), *grad_in.stride(),
+            **_tuning_key(C, height * width, grad_pooled.stride(1)),
+            KERNEL=kernel_size, PADDING=padding, ACC=backend.accumulator(grad_out.dtype))
     return grad_in
 
 

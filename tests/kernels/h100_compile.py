@@ -46,10 +46,11 @@ class KernelCase:
 def _blur_cases():
     kernels = [
         (blurpool._blurpool_forward_kernel, ("x_ptr", "out_ptr"), {"STRIDE": 2}),
+        (blurpool._blurpool_forward_kernel, ("x_ptr", "out_ptr"), {"STRIDE": 1}),  # and stride 1's backward
         (blurpool._blurpool_backward_kernel, ("grad_out_ptr", "grad_in_ptr"), {"STRIDE": 2}),
+        (blurpool._blurpool_backward_kernel, ("grad_out_ptr", "grad_in_ptr"), {"STRIDE": 3}),
         (blurpool._blur_maxpool_forward_kernel, ("x_ptr", "out_ptr"), {"KERNEL": 3, "STRIDE": 2, "PADDING": 1}),
-        (blurpool._blur_maxpool_backward_kernel, ("grad_out_ptr", "grad_in_ptr"),
-         {"KERNEL": 3, "STRIDE": 2, "PADDING": 1}),
+        (blurpool._max_pool_backward_kernel, ("grad_pooled_ptr", "grad_in_ptr"), {"KERNEL": 3, "PADDING": 1}),
     ]
     for kernel, data_pointers, constexprs in kernels:
         pointers = {name: "bf16" for name in data_pointers}

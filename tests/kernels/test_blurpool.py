@@ -105,6 +105,19 @@ def test_non_contiguous_input(device):
     _compare(blurpool2d, blurpool2d_reference, x, 2)
 
 
+@pytest.mark.parametrize("stride", [2, 3, 4])
+def test_an_infinite_gradient_reaches_only_the_pixels_its_taps_read(stride, device):
+    # Input pixels that no tap of an output reads get exactly 0, not 0 * inf.
+    x = torch.randn(1, 2, 9, 11, device=device).requires_grad_()
+    grad_out = torch.zeros(1, 2, (9 - 1) // stride + 1, (11 - 1) // stride + 1, device=device)
+    grad_out[0, 1, 1, 1] = float("inf")
+    blurpool2d(x, stride).backward(grad_out)
+    x_ref = x.detach().clone().requires_grad_()
+    blurpool2d_reference(x_ref, stride).backward(grad_out)
+    torch.testing.assert_close(x.grad, x_ref.grad, equal_nan=True)
+    assert x.grad.isinf().sum() == 9
+
+
 @pytest.mark.parametrize("shape", [(0, 3, 8, 8), (2, 0, 8, 8), (2, 3, 0, 8)], ids=str)
 def test_empty_input_gives_empty_output(shape, device):
     x = torch.zeros(shape, device=device, requires_grad=True)
