@@ -108,7 +108,7 @@ def test_autotuning_can_be_switched_off_for_compiled_kernels():
     """FASTCORE_OPS_AUTOTUNE=0: the first config alone, so Triton benchmarks nothing (compiled mode, no GPU needed)."""
     script = ("from fastcore_ops.kernels import backend, blurpool\n"
               "assert not backend.INTERPRETING and not backend.AUTOTUNING\n"
-              "assert blurpool._blurpool_forward_kernel.configs == blurpool._TILE_CONFIGS[:1]\n"
+              "assert blurpool._blurpool_forward_kernel.configs == blurpool._ROW_CONFIGS[:1]\n"
               "print('untuned')")
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "FASTCORE_OPS_INTERPRET")}
     result = subprocess.run([sys.executable, "-c", script], env={**env, "FASTCORE_OPS_AUTOTUNE": "0"},
