@@ -19,6 +19,14 @@ def test_measure_reports_reference_time_and_traffic_model():
     assert row["fwd_bwd_traffic_ratio"] > 2  # the fused max pool skips the pooled image and int64 indices
 
 
+def test_profile_names_each_case_and_the_ops_it_ran(tmp_path, capsys):
+    main(["--device", "cpu", "--batch-size", "1", "--kernels", "blur_maxpool2d", "--profile", "--out", str(tmp_path)])
+    profile = (tmp_path / "profile.txt").read_text()
+    # On a CPU only the reference is timed: the max pool and the depthwise convolution it runs, forward and backward.
+    assert profile.count("blur_maxpool2d 1x64x112x112") == 2 and ": ref, 5 forward+backward passes" in profile
+    assert "aten::max_pool2d" in profile and "aten::convolution" in profile
+
+
 def test_main_writes_table_csv_json_and_plot(tmp_path, capsys):
     main(["--device", "cpu", "--batch-size", "1", "--kernels", "blurpool2d,blur_maxpool2d", "--out", str(tmp_path)])
     printed = capsys.readouterr().out

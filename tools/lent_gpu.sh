@@ -7,8 +7,8 @@
 #   tools/lent_gpu.sh run OUT     # there, from the repository root, with .gpu-carry carried:
 #                                 # the GPU check, then `pytest -m gpu` in the time that is left
 #
-# `run` writes to OUT: gpu_check.md, gpu_check.json, kernels.png, gpu_check.log, pytest.log,
-# junit.xml and machine.txt (at most 8 files, as the device tool brings back). It ends within
+# `run` writes to OUT: gpu_check.md, gpu_check.json, kernels.png, gpu_check.log, profile.txt,
+# pytest.log, junit.xml and machine.txt (at most 8 files, as the device tool brings back). It ends within
 # RUN_SECONDS (default 585) of its start. ../shared/datasets is made from the carried subset only
 # where it does not exist.
 set -euo pipefail
@@ -61,6 +61,10 @@ run)
     PYTHONPATH=. timeout 400 python3 -m benchmarks.gpu_check --out "$check/run" > "$out/gpu_check.log" 2>&1 \
         || echo "gpu_check exit $?" >> "$out/gpu_check.log"
     cp "$check"/run/gpu_check.{md,json} "$check"/run/kernels.png "$out"/ 2>/dev/null || true
+    # Where the fused BCE's forward+backward spends its time, op by op (its backward was unexplained).
+    PYTHONPATH=. timeout 60 python3 -m benchmarks.kernels --kernels bce_with_logits --profile --out "$check/profile" \
+        >> "$out/gpu_check.log" 2>&1 || echo "profile exit $?" >> "$out/gpu_check.log"
+    cp "$check/profile/profile.txt" "$out"/ 2>/dev/null || true
     python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$check/site" "$carry"/wheels/*.whl \
         >> "$out/machine.txt" 2>&1 || echo "the carried wheels did not install: pip exit $?" >> "$out/machine.txt"
     if [ ! -e ../shared/datasets ]; then mkdir -p ../shared && cp -r "$carry/datasets" ../shared/; fi

@@ -3,7 +3,9 @@
 On a GPU it times both (``triton.testing.do_bench``), forward and forward+backward, and
 reports the speedup and the achieved bandwidth against the device's peak. Without a GPU it
 says so, times the reference ops on the CPU, and prints each kernel's modelled memory
-traffic next to the reference's, so the expected gain is visible on paper.
+traffic next to the reference's, so the expected gain is visible on paper. With ``--profile``
+it also writes ``profile.txt``: where each timed path's forward+backward spends its time, op by
+op (PyTorch's profiler, CUDA kernels included on a GPU), for a path slower than it should be.
 """
 
 from __future__ import annotations
@@ -56,12 +58,17 @@ def _forward_backward(fn, inputs):
     return run
 
 
+def _timed_paths(case: Case, time_ours: bool) -> dict:
+    """The paths of ``case`` that are timed, by name: the reference, the others it is set against, and ours."""
+    return {"ref": case.reference, **case.others, **({"ours": case.ours} if time_ours else {})}
+
+
 def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: float = 2.0) -> dict:
     """One row of ``case``: both sides' times, traffic, bandwidth and peak memory (on CUDA); ``cpu_budget_s``:
     the time each CPU timing may take (see benchmarks.timing.time_samples_ms)."""
     inputs = case.make_inputs()
     row = {"kernel": case.kernel, "size": case.size}
-    timed = {"ref": case.reference, **case.others, **({"ours": case.ours} if time_ours else {})}
+    timed = _timed_paths(case, time_ours)
     for mode, runner, ours_bytes, ref_bytes in (
         ("fwd", _forward, case.ours_traffic.forward, case.reference_traffic.forward),
         ("fwd_bwd", _forward_backward, case.ours_traffic.forward_backward, case.reference_traffic.forward_backward),
@@ -85,6 +92,30 @@ def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: flo
     row["ref_temporaries_MB"] = case.reference_traffic.temporaries / 1e6
     row["ours_temporaries_MB"] = case.ours_traffic.temporaries / 1e6
     return row
+
+
+def profile_case(case: Case, device: torch.device, time_ours: bool, calls: int = 5) -> str:
+    """PyTorch's profiler table of ``calls`` forward+backward passes of each timed path of ``case``, after one untimed.
+
+    Sorted by device time on a GPU (the kernels each path launches), else by CPU time.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    inputs = case.make_inputs()
+    on_gpu = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    sections = []
+    for name, fn in _timed_paths(case, time_ours).items():
+        run = _forward_backward(fn, inputs)
+        run()
+        with profile(activities=activities) as profiler:
+            for _ in range(calls):
+                run()
+            if on_gpu:
+                torch.cuda.synchronize(device)
+        table = profiler.key_averages().table(sort_by="cuda_time_total" if on_gpu else "cpu_time_total", row_limit=12)
+        sections.append(f"## {case.kernel} {case.size}: {name}, {calls} forward+backward passes\n\n{table}")
+    return "\n\n".join(sections)
 
 
 def _compute_bound_table(rows: list[dict], on_gpu: bool) -> str | None:
@@ -148,6 +179,8 @@ def build_parser() -> cli.ArgumentParser:
                         help="the inputs' dtype (default: float16 on a GPU, float32 on the CPU)")
     parser.add_argument("--kernels", default=None,
                         help="comma-separated subset, e.g. blurpool2d,bce_with_logits (default: every kernel)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also write profile.txt: each timed path's forward+backward op by op (PyTorch's profiler)")
     parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"), help="folder for CSV, JSON and PNG")
     return parser
 
@@ -203,6 +236,11 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerows(rows)
     plot_speedups(rows, on_gpu, args.out / "kernels.png")
     print(f"Wrote {args.out / 'kernels.csv'}, {args.out / 'kernels.json'} and {args.out / 'kernels.png'}")
+    if args.profile:
+        profiles = [profile_case(case, device, time_ours=on_gpu) for case in tqdm(cases, desc="profiles", leave=False)]
+        header = f"{device_name(device)}; batch {batch}; {dtype}"
+        (args.out / "profile.txt").write_text("\n\n".join([header, *profiles]))
+        print(f"Wrote {args.out / 'profile.txt'}")
     return 0
 
 
