@@ -187,27 +187,26 @@ def _blurpool_backward_kernel(
 
 
 @triton.jit
-def _window_max(x_ptr, ph, pw, H, W, ok, stride_h, stride_w,
-                KERNEL: tl.constexpr, PADDING: tl.constexpr, ACC: tl.constexpr):
-    """Max of the KERNEL x KERNEL window of stride-1 pooled position (ph, pw) and its offset.
+def _take_max(best, best_offset, value, inside, offset: tl.constexpr):
+    """One step of a window's running max and its offset: ties keep the earlier position and NaN wins,
+    as in PyTorch's max_pool2d, when the window's values come in row-major order."""
+    better = inside & ((best_offset < 0) | (value > best) | (value != value))
+    return tl.where(better, value, best), tl.where(better, offset, best_offset)
 
-    Ties go to the first position in row-major order and NaN wins, as in PyTorch's
-    max_pool2d; the offset is row-major within the window.
-    """
-    best = tl.full(ph.shape, float("-inf"), ACC)
-    best_offset = tl.full(ph.shape, -1, tl.int32)
-    for i in tl.static_range(KERNEL):
-        ih = ph - PADDING + i
-        row_ok = ok & (ih >= 0) & (ih < H)
-        for j in tl.static_range(KERNEL):
-            iw = pw - PADDING + j
-            inside = row_ok & (iw >= 0) & (iw < W)
-            value = tl.load(x_ptr + ih * stride_h + iw * stride_w, mask=inside, other=float("-inf"))
-            value = value.to(ACC)
-            better = inside & ((best_offset < 0) | (value > best) | (value != value))
-            best = tl.where(better, value, best)
-            best_offset = tl.where(better, i * KERNEL + j, best_offset)
-    return best, best_offset
+
+@triton.jit
+def _blur_pooled(acc, best, best_offset, argmax_ptr, ph, pw, row_ok, Wp, arg_stride_h, arg_stride_w,
+                 kh: tl.constexpr, kw: tl.constexpr, STRIDE: tl.constexpr):
+    """Add tap (kh, kw) of the blur, at pooled position (ph, pw), and store its argmax if this tap owns it."""
+    ok = row_ok & (pw >= 0) & (pw < Wp)
+    acc += tl.where(ok, best, 0.0) * (_binomial_tap(kh) * _binomial_tap(kw))
+    # Each pooled position is stored by exactly one tap. Tap k reads position o * STRIDE + (k - 1);
+    # tap 1 always owns its position, tap 2 unless stride 1 gives it to the next output's tap 1,
+    # tap 0 only from stride 3 on. That is STRIDE >= 1, 2, 3 for k = 1, 2, 0: STRIDE >= (k + 2) % 3 + 1.
+    if STRIDE >= (kh + 2) % 3 + 1:
+        if STRIDE >= (kw + 2) % 3 + 1:
+            tl.store(argmax_ptr + ph * arg_stride_h + pw * arg_stride_w, best_offset.to(tl.uint8), mask=ok)
+    return acc
 
 
 @backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
@@ -220,29 +219,45 @@ def _blur_maxpool_forward_kernel(
     KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr,
     ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
 ):
-    # The pooled (Hp x Wp) image is never stored: each blur tap recomputes its window max,
-    # whose loads hit the cache. Only the argmax offsets are kept, one byte each, for backward.
+    # Each output blurs 3 x 3 pooled positions, each the max of a KERNEL x KERNEL window; the
+    # pooled image is never stored, only the argmax offsets, one byte each, for backward. The
+    # three windows of one pooled row lie side by side, one column apart, so each input row under
+    # them is loaded once, KERNEL + 2 columns, and every value is offered to the windows holding
+    # it: 3 * KERNEL * (KERNEL + 2) loads an output instead of 9 * KERNEL**2.
     c, p, valid = _tile(C, Ho * Wo, BLOCK_C, BLOCK_P)
     oh = p // Wo
     ow = p % Wo
     x_ptr += _channel_offset(c, stride_n, stride_c)
     argmax_ptr += _channel_offset(c, arg_stride_n, arg_stride_c)
+    left_pw = ow * STRIDE - 1  # the pooled column of blur tap 0
     acc = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
     for kh in tl.static_range(3):
         ph = oh * STRIDE - 1 + kh
         row_ok = valid & (ph >= 0) & (ph < Hp)
-        for kw in tl.static_range(3):
-            pw = ow * STRIDE - 1 + kw
-            ok = row_ok & (pw >= 0) & (pw < Wp)
-            best, best_offset = _window_max(x_ptr, ph, pw, H, W, ok, stride_h, stride_w, KERNEL, PADDING, ACC)
-            acc += tl.where(ok, best, 0.0) * (_binomial_tap(kh) * _binomial_tap(kw))
-            # Each pooled position is stored by exactly one tap. Tap k reads position
-            # o * STRIDE + (k - 1); tap 1 always owns its position, tap 2 unless stride 1
-            # gives it to the next output's tap 1, tap 0 only from stride 3 on. That is
-            # STRIDE >= 1, 2, 3 for k = 1, 2, 0: STRIDE >= (k + 2) % 3 + 1.
-            if STRIDE >= (kh + 2) % 3 + 1:
-                if STRIDE >= (kw + 2) % 3 + 1:
-                    tl.store(argmax_ptr + ph * arg_stride_h + pw * arg_stride_w, best_offset.to(tl.uint8), mask=ok)
+        best0 = tl.full((BLOCK_C, BLOCK_P), float("-inf"), ACC)
+        best1, best2 = best0, best0
+        offset0 = tl.full((BLOCK_C, BLOCK_P), -1, tl.int32)
+        offset1, offset2 = offset0, offset0
+        for i in tl.static_range(KERNEL):
+            ih = ph - PADDING + i
+            in_row = row_ok & (ih >= 0) & (ih < H)
+            for j in tl.static_range(KERNEL + 2):  # window kw holds columns kw .. kw + KERNEL - 1 of these
+                iw = left_pw - PADDING + j
+                inside = in_row & (iw >= 0) & (iw < W)
+                value = tl.load(x_ptr + ih * stride_h + iw * stride_w, mask=inside, other=float("-inf")).to(ACC)
+                if j < KERNEL:
+                    best0, offset0 = _take_max(best0, offset0, value, inside, i * KERNEL + j)
+                if j >= 1:
+                    if j <= KERNEL:
+                        best1, offset1 = _take_max(best1, offset1, value, inside, i * KERNEL + j - 1)
+                if j >= 2:
+                    best2, offset2 = _take_max(best2, offset2, value, inside, i * KERNEL + j - 2)
+        acc = _blur_pooled(acc, best0, offset0, argmax_ptr, ph, left_pw, row_ok, Wp, arg_stride_h, arg_stride_w,
+                           kh, 0, STRIDE)
+        acc = _blur_pooled(acc, best1, offset1, argmax_ptr, ph, left_pw + 1, row_ok, Wp, arg_stride_h, arg_stride_w,
+                           kh, 1, STRIDE)
+        acc = _blur_pooled(acc, best2, offset2, argmax_ptr, ph, left_pw + 2, row_ok, Wp, arg_stride_h, arg_stride_w,
+                           kh, 2, STRIDE)
     out_ptr += _channel_offset(c, out_stride_n, out_stride_c)
     tl.store(out_ptr + oh * out_stride_h + ow * out_stride_w, acc.to(out_ptr.dtype.element_ty), mask=valid)
 
