@@ -54,7 +54,9 @@ def build_parser() -> cli.ArgumentParser:
                         help="train on the first N images of each class (passed to train)")
     cli.add_device_option(parser)
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
-                        help="configuration override passed to every run; repeatable")
+                        help="configuration override passed to every run; repeatable; with --cost: the overrides of "
+                             "runs whose folders no longer hold their config.json (each such run's recipe is rebuilt "
+                             "as it is, then with them)")
     parser.add_argument("--baseline", help="the recipe the others are compared with (default: the first recipe "
                                            "whose name holds 'baseline', else the first recipe)")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="FOLDER",
@@ -124,12 +126,13 @@ def _merge(args: argparse.Namespace) -> int:
 
 def _cost(args: argparse.Namespace) -> int:
     try:
-        given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name) and name not in ("data", "subset")]
+        given = [flag for name, flag in SWEEP_ONLY.items()
+                 if getattr(args, name) and name not in ("data", "subset", "assignments")]
         if given:
             raise ValueError(f"--cost prices existing runs; it takes no {', '.join(given)}")
         price_runs(args.cost, args.out, data=args.data, subset=args.subset, device=args.device, times=args.times,
                    rounds=args.rounds or 3, threads=args.threads, baseline=args.baseline,
-                   progress=not args.no_progress)
+                   progress=not args.no_progress, assignments=args.assignments)
     except (ValueError, TypeError, OSError) as error:
         return refuse(error)
     print(f"costs: {args.out / COSTS_MD}; the model against each run: {args.out / CHECK_MD}; reports on modelled "

@@ -49,11 +49,12 @@ COSTS_MD = "costs.md"
 CHECK_MD = "modelled-vs-measured.md"
 
 
-def record_config(record: RunRecord, folders: Sequence[Path]) -> TrainConfig:
-    """The configuration ``record`` trained: from a folder's ``runs/`` when one holds it, else its recipe rebuilt.
+def record_config(record: RunRecord, folders: Sequence[Path], assignments: Sequence[str] = ()) -> TrainConfig:
+    """The configuration ``record`` trained: from a folder's ``runs/`` when one holds it, else its recipe rebuilt,
+    as it is or with ``assignments`` (the ``--set`` overrides the run trained with).
 
-    ValueError when neither hashes to the record's ``config_hash`` (the recipe changed since, or the
-    run was a variant whose folder is gone).
+    ValueError when none hashes to the record's ``config_hash`` (the recipe changed since, or the
+    run was a variant whose folder is gone and whose overrides were not given).
     """
     name = PlannedRun(record.recipe, record.budget, record.seed, 0.0).folder_name
     for folder in folders:
@@ -63,12 +64,15 @@ def record_config(record: RunRecord, folders: Sequence[Path]) -> TrainConfig:
             if config_hash(config) == record.config_hash:
                 return config
     if record.recipe in list_recipes():
-        config = run_config(PlannedRun(record.recipe, record.budget, record.seed, 0.0), ())
-        if config_hash(config) == record.config_hash:
-            return config
+        for overrides in dict.fromkeys([(), tuple(assignments)]):
+            config = run_config(PlannedRun(record.recipe, record.budget, record.seed, 0.0), overrides)
+            if config_hash(config) == record.config_hash:
+                return config
+    sets = "".join(f" --set {assignment}" for assignment in assignments)
     raise ValueError(f"run {record.label}: no configuration hashing to its {record.config_hash} was found (neither "
-                     f"runs/{name}/{CONFIG_NAME} in {', '.join(map(str, folders))} nor its recipe as it is now); "
-                     f"cost it from the folder that holds its runs, at the commit that trained it")
+                     f"runs/{name}/{CONFIG_NAME} in {', '.join(map(str, folders))} nor its recipe as it is now"
+                     f"{', as it is or with' + sets if sets else ''}); cost it from the folder that holds its runs, "
+                     f"at the commit that trained it, or pass the --set overrides it trained with")
 
 
 def plan_records(records: Sequence[RunRecord], configs: dict[tuple, TrainConfig],
@@ -189,9 +193,10 @@ machine, is not expected to match (the machine column names where each run was m
 
 
 def time_records(records: Sequence[RunRecord], folders: Sequence[Path], build: Callable[[TrainConfig], object], *,
-                 rounds: int | None, threads: int, progress: bool) -> tuple[dict[tuple, RunPlan], StepCosts | None]:
+                 rounds: int | None, threads: int, progress: bool,
+                 assignments: Sequence[str] = ()) -> tuple[dict[tuple, RunPlan], StepCosts | None]:
     """Plan every run and, unless ``rounds`` is None, time every kind of their steps here (see :func:`measure`)."""
-    configs = {record.key: record_config(record, folders) for record in records}
+    configs = {record.key: record_config(record, folders, assignments) for record in records}
     plans, windows = plan_records(records, configs, build)
     if rounds is None:
         return plans, None
@@ -212,19 +217,22 @@ def model_runs(records: Sequence[RunRecord], plans: dict[tuple, RunPlan],
 
 def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset: int | None, device: str,
                times: Path | None, rounds: int, threads: int | None, baseline: str | None,
-               progress: bool = True) -> None:
+               progress: bool = True, assignments: Sequence[str] = ()) -> None:
     """The cost pass: time every kind of step the runs of ``folders`` took, here (or take the step times of an
     earlier pass's ``times``), and write the reports on modelled times into ``out`` (see the module's doc).
 
     Every input is checked before any step is timed; ValueError (TypeError, OSError) names what cannot work,
     and nothing is written. ``threads``: PyTorch's threads on a CPU (None: as ``python -m training.train``
-    chooses), ``rounds``: how many times each window of steps is timed.
+    chooses), ``rounds``: how many times each window of steps is timed, ``assignments``: the ``--set``
+    overrides of runs whose folders no longer hold their configuration (see :func:`record_config`).
     """
     runs = merge_records(read_results(folder) for folder in folders)
     records, left_out = split_runs(runs)
     if not records:
         raise ValueError(f"--cost {' '.join(map(str, folders))}: the folders hold no finished run to price")
     common_metric(records)
+    for recipe in dict.fromkeys(record.recipe for record in records if record.recipe in list_recipes()):
+        run_config(PlannedRun(recipe, 1.0, 0, 0.0), assignments)  # a --set that applies to no run is refused now
     costs = read_costs(times) if times is not None else None
     baseline = choose_baseline(baseline, list(dict.fromkeys(run.recipe for run in runs)))
     if any(record.sample_unit == "images" for record in records):
@@ -243,7 +251,7 @@ def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset:
     build = functools.partial(build_trainer, data=data, out=None, device=on, subset=subset, progress=False,
                               eval_every=0)
     plans, timed = time_records(records, folders, build, rounds=None if costs is not None else rounds,
-                                threads=torch.get_num_threads(), progress=progress)
+                                threads=torch.get_num_threads(), progress=progress, assignments=assignments)
     costs = costs or timed
     modelled = model_runs(records, plans, costs)
     claim_out(out, "tradeoff")

@@ -79,6 +79,14 @@ def test_merge_refuses_folders_without_results_and_sweep_options(data, tmp_path,
     assert not (tmp_path / "merged").exists()
 
 
+def test_the_cost_pass_refuses_a_set_that_applies_to_no_run_before_anything_is_timed(data, tmp_path, capsys):
+    write_results([RunRecord.made_up("cifar_mild", 1.0, 2)], tmp_path / "sweep")
+    assert main(["--cost", str(tmp_path / "sweep"), "--set", "methods.no_such_method={}", "--data", str(data),
+                 "--out", str(tmp_path / "costed")]) == 2
+    assert "--set methods.no_such_method={}" in capsys.readouterr().err
+    assert not (tmp_path / "costed").exists()
+
+
 LOSS = Metric("eval_loss", higher_is_better=False, label="validation loss (nats/token)")
 
 

@@ -5,12 +5,16 @@ from types import SimpleNamespace
 
 import pytest
 
+from training.config import config_hash
 from training.methods.layer_freezing import LayerFreezing
 from training.methods.sam import SAM
 from training.methods.selective_backprop import SelectiveBackprop, SelectiveBackpropOptions
 from training.methods.seq_length_warmup import SequenceLengthWarmup
 from training.tradeoff.cost_pass import (KindCost, ModelledTime, SetupCost, StepCosts, choose_windows, read_costs,
                                          timed_steps, write_costs)
+from training.tradeoff.costing import record_config
+from training.tradeoff.planning import PlannedRun, run_config
+from training.tradeoff.results import RunRecord
 from training.tradeoff.step_kinds import RunPlan, StepKind, kind_function, plan_run
 
 
@@ -129,3 +133,14 @@ def test_a_costs_file_that_is_no_json_object_is_refused(tmp_path, text):
     path.write_text(text)
     with pytest.raises(ValueError, match=f"^{path}"):
         read_costs(path)
+
+
+def test_a_run_whose_folder_is_gone_is_rebuilt_with_the_overrides_it_trained_with(tmp_path):
+    trained = run_config(PlannedRun("cifar_mild", 0.5, 2, 0.0), ["methods.tta={}"])
+    run = RunRecord.made_up("cifar_mild", 0.5, 2, config_hash=config_hash(trained))
+    with pytest.raises(ValueError, match="pass the --set overrides it trained with"):
+        record_config(run, [tmp_path])
+    assert config_hash(record_config(run, [tmp_path], ["methods.tta={}"])) == run.config_hash
+    plain = RunRecord.made_up("cifar_mild", 0.5, 2,
+                              config_hash=config_hash(run_config(PlannedRun("cifar_mild", 0.5, 2, 0.0), ())))
+    assert record_config(plain, [tmp_path], ["methods.tta={}"]).methods.tta is None  # as it trained: without
