@@ -360,14 +360,20 @@ def _pooled_size(size: int, kernel_size: int, padding: int) -> int:
     return size + 2 * padding - kernel_size + 1
 
 
-def _grid(C: int, pixels: int, N: int):
-    return lambda meta: (triton.cdiv(pixels, meta["BLOCK_P"]), triton.cdiv(C, meta["BLOCK_C"]), N)
-
-
 def _tuning_key(C: int, pixels: int, channel_stride: int) -> dict[str, int]:
     """The autotuner's key for a launch over ``pixels`` pixels of ``C`` channels (see _TILE_KEY)."""
     return {"C_BUCKET": backend.size_bucket(C), "P_BUCKET": backend.size_bucket(pixels),
             "CHANNELS_INNER": int(channel_stride == 1)}
+
+
+def _launch_tiled(kernel, shape: tuple[int, int, int], channel_stride: int, *args, **constants) -> None:
+    """Launch a ``_TILED`` kernel over ``shape`` = (samples, channels, pixels), one program a tile."""
+    N, C, pixels = shape
+
+    def grid(meta):
+        return triton.cdiv(pixels, meta["BLOCK_P"]), triton.cdiv(C, meta["BLOCK_C"]), N
+
+    kernel[grid](*args, **_tuning_key(C, pixels, channel_stride), **constants)
 
 
 def _blur(x: torch.Tensor, out: torch.Tensor, stride: int) -> torch.Tensor:
@@ -404,9 +410,9 @@ def _blur_backward(grad_out: torch.Tensor, height: int, width: int, stride: int)
     if stride == 1:  # the filter is symmetric and its padding zero, so a stride-1 blur is its own adjoint
         return _blur(grad_out, grad_in, 1)
     if grad_in.numel():  # a program per output, writing the pixels under it
-        _blurpool_backward_kernel[_grid(C, Ho * Wo, N)](
-            grad_out, grad_in, C, height, width, Ho, Wo, *grad_out.stride(), *grad_in.stride(),
-            **_tuning_key(C, Ho * Wo, grad_out.stride(1)), STRIDE=stride, ACC=backend.accumulator(grad_out.dtype))
+        _launch_tiled(_blurpool_backward_kernel, (N, C, Ho * Wo), grad_out.stride(1),
+                      grad_out, grad_in, C, height, width, Ho, Wo, *grad_out.stride(), *grad_in.stride(),
+                      STRIDE=stride, ACC=backend.accumulator(grad_out.dtype))
     return grad_in
 
 
@@ -442,10 +448,9 @@ def _blur_maxpool2d_op(
     out = empty_like_layout(x, (N, C, Ho, Wo))
     argmax = empty_like_layout(x, (N, C, Hp, Wp), dtype=torch.uint8)
     if out.numel():
-        _blur_maxpool_forward_kernel[_grid(C, Ho * Wo, N)](
-            x, out, argmax, C, H, W, Hp, Wp, Ho, Wo, *x.stride(), *out.stride(), *argmax.stride(),
-            **_tuning_key(C, Ho * Wo, x.stride(1)),
-            KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(x.dtype))
+        _launch_tiled(_blur_maxpool_forward_kernel, (N, C, Ho * Wo), x.stride(1),
+                      x, out, argmax, C, H, W, Hp, Wp, Ho, Wo, *x.stride(), *out.stride(), *argmax.stride(),
+                      KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(x.dtype))
     return out, argmax
 
 
@@ -469,11 +474,10 @@ def _blur_maxpool2d_backward_op(
     grad_pooled = _blur_backward(grad_out, Hp, Wp, stride)
     grad_in = empty_like_layout(grad_out, (N, C, height, width))
     if grad_in.numel():
-        _max_pool_backward_kernel[_grid(C, height * width, N)](
-            grad_pooled, argmax, grad_in, C, height, width, Hp, Wp,
-            *grad_pooled.stride(), *argmax.stride(), *grad_in.stride(),
-            **_tuning_key(C, height * width, grad_pooled.stride(1)),
-            KERNEL=kernel_size, PADDING=padding, ACC=backend.accumulator(grad_out.dtype))
+        _launch_tiled(_max_pool_backward_kernel, (N, C, height * width), grad_pooled.stride(1),
+                      grad_pooled, argmax, grad_in, C, height, width, Hp, Wp,
+                      *grad_pooled.stride(), *argmax.stride(), *grad_in.stride(),
+                      KERNEL=kernel_size, PADDING=padding, ACC=backend.accumulator(grad_out.dtype))
     return grad_in
 
 
