@@ -1,0 +1,42 @@
+"""Train one run with ``python -m training.train``, keeping every step's seconds: what the cost pass models.
+
+    PYTHONPATH=. python reports/cifar-cost-model-20261129/step_times.py --recipe cifar_mild --scale-schedule 0.25 \
+        --seed 5 --data ../shared/datasets/cifar10-jpeg --out RUN --no-progress --eval-every 0 --threads 2
+
+Takes ``python -m training.train``'s arguments. Besides the run's own files, writes into ``--out``
+``steps.json`` (``[[step, seconds], ...]``: each step's seconds as ``train_seconds`` counts them)
+and ``machine.txt`` (the label a tradeoff sweep gives its runs), so that ``collect.py`` can turn
+the folder into a sweep's run and ``by_epoch.py`` can set each epoch beside its model.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import training.trainer
+from training.tradeoff.results import MACHINE_FILE, machine_label
+from training.train import main
+
+STEPS_JSON = "steps.json"
+
+
+def recording(next_step, steps: list):
+    """``Trainer._next_step`` that also appends (step, seconds) to ``steps``."""
+    def next_step_recorded(trainer, batches):
+        step = trainer.state.step
+        elapsed = next_step(trainer, batches)
+        if elapsed is not None:
+            steps.append((step, elapsed))
+        return elapsed
+    return next_step_recorded
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[sys.argv.index("--out") + 1])
+    steps: list = []
+    training.trainer.Trainer._next_step = recording(training.trainer.Trainer._next_step, steps)
+    code = main(sys.argv[1:])
+    if code == 0:
+        (out / STEPS_JSON).write_text(json.dumps([[step, round(seconds, 6)] for step, seconds in steps]) + "\n")
+        (out / MACHINE_FILE).write_text(machine_label("cpu") + "\n")
+    sys.exit(code)
