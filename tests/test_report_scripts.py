@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.conftest import torch_threads
 from tests.data.conftest import DATASETS
@@ -227,3 +228,47 @@ def test_mild_methods_tta_cost(ten_jpegs, capsys):
     rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
     assert [row["evaluation"] for row in rows] == ["plain", "tta"]
     assert all(float(row["seconds"]) > 0 for row in rows)
+
+
+def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys):
+    """A run with its steps' seconds kept, made a sweep, and set epoch by epoch beside made-up step costs."""
+    from training.assemble import build_trainer
+    from training.config import load_config, setup_hash
+    from training.tradeoff.cost_pass import KindCost, SetupCost, StepCosts, write_costs
+    from training.tradeoff.results import read_results
+    from training.tradeoff.step_kinds import plan_run
+
+    run = tmp_path / "run"
+    assert load("cifar-cost-model-20261129/step_times.py").main(
+        ["--recipe", "cifar_baseline", "--scale-schedule", "0.25", "--data", str(ten_jpegs), "--out", str(run),
+         "--no-progress", "--eval-every", "0", "--device", "cpu", "--threads", "1", "--set", "data.batch_size=2",
+         "--set", "data.num_workers=0"]) == 0
+    steps = json.loads((run / "steps.json").read_text())
+    assert [step for step, _ in steps] == list(range(len(steps))) and len(steps) > 5
+    assert all(seconds > 0 for _, seconds in steps) and (run / "machine.txt").read_text().strip()
+
+    load("cifar-cost-model-20261129/collect.py").main([str(tmp_path / "sweep"), str(run)])
+    [record] = read_results(tmp_path / "sweep")
+    assert (record.recipe, record.budget, record.steps) == ("cifar_baseline", 0.25, len(steps))
+
+    config = load_config(run / "config.json")
+    trainer = build_trainer(config, data=ten_jpegs, out=None, device=torch.device("cpu"), subset=None,
+                            progress=False, eval_every=0)
+    setup = setup_hash(config)
+    plan = plan_run(trainer, setup)
+    trainer.train_loader.close()
+    trainer.task.close()
+    costs = StepCosts(machine="made up", threads=1, rounds=1, warmup=0, timed=1,
+                      kinds={kind: KindCost(kind, 2.0, 1.0, 1) for kind in plan.steps},
+                      setups={setup: SetupCost(setup, "cifar_baseline", "fp32", 0.0, 0.0, 0.0)})
+    write_costs(costs, tmp_path / "costs.json")
+    load("cifar-cost-model-20261129/by_epoch.py").main([str(tmp_path / "costs.json"), str(tmp_path / "sweep"),
+                                                        "--data", str(ten_jpegs)])
+    report = capsys.readouterr().out
+    epochs = [line.split(" | ") for line in report.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    # 2 s a step while its images are decoded (the first epoch), 1 s once the in-process loader keeps them.
+    per_epoch = [sum(step // plan.steps_per_epoch == epoch for step, _ in steps) for epoch in range(len(epochs))]
+    assert [float(row[2]) for row in epochs] == [2 * per_epoch[0], *per_epoch[1:]]
+    measured = sum(seconds for _, seconds in steps)  # each epoch's printed to 0.1 s
+    assert sum(float(row[1]) for row in epochs) == pytest.approx(measured, abs=0.051 * len(epochs))
+    assert f"modelled {len(steps) + per_epoch[0]:.1f} s" in report

@@ -44,12 +44,12 @@ def modelled_steps(config, costs, data: Path) -> tuple[dict[int, float], int, ob
     return seconds, plan.steps_per_epoch, costs.modelled(plan)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("costs", type=Path)
     parser.add_argument("sweeps", type=Path, nargs="+")
     parser.add_argument("--data", type=Path, required=True)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     costs = read_costs(args.costs)
     print(f"Step times: `{args.costs}` ({costs.machine}). Per epoch, the steps' measured and modelled seconds "
           "(start-up costs apart).\n")

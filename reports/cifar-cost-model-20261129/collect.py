@@ -31,5 +31,9 @@ def collect(out: Path, folders: list[Path]) -> None:
     write_results(records, out)
 
 
+def main(argv: list[str]) -> None:
+    collect(Path(argv[0]), [Path(folder) for folder in argv[1:]])
+
+
 if __name__ == "__main__":
-    collect(Path(sys.argv[1]), [Path(folder) for folder in sys.argv[2:]])
+    main(sys.argv[1:])

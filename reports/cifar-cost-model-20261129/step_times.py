@@ -15,7 +15,7 @@ from pathlib import Path
 
 import training.trainer
 from training.tradeoff.results import MACHINE_FILE, machine_label
-from training.train import main
+from training.train import main as train_main
 
 STEPS_JSON = "steps.json"
 
@@ -31,12 +31,21 @@ def recording(next_step, steps: list):
     return next_step_recorded
 
 
-if __name__ == "__main__":
-    out = Path(sys.argv[sys.argv.index("--out") + 1])
+def main(argv: list[str]) -> int:
+    """``python -m training.train``'s exit status; on success, its --out also holds steps.json and machine.txt."""
+    out = Path(argv[argv.index("--out") + 1])
     steps: list = []
-    training.trainer.Trainer._next_step = recording(training.trainer.Trainer._next_step, steps)
-    code = main(sys.argv[1:])
+    original = training.trainer.Trainer._next_step
+    training.trainer.Trainer._next_step = recording(original, steps)
+    try:
+        code = train_main(argv)
+    finally:
+        training.trainer.Trainer._next_step = original
     if code == 0:
         (out / STEPS_JSON).write_text(json.dumps([[step, round(seconds, 6)] for step, seconds in steps]) + "\n")
         (out / MACHINE_FILE).write_text(machine_label("cpu") + "\n")
-    sys.exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
