@@ -241,7 +241,7 @@ def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys)
     run = tmp_path / "run"
     assert load("cifar-cost-model-20261129/step_times.py").main(
         ["--recipe", "cifar_baseline", "--scale-schedule", "0.25", "--data", str(ten_jpegs), "--out", str(run),
-         "--no-progress", "--eval-every", "0", "--device", "cpu", "--threads", "1", "--set", "data.batch_size=2",
+         "--no-progress", "--eval-every", "0", "--device", "cpu", "--threads", "1", "--set", "data.batch_size=1",
          "--set", "data.num_workers=0"]) == 0
     steps = json.loads((run / "steps.json").read_text())
     assert [step for step, _ in steps] == list(range(len(steps))) and len(steps) > 5
@@ -265,10 +265,13 @@ def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys)
     load("cifar-cost-model-20261129/by_epoch.py").main([str(tmp_path / "costs.json"), str(tmp_path / "sweep"),
                                                         "--data", str(ten_jpegs)])
     report = capsys.readouterr().out
-    epochs = [line.split(" | ") for line in report.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    lines = report.splitlines()
+    epoch_table = lines[lines.index("| epoch | measured (s) | modelled (s) | error |") + 2:]
+    epochs = [line.split(" | ") for line in epoch_table[:epoch_table.index("")]]
     # 2 s a step while its images are decoded (the first epoch), 1 s once the in-process loader keeps them.
     per_epoch = [sum(step // plan.steps_per_epoch == epoch for step, _ in steps) for epoch in range(len(epochs))]
     assert [float(row[2]) for row in epochs] == [2 * per_epoch[0], *per_epoch[1:]]
     measured = sum(seconds for _, seconds in steps)  # each epoch's printed to 0.1 s
     assert sum(float(row[1]) for row in epochs) == pytest.approx(measured, abs=0.051 * len(epochs))
     assert f"modelled {len(steps) + per_epoch[0]:.1f} s" in report
+    assert "| 32 px | 1.000 |" in report and "| 32 px | 0.000 |" in report  # the kind's rows, decoded and kept

@@ -6,25 +6,28 @@
 For every run under ``SWEEP/runs/`` with a ``steps.json``: its plan (the cost pass's own,
 ``training.tradeoff.step_kinds.plan_run``), each step's modelled seconds (its kind's time with
 images kept, plus the share of its images decoded afresh times the extra a decoded step costs),
-and per epoch the measured and modelled sums. Start-up costs (a new image size's, an epoch's, the
-setup) are left out of both columns' epochs and shown once per run. Prints markdown.
+per epoch the measured and modelled sums, and per kind of step and share of images decoded
+the mean of its steady steps (an epoch's first few left out) measured and modelled. The modelled
+epochs leave start-up costs out (a new image size's, an epoch's, the setup: shown once per run);
+the measured ones hold them in their first steps. Prints markdown.
 """
 
 import argparse
 import json
-from collections import Counter
+import statistics
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import torch
 
 from training.assemble import build_trainer
 from training.config import load_config, setup_hash
-from training.tradeoff.cost_pass import read_costs
+from training.tradeoff.cost_pass import WARMUP_STEPS, read_costs
 from training.tradeoff.step_kinds import decode_share, kind_function, plan_run
 
 
-def modelled_steps(config, costs, data: Path) -> tuple[dict[int, float], int, object]:
-    """Each step's modelled seconds, the steps per epoch, and the run's modelled time."""
+def modelled_steps(config, costs, data: Path) -> tuple[dict[int, tuple[str, float, float]], int, object]:
+    """Each step's kind, share of images decoded and modelled seconds; the steps per epoch; the run's modelled time."""
     trainer = build_trainer(config, data=data, out=None, device=torch.device("cpu"), subset=None, progress=False,
                             eval_every=0)
     try:
@@ -40,7 +43,7 @@ def modelled_steps(config, costs, data: Path) -> tuple[dict[int, float], int, ob
         cost = costs.kinds[kind]
         share = decode_share(workers, seen_at_size[kind.image_size] // plan.steps_per_epoch)
         seen_at_size[kind.image_size] += 1
-        seconds[step] = cost.kept_seconds + share * (cost.decoded_seconds - cost.kept_seconds)
+        seconds[step] = (kind.describe(), share, cost.kept_seconds + share * (cost.decoded_seconds - cost.kept_seconds))
     return seconds, plan.steps_per_epoch, costs.modelled(plan)
 
 
@@ -52,15 +55,18 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     costs = read_costs(args.costs)
     print(f"Step times: `{args.costs}` ({costs.machine}). Per epoch, the steps' measured and modelled seconds "
-          "(start-up costs apart).\n")
+          "(start-up costs apart); per kind and share of images decoded, the mean of its steady steps.\n")
     for folder in sorted(path.parent for sweep in args.sweeps for path in sweep.glob("runs/*/steps.json")):
         measured_steps = json.loads((folder / "steps.json").read_text())
         summary = json.loads((folder / "summary.json").read_text())
         modelled, per_epoch, total = modelled_steps(load_config(folder / "config.json"), costs, args.data)
-        measured, model = Counter(), Counter()
+        measured, model, by_kind = Counter(), Counter(), defaultdict(list)
         for step, seconds in measured_steps:
+            kind, share, modelled_seconds = modelled[step]
             measured[step // per_epoch] += seconds
-            model[step // per_epoch] += modelled[step]
+            model[step // per_epoch] += modelled_seconds
+            if step % per_epoch >= WARMUP_STEPS:
+                by_kind[kind, round(share, 3)].append((seconds, modelled_seconds))
         errors = [model[epoch] / measured[epoch] - 1 for epoch in measured]
         print(f"## {folder.parent.parent.name}/{folder.name}: measured {summary['train_seconds']:.1f} s, "
               f"modelled {total.seconds:.1f} s "
@@ -71,6 +77,11 @@ def main(argv: list[str] | None = None) -> None:
         for epoch in sorted(measured):
             print(f"| {epoch + 1} | {measured[epoch]:.1f} | {model[epoch]:.1f} | "
                   f"{100 * (model[epoch] / measured[epoch] - 1):+.1f}% |")
+        print("\n| kind | share decoded | steps | measured (ms) | modelled (ms) | error |\n|---|---|---|---|---|---|")
+        for (kind, share), pairs in sorted(by_kind.items()):
+            mean_measured, mean_modelled = (1000 * statistics.fmean(column) for column in zip(*pairs))
+            print(f"| {kind} | {share:.3f} | {len(pairs)} | {mean_measured:.1f} | {mean_modelled:.1f} | "
+                  f"{100 * (mean_modelled / mean_measured - 1):+.1f}% |")
         print()
 
 
