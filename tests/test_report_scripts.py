@@ -247,7 +247,10 @@ def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys)
     assert [step for step, _ in steps] == list(range(len(steps))) and len(steps) > 5
     assert all(seconds > 0 for _, seconds in steps) and (run / "machine.txt").read_text().strip()
 
-    load("cifar-cost-model-20261129/collect.py").main([str(tmp_path / "sweep"), str(run)])
+    collect = load("cifar-cost-model-20261129/collect.py")
+    assert collect.main([str(tmp_path / "sweep"), str(run)]) == 0
+    assert collect.main([str(tmp_path / "sweep"), str(run)]) == 2  # its folder exists now: nothing overwritten
+    assert "exists" in capsys.readouterr().err
     [record] = read_results(tmp_path / "sweep")
     assert (record.recipe, record.budget, record.steps) == ("cifar_baseline", 0.25, len(steps))
 
@@ -262,8 +265,8 @@ def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys)
                       kinds={kind: KindCost(kind, 2.0, 1.0, 1) for kind in plan.steps},
                       setups={setup: SetupCost(setup, "cifar_baseline", "fp32", 0.0, 0.0, 0.0)})
     write_costs(costs, tmp_path / "costs.json")
-    load("cifar-cost-model-20261129/by_epoch.py").main([str(tmp_path / "costs.json"), str(tmp_path / "sweep"),
-                                                        "--data", str(ten_jpegs)])
+    by_epoch = load("cifar-cost-model-20261129/by_epoch.py")
+    assert by_epoch.main([str(tmp_path / "costs.json"), str(tmp_path / "sweep"), "--data", str(ten_jpegs)]) == 0
     report = capsys.readouterr().out
     lines = report.splitlines()
     epoch_table = lines[lines.index("| epoch | measured (s) | modelled (s) | error |") + 2:]
@@ -275,3 +278,7 @@ def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys)
     assert sum(float(row[1]) for row in epochs) == pytest.approx(measured, abs=0.051 * len(epochs))
     assert f"modelled {len(steps) + per_epoch[0]:.1f} s" in report
     assert "| 32 px | 1.000 |" in report and "| 32 px | 0.000 |" in report  # the kind's rows, decoded and kept
+
+    (tmp_path / "sweep" / "runs" / "cifar_baseline-x0.25-s0" / "steps.json").write_text("[[99999, 1.0]]")
+    assert by_epoch.main([str(tmp_path / "costs.json"), str(tmp_path / "sweep"), "--data", str(ten_jpegs)]) == 2
+    assert "steps.json: expected [[step, seconds], ...]" in capsys.readouterr().err

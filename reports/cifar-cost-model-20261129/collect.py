@@ -19,21 +19,42 @@ KEPT = ("config.json", "run.json", "summary.json", "metrics.jsonl", "machine.txt
 
 
 def collect(out: Path, folders: list[Path]) -> None:
-    records = []
+    """Check every run first, then copy them into ``out``, which must not exist yet; ValueError naming the problem."""
+    if out.exists():
+        raise ValueError(f"{out} exists; name a new folder")
+    planned = []
     for folder in folders:
         config = load_config(folder / "config.json")
-        planned = PlannedRun(config.name, config.schedule.scale_schedule_ratio, config.seed, 0.0)
-        target = out / RUNS / planned.folder_name
-        target.mkdir(parents=True, exist_ok=False)
+        run = PlannedRun(config.name, config.schedule.scale_schedule_ratio, config.seed, 0.0)
+        read_run(folder, recipe=run.recipe, budget=run.budget, seed=run.seed)  # a finished run, its summary sound
+        missing = [name for name in KEPT if not (folder / name).is_file()]
+        if missing:
+            raise ValueError(f"{folder}: no {', '.join(missing)}; pass folders step_times.py trained")
+        planned.append((folder, run))
+    names = [run.folder_name for _, run in planned]
+    if len(set(names)) < len(names):
+        raise ValueError(f"two runs share a recipe, budget and seed ({', '.join(names)}); collect them apart")
+    records = []
+    for folder, run in planned:
+        target = out / RUNS / run.folder_name
+        target.mkdir(parents=True)
         for name in KEPT:
             shutil.copy2(folder / name, target / name)
-        records.append(read_run(target, recipe=planned.recipe, budget=planned.budget, seed=planned.seed))
+        records.append(read_run(target, recipe=run.recipe, budget=run.budget, seed=run.seed))
     write_results(records, out)
 
 
-def main(argv: list[str]) -> None:
-    collect(Path(argv[0]), [Path(folder) for folder in argv[1:]])
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        print("error: usage: collect.py OUT RUN...", file=sys.stderr)
+        return 2
+    try:
+        collect(Path(argv[0]), [Path(folder) for folder in argv[1:]])
+    except (ValueError, TypeError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

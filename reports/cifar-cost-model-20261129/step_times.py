@@ -9,6 +9,7 @@ and ``machine.txt`` (the label a tradeoff sweep gives its runs), so that ``colle
 the folder into a sweep's run and ``by_epoch.py`` can set each epoch beside its model.
 """
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -33,7 +34,6 @@ def recording(next_step, steps: list):
 
 def main(argv: list[str]) -> int:
     """``python -m training.train``'s exit status; on success, its --out also holds steps.json and machine.txt."""
-    out = Path(argv[argv.index("--out") + 1])
     steps: list = []
     original = training.trainer.Trainer._next_step
     training.trainer.Trainer._next_step = recording(original, steps)
@@ -41,7 +41,10 @@ def main(argv: list[str]) -> int:
         code = train_main(argv)
     finally:
         training.trainer.Trainer._next_step = original
-    if code == 0:
+    if code == 0:  # training.train checked the arguments: --out is there
+        parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+        parser.add_argument("--out", type=Path)
+        out = parser.parse_known_args(argv)[0].out
         (out / STEPS_JSON).write_text(json.dumps([[step, round(seconds, 6)] for step, seconds in steps]) + "\n")
         (out / MACHINE_FILE).write_text(machine_label("cpu") + "\n")
     return code

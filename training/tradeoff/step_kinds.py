@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 
@@ -92,21 +92,29 @@ def kind_function(trainer, setup: str) -> Callable[[int], StepKind]:
     return kind_at
 
 
-def plan_run(trainer, setup: str) -> RunPlan:
-    """Every step of the run ``trainer`` would train, counted by kind (nothing is trained)."""
+def step_shares(trainer, setup: str) -> Iterator[tuple[StepKind, float]]:
+    """Each step of the run ``trainer`` would train, in order: its kind and the share of its images decoded
+    afresh rather than copied from a worker's crop cache (see the module's docstring)."""
     state = trainer.state
-    per_epoch, total = state.steps_per_epoch, state.total_steps
     workers = getattr(trainer.train_loader, "decoding_workers", 0)
     kind_at = kind_function(trainer, setup)
+    at_size: Counter[int | None] = Counter()  # steps trained so far at each image size
+    for step in range(state.total_steps):
+        kind = kind_at(step)
+        yield kind, decode_share(workers, at_size[kind.image_size] // state.steps_per_epoch)
+        at_size[kind.image_size] += 1
+
+
+def plan_run(trainer, setup: str) -> RunPlan:
+    """Every step of the run ``trainer`` would train, counted by kind (nothing is trained)."""
+    per_epoch, total = trainer.state.steps_per_epoch, trainer.state.total_steps
     steps: Counter[StepKind] = Counter()
     decodes: dict[StepKind, float] = {}
     first_steps: dict[StepKind, int] = {}
-    at_size: Counter[int | None] = Counter()  # steps trained so far at each image size
-    for step in range(total):
-        kind = kind_at(step)
+    for step, (kind, share) in enumerate(step_shares(trainer, setup)):
         steps[kind] += 1
         first_steps.setdefault(kind, step)
-        decodes[kind] = decodes.get(kind, 0.0) + decode_share(workers, at_size[kind.image_size] // per_epoch)
-        at_size[kind.image_size] += 1
-    return RunPlan(steps=dict(steps), decodes=decodes, sizes=tuple(at_size), epochs=math.ceil(total / per_epoch),
+        decodes[kind] = decodes.get(kind, 0.0) + share
+    sizes = tuple(dict.fromkeys(kind.image_size for kind in sorted(first_steps, key=first_steps.get)))
+    return RunPlan(steps=dict(steps), decodes=decodes, sizes=sizes, epochs=math.ceil(total / per_epoch),
                    first_steps=first_steps, steps_per_epoch=per_epoch, total_steps=total)
