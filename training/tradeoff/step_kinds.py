@@ -115,6 +115,6 @@ def plan_run(trainer, setup: str) -> RunPlan:
         steps[kind] += 1
         first_steps.setdefault(kind, step)
         decodes[kind] = decodes.get(kind, 0.0) + share
-    sizes = tuple(dict.fromkeys(kind.image_size for kind in sorted(first_steps, key=first_steps.get)))
+    sizes = tuple(dict.fromkeys(kind.image_size for kind in first_steps))  # kinds in the order they first train
     return RunPlan(steps=dict(steps), decodes=decodes, sizes=sizes, epochs=math.ceil(total / per_epoch),
                    first_steps=first_steps, steps_per_epoch=per_epoch, total_steps=total)
