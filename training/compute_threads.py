@@ -11,6 +11,9 @@ It reads ``/proc/stat`` twice, half a second apart. The load average would not d
 mean still counts a run that has just finished, which is what a sweep's next run would see.
 ``OMP_NUM_THREADS``, where set, is the user's choice and is left alone; so is a machine without
 ``/proc/stat``, where PyTorch keeps its one thread per core.
+
+The CPUs those threads leave over (:func:`cpus_left_over`) are the ones a CPU run decodes its
+images on (``training/tasks/classification.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from fastcore_ops.data.backends.pil import default_num_workers
 
 PROC_STAT = Path("/proc/stat")
 SAMPLE_SECONDS = 0.5
@@ -97,6 +102,15 @@ def choose_threads(requested: int | None = None) -> ThreadChoice:
     if threads == default:
         return ThreadChoice(threads, "PyTorch's default, one per core: the cores were idle at start")
     return ThreadChoice(threads, f"other work kept {busy:.1f} of {cpus} CPUs busy at start; --threads to choose")
+
+
+def cpus_left_over() -> int:
+    """The CPUs this process may run on beyond PyTorch's compute threads (none where they take them all).
+
+        >>> cpus_left_over() == max(0, len(os.sched_getaffinity(0)) - torch.get_num_threads())
+        True
+    """
+    return max(0, default_num_workers() - torch.get_num_threads())
 
 
 def use_threads(requested: int | None = None) -> ThreadChoice:

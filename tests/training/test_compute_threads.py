@@ -1,13 +1,18 @@
-"""The training command's threads: the cores other work leaves idle, unless the user chose."""
+"""The training command's threads: the cores other work leaves idle, unless the user chose; and its decoding
+workers: on a CPU, the CPUs those threads leave."""
 
 import subprocess
 import sys
 import time
 
 import pytest
+import torch
 
 from training import compute_threads
-from training.compute_threads import busy_cores, choose_threads, cpu_ticks, use_threads
+from training.compute_threads import busy_cores, choose_threads, cpu_ticks, cpus_left_over, use_threads
+from training.config import TrainConfig, override
+from training.methods.registry import plan_methods
+from training.tasks import classification
 
 STAT = """cpu  20 0 10 100 5 0 0 0 0 0
 cpu0 10 0 5 50 5 0 0 2 7 0
@@ -66,11 +71,29 @@ def test_without_cpu_affinity_pytorch_keeps_its_default(monkeypatch):
 
 
 def test_use_threads_sets_pytorchs_count():
-    import torch
-
     before = torch.get_num_threads()
     try:
         assert use_threads(1).describe() == "computing with 1 thread (--threads)"
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(("cpus", "threads", "left"), [(2, 2, 0), (2, 1, 1), (8, 4, 4), (2, 4, 0)])
+def test_the_cpus_left_over_are_those_beyond_pytorchs_threads(monkeypatch, cpus, threads, left):
+    monkeypatch.setattr(compute_threads.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    monkeypatch.setattr(compute_threads.torch, "get_num_threads", lambda: threads)
+    assert cpus_left_over() == left
+
+
+def test_a_cpu_run_decodes_on_the_cpus_its_threads_leave_unless_the_config_says(monkeypatch):
+    monkeypatch.setattr(classification, "cpus_left_over", lambda: 3)
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+
+    def workers(device, **data):
+        config = override(TrainConfig(), [f"data.{key}={value}" for key, value in data.items()])
+        return classification._loader_settings(config, plan_methods(config), device)["num_workers"]
+
+    assert workers(cpu) == workers(cpu, backend="pil") == 3
+    assert workers(cpu, backend="dali") is None and workers(cuda) is None  # build_loader's default: one per core
+    assert workers(cpu, num_workers=0) == 0 and workers(cuda, num_workers=5) == 5

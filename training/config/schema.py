@@ -77,7 +77,7 @@ class DataConfig:
     eval_resize: int = 232  # evaluation resizes the shorter side to this, then center-crops eval_size
     crop_scale: tuple[float, float] = (0.08, 1.0)  # area range of the random-resized crop
     backend: str = "auto"  # "pil", "dali", or "auto": DALI on a CUDA device where it runs, else pil
-    num_workers: int = -1  # decoding workers; -1 = one per core
+    num_workers: int = -1  # decoding workers; -1 = on a CPU the CPUs the step's threads leave, else one per core
     flip: bool = True
 
 

@@ -116,7 +116,7 @@ _FIELD_CHECKS = {
         ("validation_every", check_int, {"low": 2}),  # 1 would leave no training file
     ),
 }
-_MEANINGS = {"optimizer.grad_clip_norm": "0 = off", "data.num_workers": "-1 = one per core"}
+_MEANINGS = {"optimizer.grad_clip_norm": "0 = off", "data.num_workers": "-1 = chosen for the device"}
 
 
 def _field_checks(config: TrainConfig) -> Iterator[tuple[str, object, Callable, dict]]:
