@@ -263,7 +263,7 @@ def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys)
     trainer.task.close()
     costs = StepCosts(machine="made up", threads=1, rounds=1, warmup=0, timed=1,
                       kinds={kind: KindCost(kind, 2.0, 1.0, 1) for kind in plan.steps},
-                      setups={setup: SetupCost(setup, "cifar_baseline", "fp32", 0.0, 0.0, 0.0)})
+                      setups={setup: SetupCost(setup, "cifar_baseline", "fp32", 0.0, 0.0, 0.0, decoding_workers=0)})
     write_costs(costs, tmp_path / "costs.json")
     by_epoch = load("cifar-cost-model-20261129/by_epoch.py")
     assert by_epoch.main([str(tmp_path / "costs.json"), str(tmp_path / "sweep"), "--data", str(ten_jpegs)]) == 0

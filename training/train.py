@@ -282,6 +282,8 @@ def run_checked(args: argparse.Namespace, run: CheckedRun) -> int:
             print(f"{config.name} ({config_hash(config)}) on {device}, writing to {args.out}")
             print(lr_scaling_note(config, joined_world_size()))
             print(trainer.precision.describe())
+            if hasattr(trainer.train_loader, "describe_decoding"):  # image loaders; a token file needs no decoding
+                print(trainer.train_loader.describe_decoding())
         result = trainer.fit(resume=args.resume)
         skipped = skipped_on_every_process(trainer.task)
     except TrainingInterrupted as stop:

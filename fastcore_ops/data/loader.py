@@ -94,6 +94,17 @@ class Loader:
         """
         return 0 if self._backend is None else self._backend.num_workers
 
+    def describe_decoding(self) -> str:
+        """One line for a run's log: which backend decodes its files, and where.
+
+            >>> loader.describe_decoding()  # doctest: +SKIP
+            'decoding: pil, in this process between steps'
+        """
+        workers = self.decoding_workers
+        if workers == 0:
+            return f"decoding: {self.backend}, in this process between steps"
+        return f"decoding: {self.backend}, {'threads' if self.backend == 'dali' else 'worker processes'}: {workers}"
+
     def set_epoch(self, epoch: int, first_batch: int = 0) -> None:
         """Use ``epoch``'s order and augmentation draws for the next iteration, starting at batch ``first_batch``."""
         check_epoch_position(epoch, first_batch, len(self))

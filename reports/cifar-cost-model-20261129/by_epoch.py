@@ -23,7 +23,7 @@ import torch
 
 from training.assemble import build_trainer
 from training.config import setup_hash
-from training.tradeoff.costing import record_config
+from training.tradeoff.costing import record_config, timed_workers
 from training.tradeoff.cost_pass import WARMUP_STEPS, read_costs
 from training.tradeoff.planning import RUNS, PlannedRun
 from training.tradeoff.results import read_results, split_runs
@@ -36,7 +36,8 @@ def modelled_steps(config, costs, data: Path) -> tuple[list[tuple[str, float, fl
                             eval_every=0)
     try:
         setup = setup_hash(config)
-        plan, shares = plan_run(trainer, setup), list(step_shares(trainer, setup))
+        workers = timed_workers(costs, setup)  # planned as the pass's decoding workers, as --cost --times does
+        plan, shares = plan_run(trainer, setup, workers), list(step_shares(trainer, setup, workers))
     finally:
         trainer.train_loader.close()
         trainer.task.close()

@@ -407,6 +407,16 @@ def test_close_stops_the_decoding_workers_and_a_closed_loader_says_so(numbered_t
         next(iter(loader))
 
 
+@pytest.mark.parametrize(("workers", "line"), [(0, "decoding: pil, in this process between steps"),
+                                               (2, "decoding: pil, worker processes: 2")])
+def test_a_loader_says_where_it_decodes(numbered_tree, workers, line):
+    loader = _loader(numbered_tree, "pil", num_workers=workers)
+    try:
+        assert loader.decoding_workers == workers and loader.describe_decoding() == line
+    finally:
+        loader.close()
+
+
 def test_a_loader_dropped_mid_epoch_in_a_reference_cycle_lets_its_workers_go_at_once(numbered_tree):
     # As when a traceback holds the frame: PyTorch alone makes each worker wait out a 5 s join, then kills it.
     before = set(multiprocessing.active_children())

@@ -65,6 +65,7 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
     assert json.loads((out / "config.json").read_text())["schedule"]["epochs"] == 3.0
     assert "top-1" in stdout and "images/s" in stdout and "train time" in stdout
     assert "computing with" in stdout, "the run says how many threads it computes with"
+    assert "decoding: pil, worker processes: 1" in stdout, "the run says where it decodes (QUICK sets one worker)"
     assert "precision: " in stdout and "(precision=amp" in stdout, "the run says its precision, and why"
     assert stdout.rstrip().endswith(f"in {out}: config.json, run.json, metrics.jsonl, summary.json, curves.png, "
                                     f"checkpoint.pt"), "its last line says where everything went"

@@ -143,6 +143,9 @@ class SetupCost:
     setup_seconds: float  # the task's work before the first step
     size_start_seconds: float  # a new image size's first steps, beyond their steady time
     epoch_start_seconds: float  # an epoch's first steps, beyond their steady time
+    # The decoding workers its steps were timed with, which set how many images a run's later epochs find kept
+    # (step_kinds.py); None in the files of passes before it was recorded (they decoded with one per core).
+    decoding_workers: int | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,7 @@ def measure(windows: Sequence[Window], build: Callable[[TrainConfig], object], *
     starts: dict[str, dict[str, list[list[tuple[StepKind, float]]]]] = defaultdict(lambda: defaultdict(list))
     setup_seconds: dict[str, list[float]] = defaultdict(list)
     precisions: dict[str, str] = {}
+    workers: dict[str, int] = {}
     bar = tqdm(total=rounds * len(windows), desc="cost pass", unit="window", disable=not progress, dynamic_ncols=True)
     with bar:
         for round_number in range(rounds):
@@ -225,6 +229,7 @@ def measure(windows: Sequence[Window], build: Callable[[TrainConfig], object], *
                 try:
                     setup_seconds[window.setup].append(trainer.train_seconds)
                     precisions[window.setup] = trainer.precision.name
+                    workers[window.setup] = getattr(trainer.train_loader, "decoding_workers", 0)
                     kind_at = kind_function(trainer, window.setup)
                     steady_steps = set(timed_steps(kind_at, window.first_step, window.length, window.warmup))
                     for way in ("decoded", "kept"):  # the second pass finds every crop in its worker's cache
@@ -254,7 +259,7 @@ def measure(windows: Sequence[Window], build: Callable[[TrainConfig], object], *
                                      if kind in kinds) for first in starts[setup][way])
 
     setups = {setup: SetupCost(setup, recipes[setup], precisions[setup], statistics.median(setup_seconds[setup]),
-                               excess(setup, "decoded"), excess(setup, "kept"))
+                               excess(setup, "decoded"), excess(setup, "kept"), workers[setup])
               for setup in setup_seconds}
     return StepCosts(machine=describe_machine(threads), threads=threads, rounds=rounds,
                      warmup=max((window.warmup for window in windows), default=0),
@@ -306,10 +311,12 @@ def read_costs(path: Path) -> StepCosts:
         where = f"setups[{number}]"
         fields.keys(where, entry, ("setup", "recipe", "precision", "setup_seconds", "size_start_seconds",
                                    "epoch_start_seconds"))
+        workers = entry.get("decoding_workers")  # absent from the files of earlier passes
         setup = SetupCost(*(fields.kind(f"{where}.{key}", entry[key], str) for key in ("setup", "recipe", "precision")),
                           seconds(f"{where}.setup_seconds", entry["setup_seconds"]),
                           signed_seconds(f"{where}.size_start_seconds", entry["size_start_seconds"]),
-                          signed_seconds(f"{where}.epoch_start_seconds", entry["epoch_start_seconds"]))
+                          signed_seconds(f"{where}.epoch_start_seconds", entry["epoch_start_seconds"]),
+                          None if workers is None else fields.integer(f"{where}.decoding_workers", workers, low=0))
         setups[setup.setup] = setup
     library = fields.kind("library", document["library"], dict)
     for key, value in library.items():

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from fastcore_ops.data.backends.pil import default_num_workers
 from fastcore_ops.host_memory import keep_freed_memory
 from fastcore_ops.kernels import backend
 from fastcore_ops.owned_folder import check_claimable
@@ -75,9 +76,23 @@ def record_config(record: RunRecord, folders: Sequence[Path], assignments: Seque
                      f"at the commit that trained it, or pass the --set overrides it trained with")
 
 
+def timed_workers(costs: StepCosts | None, setup: str) -> int | None:
+    """The decoding workers an earlier pass timed ``setup`` with; None without one (plan with the trainer's own).
+    A pass from before they were recorded decoded with one worker per core, the default then."""
+    timed_with = costs.setups.get(setup) if costs is not None else None
+    if timed_with is None:
+        return None
+    return default_num_workers() if timed_with.decoding_workers is None else timed_with.decoding_workers
+
+
 def plan_records(records: Sequence[RunRecord], configs: dict[tuple, TrainConfig],
-                 build: Callable[[TrainConfig], object]) -> tuple[dict[tuple, RunPlan], list[Window]]:
+                 build: Callable[[TrainConfig], object],
+                 costs: StepCosts | None = None) -> tuple[dict[tuple, RunPlan], list[Window]]:
     """Each run's plan (one trainer built per configuration less seed) and the windows that time every kind.
+
+    With ``costs`` (step times of an earlier pass), a setup is planned with the decoding workers that pass timed
+    it with (:func:`timed_workers`): a run's share of images decoded afresh depends on them, and here they may
+    differ (another machine's cores, other threads).
 
     ValueError for a run whose plan has another number of steps than it trained (other data, another --subset).
     """
@@ -89,7 +104,7 @@ def plan_records(records: Sequence[RunRecord], configs: dict[tuple, TrainConfig]
         if shared not in by_config:
             trainer = build(config)
             try:
-                plan = plan_run(trainer, setup)
+                plan = plan_run(trainer, setup, timed_workers(costs, setup))
                 windows += choose_windows(kind_function(trainer, setup), plan, config, setup, covered)
             finally:
                 trainer.train_loader.close()
@@ -120,10 +135,12 @@ def _kind_rows(costs: StepCosts) -> tuple[list[str], list[list[str]]]:
 
 
 def _setup_rows(costs: StepCosts) -> tuple[list[str], list[list[str]]]:
-    header = ["recipe", "setup", "precision", "before the first step (s)", "an image size's start (s)",
-              "an epoch's start (s)"]
-    rows = [[setup.recipe, setup.setup, setup.precision, f"{setup.setup_seconds:.2f}",
-             f"{setup.size_start_seconds:.2f}", f"{setup.epoch_start_seconds:.2f}"] for setup in costs.setups.values()]
+    header = ["recipe", "setup", "precision", "decoding workers", "before the first step (s)",
+              "an image size's start (s)", "an epoch's start (s)"]
+    rows = [[setup.recipe, setup.setup, setup.precision,
+             "unrecorded (one per core)" if setup.decoding_workers is None else str(setup.decoding_workers),
+             f"{setup.setup_seconds:.2f}", f"{setup.size_start_seconds:.2f}", f"{setup.epoch_start_seconds:.2f}"]
+            for setup in costs.setups.values()]
     return header, rows
 
 
@@ -193,12 +210,13 @@ machine, is not expected to match (the machine column names where each run was m
 
 
 def time_records(records: Sequence[RunRecord], folders: Sequence[Path], build: Callable[[TrainConfig], object], *,
-                 rounds: int | None, threads: int, progress: bool,
+                 costs: StepCosts | None, rounds: int, threads: int, progress: bool,
                  assignments: Sequence[str] = ()) -> tuple[dict[tuple, RunPlan], StepCosts | None]:
-    """Plan every run and, unless ``rounds`` is None, time every kind of their steps here (see :func:`measure`)."""
+    """Plan every run and, without ``costs`` (an earlier pass's step times), time every kind of their steps here
+    (see :func:`measure`)."""
     configs = {record.key: record_config(record, folders, assignments) for record in records}
-    plans, windows = plan_records(records, configs, build)
-    if rounds is None:
+    plans, windows = plan_records(records, configs, build, costs)
+    if costs is not None:
         return plans, None
     recipes = {setup_hash(configs[record.key]): record.recipe for record in records}
     return plans, measure(windows, build, rounds=rounds, threads=threads, recipes=recipes, progress=progress)
@@ -250,7 +268,7 @@ def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset:
         keep_freed_memory()  # as python -m training.train does, so the steps run as the runs' did
     build = functools.partial(build_trainer, data=data, out=None, device=on, subset=subset, progress=False,
                               eval_every=0)
-    plans, timed = time_records(records, folders, build, rounds=None if costs is not None else rounds,
+    plans, timed = time_records(records, folders, build, costs=costs, rounds=rounds,
                                 threads=torch.get_num_threads(), progress=progress, assignments=assignments)
     costs = costs or timed
     modelled = model_runs(records, plans, costs)

@@ -92,11 +92,13 @@ def kind_function(trainer, setup: str) -> Callable[[int], StepKind]:
     return kind_at
 
 
-def step_shares(trainer, setup: str) -> Iterator[tuple[StepKind, float]]:
+def step_shares(trainer, setup: str, workers: int | None = None) -> Iterator[tuple[StepKind, float]]:
     """Each step of the run ``trainer`` would train, in order: its kind and the share of its images decoded
-    afresh rather than copied from a worker's crop cache (see the module's docstring)."""
+    afresh rather than copied from a worker's crop cache (see the module's docstring). ``workers``: the
+    decoding workers to plan with (the cost pass's, where it recorded them); default the trainer's own."""
     state = trainer.state
-    workers = getattr(trainer.train_loader, "decoding_workers", 0)
+    if workers is None:
+        workers = getattr(trainer.train_loader, "decoding_workers", 0)
     kind_at = kind_function(trainer, setup)
     at_size: Counter[int | None] = Counter()  # steps trained so far at each image size
     for step in range(state.total_steps):
@@ -105,13 +107,14 @@ def step_shares(trainer, setup: str) -> Iterator[tuple[StepKind, float]]:
         at_size[kind.image_size] += 1
 
 
-def plan_run(trainer, setup: str) -> RunPlan:
-    """Every step of the run ``trainer`` would train, counted by kind (nothing is trained)."""
+def plan_run(trainer, setup: str, workers: int | None = None) -> RunPlan:
+    """Every step of the run ``trainer`` would train, counted by kind (nothing is trained); ``workers`` as in
+    :func:`step_shares`."""
     per_epoch, total = trainer.state.steps_per_epoch, trainer.state.total_steps
     steps: Counter[StepKind] = Counter()
     decodes: dict[StepKind, float] = {}
     first_steps: dict[StepKind, int] = {}
-    for step, (kind, share) in enumerate(step_shares(trainer, setup)):
+    for step, (kind, share) in enumerate(step_shares(trainer, setup, workers)):
         steps[kind] += 1
         first_steps.setdefault(kind, step)
         decodes[kind] = decodes.get(kind, 0.0) + share

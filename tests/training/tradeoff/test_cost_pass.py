@@ -5,14 +5,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from training.config import config_hash
+from fastcore_ops.data.backends.pil import default_num_workers
+from training.config import config_hash, setup_hash
 from training.methods.layer_freezing import LayerFreezing
 from training.methods.sam import SAM
 from training.methods.selective_backprop import SelectiveBackprop, SelectiveBackpropOptions
 from training.methods.seq_length_warmup import SequenceLengthWarmup
 from training.tradeoff.cost_pass import (KindCost, ModelledTime, SetupCost, StepCosts, choose_windows, read_costs,
                                          timed_steps, write_costs)
-from training.tradeoff.costing import record_config
+from training.tradeoff.costing import plan_records, record_config
 from training.tradeoff.planning import PlannedRun, run_config
 from training.tradeoff.results import RunRecord
 from training.tradeoff.step_kinds import RunPlan, StepKind, kind_function, plan_run
@@ -23,7 +24,7 @@ def fake_trainer(*, steps_per_epoch=4, total_steps=10, sizes=None, workers=2, me
     loader = SimpleNamespace(image_size=32, decoding_workers=workers,
                              image_size_at=(lambda epoch, batch: sizes(epoch, batch)) if sizes else (lambda e, b: None))
     return SimpleNamespace(state=SimpleNamespace(steps_per_epoch=steps_per_epoch, total_steps=total_steps),
-                           train_loader=loader, methods=list(methods))
+                           train_loader=loader, methods=list(methods), task=SimpleNamespace())
 
 
 def test_methods_name_the_steps_whose_cost_they_change():
@@ -84,11 +85,11 @@ def test_steady_steps_restart_after_each_change_of_image_size():
     assert timed_steps(lambda step: StepKind("s", 16 if step < 6 else 20), 0, 12, warmup=3) == [3, 4, 5, 9, 10, 11]
 
 
-def _costs():
+def _costs(workers=2):
     small, large = StepKind("s", 16), StepKind("s", 32)
     return StepCosts(machine="cpu x", threads=2, rounds=3, warmup=8, timed=32,
                      kinds={small: KindCost(small, 0.2, 0.1, 9), large: KindCost(large, 0.5, 0.4, 9)},
-                     setups={"s": SetupCost("s", "cifar_mild", "bf16 autocast", 3.0, 1.5, -0.25)},
+                     setups={"s": SetupCost("s", "cifar_mild", "bf16 autocast", 3.0, 1.5, -0.25, workers)},
                      library={"torch": "2.x"})
 
 
@@ -104,9 +105,38 @@ def test_the_modelled_time_is_setup_starts_steps_and_decoding():
         _costs().modelled(RunPlan({StepKind("s", 24): 1}, {}, (24,), 1, {}, 1, 1))
 
 
-def test_costs_read_back_as_written(tmp_path):
-    write_costs(_costs(), tmp_path / "costs.json")
-    assert read_costs(tmp_path / "costs.json") == _costs()
+@pytest.mark.parametrize("workers", [0, 2, None])
+def test_costs_read_back_as_written(tmp_path, workers):
+    write_costs(_costs(workers), tmp_path / "costs.json")
+    assert read_costs(tmp_path / "costs.json") == _costs(workers)
+
+
+def test_an_earlier_passs_file_without_its_decoding_workers_reads_as_unrecorded(tmp_path):
+    path = tmp_path / "costs.json"
+    write_costs(_costs(), path)
+    document = json.loads(path.read_text())
+    del document["setups"][0]["decoding_workers"]
+    path.write_text(json.dumps(document))
+    assert read_costs(path).setups["s"].decoding_workers is None
+
+
+def test_prices_from_an_earlier_pass_are_planned_with_the_decoding_workers_it_timed_with():
+    config = run_config(PlannedRun("cifar_mild", 1.0, 0, 0.0), ())
+    setup, record = setup_hash(config), SimpleNamespace(key=("r",), budget=1.0, steps=10, label="r")
+
+    def trainer_here(config):  # this machine's trainer decodes in its own process
+        trainer = fake_trainer(workers=0)
+        trainer.train_loader.close = trainer.task.close = lambda: None
+        return trainer
+
+    def planned(workers):
+        costs = StepCosts(machine="cpu x", threads=2, rounds=3, warmup=8, timed=32, kinds={},
+                          setups={setup: SetupCost(setup, "cifar_mild", "bf16 autocast", 0.0, 0.0, 0.0, workers)})
+        return plan_records([record], {record.key: config}, trainer_here, costs)[0][record.key]
+
+    assert planned(2) == plan_run(fake_trainer(workers=2), setup) != plan_run(fake_trainer(workers=0), setup)
+    # A pass from before they were recorded decoded with one worker per core, the default then.
+    assert planned(None) == plan_run(fake_trainer(workers=default_num_workers()), setup)
 
 
 @pytest.mark.parametrize("change, problem", [
@@ -114,6 +144,7 @@ def test_costs_read_back_as_written(tmp_path):
     (lambda d: d["kinds"][0].update(image_size="16"), r"kinds\[0\].image_size must be an int"),
     (lambda d: d["kinds"][0]["methods"].append(7), r"kinds\[0\].methods\[0\] must be a string"),
     (lambda d: d["setups"][0].pop("setup_seconds"), r"setups\[0\] lacks 'setup_seconds'"),
+    (lambda d: d["setups"][0].update(decoding_workers=-1), r"setups\[0\].decoding_workers must be >= 0"),
     (lambda d: d.update(threads=0), "threads must be >= 1"),
     (lambda d: d.update(library={"torch": 2}), "library.torch must be a string"),
 ])
