@@ -282,3 +282,16 @@ def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys)
     (tmp_path / "sweep" / "runs" / "cifar_baseline-x0.25-s0" / "steps.json").write_text("[[99999, 1.0]]")
     assert by_epoch.main([str(tmp_path / "costs.json"), str(tmp_path / "sweep"), "--data", str(ten_jpegs)]) == 2
     assert "steps.json: expected [[step, seconds], ...]" in capsys.readouterr().err
+
+
+def test_frontier_machine_time(tmp_path, capsys):
+    """Finished runs' hours summed per folder; a failed run counts nothing."""
+    from training.tradeoff.results import FailedRun, RunRecord, write_results
+
+    write_results([RunRecord.made_up("a", seconds=3600), RunRecord.made_up("a", seed=1, seconds=1800),
+                   FailedRun("m", "a", 2.0, 0, "failed", "exit code 1")], tmp_path / "one")
+    write_results([RunRecord.made_up("b", seconds=5400)], tmp_path / "two")
+    load("cifar-frontier-20261129/machine_time.py").main([str(tmp_path / "one"), str(tmp_path / "two")])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == f"| `{tmp_path / 'one'}` | 2 | 1.50 |" and lines[3] == f"| `{tmp_path / 'two'}` | 1 | 1.50 |"
+    assert lines[4] == "| **all** | **3** | **3.0** (1.5 machine-hours, two lanes at a time) |"
