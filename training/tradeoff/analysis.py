@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from fastcore_ops.cli import check_name
 from training.tradeoff.curves import CurvePoint, Reach, quality_at_time, time_to_quality
-from training.tradeoff.metric import Metric
+from training.tradeoff.metric import Metric, direction
 from training.tradeoff.results import FailedRun, RunRecord, common_metric, split_runs
 
 CurveKey = tuple[str, str]  # (machine, recipe)
@@ -132,6 +132,10 @@ class SpeedupRow:
     """A recipe against the baseline at one baseline budget, on one machine.
 
     target: the baseline's quality at that budget (mean over its seeds), in ``metric``.
+    baseline_seconds: the baseline's earliest time to ``target``: that budget's own time, unless a
+        shorter budget of the baseline already reached ``target`` (past its plateau, where a longer
+        budget ends no better), then where the baseline's curve first crosses it.
+    budget_seconds: that budget's own time when it differs from ``baseline_seconds``, else None.
     speedup: baseline seconds / the recipe's interpolated seconds to ``target``; None when the
         recipe never reaches it. ``at_most`` means the recipe's cheapest point already reaches
         the target, so the true speedup is at least ``speedup``.
@@ -153,6 +157,7 @@ class SpeedupRow:
     seeds: int
     gain: float | None
     metric: Metric
+    budget_seconds: float | None = None
 
     @property
     def spread(self) -> Spread | None:
@@ -161,6 +166,18 @@ class SpeedupRow:
 
 def _ratio(baseline_seconds: float, reach: Reach) -> float | None:
     return None if reach.seconds is None else baseline_seconds / reach.seconds
+
+
+def _baseline_earliest_seconds(curve: Sequence[CurvePoint], point: CurvePoint, higher_is_better: bool) -> float:
+    """When the baseline's own curve first reaches ``point``'s quality (see ``SpeedupRow.baseline_seconds``).
+
+    A budget the baseline wasted gives a recipe no speed-up: the budget past a plateau that ends at
+    88.6% is measured from where a shorter budget's run reached 88.6%.
+    """
+    sign = direction(higher_is_better)
+    if not any(other.seconds < point.seconds and sign * other.quality >= sign * point.quality for other in curve):
+        return point.seconds
+    return time_to_quality(curve, point.quality, higher_is_better).seconds
 
 
 def speedup_table(records: Sequence[RunRecord], baseline: str) -> list[SpeedupRow]:
@@ -193,17 +210,19 @@ def speedup_table(records: Sequence[RunRecord], baseline: str) -> list[SpeedupRo
         if recipe == baseline or reference is None:
             continue
         curve, per_seed = mean_curve(by_budget), seed_curves(by_budget)
-        for point in mean_curve(reference):
+        baseline_curve = mean_curve(reference)
+        for point in baseline_curve:
+            seconds = _baseline_earliest_seconds(baseline_curve, point, better)
             reach = time_to_quality(curve, point.quality, better)
             seed_reaches = [time_to_quality(seed_curve, point.quality, better) for seed_curve in per_seed.values()]
-            quality = quality_at_time(curve, point.seconds, better)
+            quality = quality_at_time(curve, seconds, better)
             rows.append(SpeedupRow(
                 machine=machine, recipe=recipe, baseline_budget=point.budget, target=point.quality,
-                baseline_seconds=point.seconds, recipe_seconds=reach.seconds, at_most=reach.at_most,
-                speedup=_ratio(point.seconds, reach),
-                seed_speedups=tuple(_ratio(point.seconds, r) for r in seed_reaches if r.seconds is not None),
+                baseline_seconds=seconds, recipe_seconds=reach.seconds, at_most=reach.at_most,
+                speedup=_ratio(seconds, reach),
+                seed_speedups=tuple(_ratio(seconds, r) for r in seed_reaches if r.seconds is not None),
                 seeds=len(per_seed), gain=None if quality is None else metric.sign * (quality - point.quality),
-                metric=metric))
+                metric=metric, budget_seconds=None if seconds == point.seconds else point.seconds))
     return rows
 
 

@@ -48,8 +48,12 @@ def speedup_rows(rows: Sequence[SpeedupRow], metric: Metric, gaps: Sequence[Base
     for row in rows:
         seconds = "" if row.recipe_seconds is None else f"{'≤ ' if row.at_most else ''}{row.recipe_seconds:.1f}"
         gain = "outside the recipe's measured times" if row.gain is None else metric.describe_gain(row.gain)
+        baseline_time = f"{row.baseline_seconds:.1f}"
+        if row.budget_seconds is not None:
+            budget = f"x{row.baseline_budget:g}"
+            baseline_time += f" (reached sooner by a shorter budget; {budget} took {row.budget_seconds:.1f})"
         body.append([row.machine, row.recipe, f"x{row.baseline_budget:g}", metric.number(row.target, precise=True),
-                     f"{row.baseline_seconds:.1f}", seconds, describe_speedup(row), _seed_spread(row),
+                     baseline_time, seconds, describe_speedup(row), _seed_spread(row),
                      ", ".join(f"{speedup:.2f}x" for speedup in row.seed_speedups), gain])
     for gap in gaps:
         body += [[gap.machine, recipe, f"x{gap.budget:g}", "", "", "", gap.describe(), "", "", ""]

@@ -247,3 +247,19 @@ def test_records_of_different_metrics_are_refused_naming_recipes_and_metrics():
     assert "recipes of one task" in message
     with pytest.raises(ValueError, match="the rows measure top1"):
         speedup_rows(speedup_table(BASE + FAST, baseline="base"), LOSS)
+
+
+def test_a_baseline_budget_past_its_plateau_is_timed_where_a_shorter_one_reached_its_quality():
+    # The baseline's x4 ends at 69%, below its x2's 70%: its curve first reaches 69% at 10 + 10 * 7/8 s.
+    base = [RunRecord.made_up("base", budget, seconds=seconds, quality=quality)
+            for budget, seconds, quality in [(1.0, 10, 0.62), (2.0, 20, 0.70), (4.0, 40, 0.69)]]
+    fast = [RunRecord.made_up("fast", 1.0, seconds=5, quality=0.60),
+            RunRecord.made_up("fast", 2.0, seconds=9, quality=0.72)]
+    rows = {row.baseline_budget: row for row in speedup_table(base + fast, baseline="base")}
+    plateau = rows[4.0]
+    assert plateau.baseline_seconds == pytest.approx(10 + 10 * 0.07 / 0.08) and plateau.budget_seconds == 40
+    assert plateau.speedup == pytest.approx((10 + 10 * 0.07 / 0.08) / (5 + 4 * 0.09 / 0.12))
+    assert [rows[budget].budget_seconds for budget in (1.0, 2.0)] == [None, None]
+    assert rows[2.0].baseline_seconds == 20
+    _, body = speedup_rows([plateau], TOP1)
+    assert body[0][4] == f"{10 + 10 * 0.07 / 0.08:.1f} (reached sooner by a shorter budget; x4 took 40.0)"
