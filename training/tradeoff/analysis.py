@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fastcore_ops.cli import check_name
-from training.tradeoff.curves import CurvePoint, Reach, quality_at_time, time_to_quality
-from training.tradeoff.metric import Metric, direction
+from training.tradeoff.curves import CurvePoint, Reach, pareto_frontier, quality_at_time, time_to_quality
+from training.tradeoff.metric import Metric
 from training.tradeoff.results import FailedRun, RunRecord, common_metric, split_runs
 
 CurveKey = tuple[str, str]  # (machine, recipe)
@@ -168,16 +168,17 @@ def _ratio(baseline_seconds: float, reach: Reach) -> float | None:
     return None if reach.seconds is None else baseline_seconds / reach.seconds
 
 
-def _baseline_earliest_seconds(curve: Sequence[CurvePoint], point: CurvePoint, higher_is_better: bool) -> float:
-    """When the baseline's own curve first reaches ``point``'s quality (see ``SpeedupRow.baseline_seconds``).
+def _baseline_targets(curve: Sequence[CurvePoint], higher_is_better: bool) -> list[tuple[CurvePoint, float]]:
+    """Each baseline point with the baseline's earliest time to its quality (see ``SpeedupRow.baseline_seconds``).
 
-    A budget the baseline wasted gives a recipe no speed-up: the budget past a plateau that ends at
-    88.6% is measured from where a shorter budget's run reached 88.6%.
+    A budget the baseline wasted gives a recipe no speed-up: a point off the baseline's own Pareto
+    frontier (past a plateau, 88.6% after 88.7%) is timed where the curve first reached its quality.
     """
-    sign = direction(higher_is_better)
-    if not any(other.seconds < point.seconds and sign * other.quality >= sign * point.quality for other in curve):
-        return point.seconds
-    return time_to_quality(curve, point.quality, higher_is_better).seconds
+    frontier = set(pareto_frontier([(point.seconds, point.quality) for point in curve], higher_is_better))
+    def earliest(index: int, point: CurvePoint) -> float:
+        return point.seconds if index in frontier else time_to_quality(curve, point.quality, higher_is_better).seconds
+
+    return [(point, earliest(index, point)) for index, point in enumerate(curve)]
 
 
 def speedup_table(records: Sequence[RunRecord], baseline: str) -> list[SpeedupRow]:
@@ -204,15 +205,14 @@ def speedup_table(records: Sequence[RunRecord], baseline: str) -> list[SpeedupRo
     metric = common_metric(records)
     better = metric.higher_is_better
     groups = group_runs(records)
+    targets = {machine: _baseline_targets(mean_curve(by_budget), better)
+               for (machine, recipe), by_budget in groups.items() if recipe == baseline}
     rows = []
     for (machine, recipe), by_budget in groups.items():
-        reference = groups.get((machine, baseline))
-        if recipe == baseline or reference is None:
+        if recipe == baseline or machine not in targets:
             continue
         curve, per_seed = mean_curve(by_budget), seed_curves(by_budget)
-        baseline_curve = mean_curve(reference)
-        for point in baseline_curve:
-            seconds = _baseline_earliest_seconds(baseline_curve, point, better)
+        for point, seconds in targets[machine]:
             reach = time_to_quality(curve, point.quality, better)
             seed_reaches = [time_to_quality(seed_curve, point.quality, better) for seed_curve in per_seed.values()]
             quality = quality_at_time(curve, seconds, better)
