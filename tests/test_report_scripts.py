@@ -291,7 +291,15 @@ def test_frontier_machine_time(tmp_path, capsys):
     write_results([RunRecord.made_up("a", seconds=3600), RunRecord.made_up("a", seed=1, seconds=1800),
                    FailedRun("m", "a", 2.0, 0, "failed", "exit code 1")], tmp_path / "one")
     write_results([RunRecord.made_up("b", seconds=5400)], tmp_path / "two")
-    load("cifar-frontier-20261129/machine_time.py").main([str(tmp_path / "one"), str(tmp_path / "two")])
+    machine_time = load("cifar-frontier-20261129/machine_time.py")
+    assert machine_time.main([str(tmp_path / "one"), str(tmp_path / "two")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2] == f"| `{tmp_path / 'one'}` | 2 | 1.50 |" and lines[3] == f"| `{tmp_path / 'two'}` | 1 | 1.50 |"
     assert lines[4] == "| **all** | **3** | **3.0** (1.5 machine-hours, two lanes at a time) |"
+
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "results.json").write_text("{not json")
+    for argv in ([str(tmp_path / "one"), str(tmp_path / "missing")], [str(tmp_path / "bad")], []):
+        assert machine_time.main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.splitlines()) == 1 and err.startswith("error: ")

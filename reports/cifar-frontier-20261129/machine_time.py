@@ -24,17 +24,25 @@ def lane_hours(folder: Path) -> tuple[int, float]:
     return len(finished), sum(run.train_seconds for run in finished) / 3600
 
 
-def main(folders: list[str]) -> None:
+def main(folders: list[str]) -> int:
+    """Print the table; 2 with one ``error:`` line (and nothing printed) for no folder or a folder without runs."""
+    if not folders:
+        print("error: usage: machine_time.py SWEEP_FOLDER...", file=sys.stderr)
+        return 2
+    try:
+        counted = [(folder, *lane_hours(Path(folder))) for folder in folders]
+    except (ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print("| sweep folder | runs | lane-hours |")
     print("|---|---|---|")
-    total_runs, total_hours = 0, 0.0
-    for folder in folders:
-        runs, hours = lane_hours(Path(folder))
-        total_runs, total_hours = total_runs + runs, total_hours + hours
+    for folder, runs, hours in counted:
         print(f"| `{folder}` | {runs} | {hours:.2f} |")
+    total_runs, total_hours = sum(runs for _, runs, _ in counted), sum(hours for _, _, hours in counted)
     machine_hours = f"{total_hours / 2:.1f} machine-hours, two lanes at a time"
     print(f"| **all** | **{total_runs}** | **{total_hours:.1f}** ({machine_hours}) |")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))
