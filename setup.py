@@ -19,6 +19,8 @@ setup(
     # The library only: training/, benchmarks/ and tools/ run from the repository (python -m training.train
     # from its root), so a wheel puts no generic name such as `training` beside a user's own packages.
     packages=find_packages(include=["fastcore_ops*"]),
+    # The kernels' table of tuned configs, read at import (fastcore_ops/kernels/backend.py).
+    package_data={"fastcore_ops.kernels": ["tuned_configs.json"]},
     ext_modules=[JPEG_REGION],
     install_requires=[
         # A range, not a pin, so that installing the library keeps the user's PyTorch. The floor:

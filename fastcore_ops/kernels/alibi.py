@@ -19,13 +19,16 @@ float64 is not supported.
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Optional
 
 import torch
 
 from ..checks import check_bool, check_int, check_number, check_same_device, check_tensor
 from . import backend
 from .backend import tl, triton
+from .custom_op import kernel_op
 
 _MIN_HEAD_DIM = 16  # tl.dot needs every operand dimension >= 16
 _MAX_HEAD_DIM = 128  # tiles of larger heads no longer fit an SM's registers and shared memory
@@ -132,6 +135,27 @@ def _store_tile(base, rows, n_rows, stride_t, stride_d, offs_d, value,
 
 
 @triton.jit
+def _head_slope(slopes_ptr, n_pow2, HAS_SLOPES: tl.constexpr):
+    """This program's head's slope (head tl.program_id(1)), in log2 units: times log2(e).
+
+    With HAS_SLOPES the caller's slopes_ptr[h]; else the slopes of Press et al. (see
+    alibi_slopes), computed here from h and n_pow2 = the largest power of two p <= H, so no
+    slopes tensor is built on the host: 2^(-8 (h+1) / p) for h < p, then every other slope
+    of 2p's sequence, 2^(-4 (2 (h-p) + 1) / p). The exponent's numerator is an integer and
+    p a power of two, so the exponent is exact in fp32; only exp2 rounds.
+    """
+    h = tl.program_id(1)
+    if HAS_SLOPES:
+        slope = tl.load(slopes_ptr + h).to(tl.float32)
+    else:
+        numerator = tl.where(h < n_pow2, 8 * (h + 1), 4 * (2 * (h - n_pow2) + 1))
+        # Correctly rounded division (plain / is the approximate div.full.f32): exact here.
+        # n_pow2 * 1.0, not .to(): an int argument equal to 1 reaches the kernel as a constexpr.
+        slope = tl.exp2(-tl.math.div_rn(numerator.to(tl.float32), n_pow2 * 1.0))
+    return slope * _LOG2E
+
+
+@triton.jit
 def _biased_scores(scores, distance, slope, CAUSAL: tl.constexpr):
     """Add the ALiBi bias -slope * |distance| (slope in log2 units).
 
@@ -206,8 +230,8 @@ def _alibi_forward_kernel(
     stride_kb, stride_kh, stride_kt, stride_kd,
     stride_vb, stride_vh, stride_vt, stride_vd,
     stride_ob, stride_oh, stride_ot, stride_od,
-    H, Tq, Tk, qk_scale, TQ_BUCKET, TK_BUCKET,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr,
+    H, n_pow2, Tq, Tk, qk_scale, TQ_BUCKET, TK_BUCKET,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr, HAS_SLOPES: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     # One program per query tile of one head: its output rows and their log-sum-exp.
@@ -218,7 +242,7 @@ def _alibi_forward_kernel(
                    HEAD_DIM, HEAD_DIM_PADDED, True)
     k_base = _head_base(k_ptr, stride_kb, stride_kh)
     v_base = _head_base(v_ptr, stride_vb, stride_vh)
-    slope = tl.load(slopes_ptr + tl.program_id(1)).to(tl.float32) * _LOG2E
+    slope = _head_slope(slopes_ptr, n_pow2, HAS_SLOPES)
     q_pos = rows + (Tk - Tq)
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
@@ -302,8 +326,8 @@ def _alibi_backward_dkdv_kernel(
     stride_dob, stride_doh, stride_dot, stride_dod,
     stride_dkb, stride_dkh, stride_dkt, stride_dkd,
     stride_dvb, stride_dvh, stride_dvt, stride_dvd,
-    H, Tq, Tk, scale, qk_scale, TQ_BUCKET, TK_BUCKET,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr,
+    H, n_pow2, Tq, Tk, scale, qk_scale, TQ_BUCKET, TK_BUCKET,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr, HAS_SLOPES: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     # One program per key tile: it owns those rows of dK and dV, so no atomics are needed.
@@ -320,7 +344,7 @@ def _alibi_backward_dkdv_kernel(
     do_base = _head_base(do_ptr, stride_dob, stride_doh)
     lse_base = _row_base(lse_ptr, H, Tq)
     delta_base = _row_base(delta_ptr, H, Tq)
-    slope = tl.load(slopes_ptr + tl.program_id(1)).to(tl.float32) * _LOG2E
+    slope = _head_slope(slopes_ptr, n_pow2, HAS_SLOPES)
 
     q_end = tl.cdiv(Tq, BLOCK_M) * BLOCK_M
     q_full = Tq // BLOCK_M * BLOCK_M
@@ -386,8 +410,8 @@ def _alibi_backward_dq_kernel(
     stride_vb, stride_vh, stride_vt, stride_vd,
     stride_dob, stride_doh, stride_dot, stride_dod,
     stride_dqb, stride_dqh, stride_dqt, stride_dqd,
-    H, Tq, Tk, scale, qk_scale, TQ_BUCKET, TK_BUCKET,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr,
+    H, n_pow2, Tq, Tk, scale, qk_scale, TQ_BUCKET, TK_BUCKET,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr, HAS_SLOPES: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     # One program per query tile: it owns those rows of dQ (a second pass over the keys
@@ -403,7 +427,7 @@ def _alibi_backward_dq_kernel(
     delta = tl.load(_row_base(delta_ptr, H, Tq) + rows, mask=rows < Tq, other=0.0)
     k_base = _head_base(k_ptr, stride_kb, stride_kh)
     v_base = _head_base(v_ptr, stride_vb, stride_vh)
-    slope = tl.load(slopes_ptr + tl.program_id(1)).to(tl.float32) * _LOG2E
+    slope = _head_slope(slopes_ptr, n_pow2, HAS_SLOPES)
     q_pos = rows + (Tk - Tq)
 
     dq = tl.zeros([BLOCK_M, HEAD_DIM_PADDED], tl.float32)
@@ -421,6 +445,11 @@ def _alibi_backward_dq_kernel(
 # ----------------------------------------------------------------------------------------
 # Pure-PyTorch reference: the specification the kernels are tested against.
 # ----------------------------------------------------------------------------------------
+
+
+def _largest_power_of_two_at_most(n: int) -> int:
+    """p = 2^floor(log2 n) for n >= 1 (1 for n = 0, which launches nothing), in Python ints."""
+    return 1 << max(n.bit_length() - 1, 0)
 
 
 def _geometric_slopes(n: int) -> list[float]:
@@ -442,9 +471,18 @@ def alibi_slopes(n_heads: int, device: torch.device | str | None = None) -> torc
         tensor([0.7071, 0.3536, 0.1768, 0.0884])
     """
     check_int("n_heads", n_heads, low=1)
-    closest = 2 ** int(math.floor(math.log2(n_heads)))
-    slopes = _geometric_slopes(closest) + _geometric_slopes(2 * closest)[0::2][: n_heads - closest]
-    return torch.tensor(slopes, dtype=torch.float32, device=device)
+    # A new tensor per call, not a cached one: callers may modify it in place, and a cached
+    # tensor would outlive the inference mode, fake mode or CUDA stream it was made under.
+    # Building it from a list is a host-to-device copy on CUDA; alibi_attention's default
+    # (slopes=None) avoids it by computing the slopes inside the kernels.
+    return torch.tensor(_slope_values(n_heads), dtype=torch.float32, device=device)
+
+
+@functools.lru_cache(maxsize=64)
+def _slope_values(n_heads: int) -> tuple[float, ...]:
+    """alibi_slopes' values as Python floats (immutable, so safe to cache)."""
+    closest = _largest_power_of_two_at_most(n_heads)
+    return tuple(_geometric_slopes(closest) + _geometric_slopes(2 * closest)[0::2][: n_heads - closest])
 
 
 def alibi_attention_reference(
@@ -493,33 +531,36 @@ def _input_precision(dtype: torch.dtype) -> str:
     return "tf32"
 
 
-def _launch_shape(q: torch.Tensor, k: torch.Tensor, scale: float, causal: bool) -> dict:
+def _launch_shape(q: torch.Tensor, k: torch.Tensor, scale: float, causal: bool, has_slopes: bool) -> dict:
     """The scalar and constexpr arguments every attention kernel shares."""
-    Tq, D = q.shape[2:]
+    H, Tq, D = q.shape[1:]
     Tk = k.shape[2]
     return dict(
-        H=q.shape[1], Tq=Tq, Tk=Tk, qk_scale=scale * math.log2(math.e),
-        TQ_BUCKET=triton.next_power_of_2(Tq), TK_BUCKET=triton.next_power_of_2(Tk),
-        HEAD_DIM=D, HEAD_DIM_PADDED=triton.next_power_of_2(D), CAUSAL=causal,
+        H=H, n_pow2=_largest_power_of_two_at_most(H), Tq=Tq, Tk=Tk, qk_scale=scale * math.log2(math.e),
+        TQ_BUCKET=backend.next_power_of_2(Tq), TK_BUCKET=backend.next_power_of_2(Tk),
+        HEAD_DIM=D, HEAD_DIM_PADDED=backend.next_power_of_2(D), CAUSAL=causal, HAS_SLOPES=has_slopes,
         INPUT_PRECISION=_input_precision(q.dtype),
     )
 
 
 def _grid(length: int, heads: int, batch: int, block: str):
-    return lambda meta: (triton.cdiv(length, meta[block]), heads, batch)
+    return lambda meta: (backend.cdiv(length, meta[block]), heads, batch)
 
 
-@torch.library.custom_op("fastcore_ops::alibi_attention", mutates_args=())
+# slopes=None: the kernels compute Press et al.'s slopes from the head index, so the
+# default path builds nothing from host data (no host-to-device copy for the host to wait
+# on). The kernels then get q as a stand-in pointer, never read (HAS_SLOPES=False).
+@kernel_op("fastcore_ops::alibi_attention")
 def _alibi_attention_op(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: torch.Tensor, causal: bool, scale: float
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slopes: Optional[torch.Tensor], causal: bool, scale: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     B, H, Tq, D = q.shape
     out = q.new_empty((B, H, Tq, D))
     lse = q.new_empty((B, H, Tq), dtype=torch.float32)
     if out.numel():
         _alibi_forward_kernel[_grid(Tq, H, B, "BLOCK_M")](
-            q, k, v, slopes, out, lse, *q.stride(), *k.stride(), *v.stride(), *out.stride(),
-            **_launch_shape(q, k, scale, causal))
+            q, k, v, q if slopes is None else slopes, out, lse, *q.stride(), *k.stride(), *v.stride(), *out.stride(),
+            **_launch_shape(q, k, scale, causal, slopes is not None))
     return out, lse
 
 
@@ -529,10 +570,21 @@ def _(q, k, v, slopes, causal, scale):
     return q.new_empty((B, H, Tq, D)), q.new_empty((B, H, Tq), dtype=torch.float32)
 
 
-@torch.library.custom_op("fastcore_ops::alibi_attention_backward", mutates_args=())
+# Three launches and 7 GEMMs per (query tile, key tile) pair: the dK/dV kernel recomputes
+# S^T = K Q^T and dP^T = V dO^T and accumulates dV += P^T dO and dK += dS^T Q; the dQ kernel
+# recomputes S = Q K^T and dP = dO V^T and accumulates dQ += dS K. FlashAttention-2 does 5:
+# it adds each tile's dS K into dQ with atomics from inside the dK/dV loop. We keep the
+# deterministic second pass instead, because atomics
+#   - make dQ depend on the order in which programs finish (fp32 addition is not
+#     associative), so two runs on the same inputs give different gradients;
+#   - need an fp32 dQ buffer that is zero-filled first (one more launch) and converted to the
+#     input dtype afterwards (another), where the dQ kernel here writes dQ once, in place.
+# The price is the 2 recomputed GEMMs per tile pair: 7 instead of 5, 40% more backward FLOPs
+# than FlashAttention-2, which itself chooses the atomics.
+@kernel_op("fastcore_ops::alibi_attention_backward")
 def _alibi_attention_backward_op(
     grad_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
-    lse: torch.Tensor, slopes: torch.Tensor, causal: bool, scale: float,
+    lse: torch.Tensor, slopes: Optional[torch.Tensor], causal: bool, scale: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
@@ -540,9 +592,10 @@ def _alibi_attention_backward_op(
     if q.numel() == 0:  # no queries: keys and values get a zero gradient, which no kernel writes
         return dq, torch.zeros_like(k), torch.zeros_like(v)
     dk, dv = torch.empty_like(k), torch.empty_like(v)
-    shape = _launch_shape(q, k, scale, causal)
+    shape = _launch_shape(q, k, scale, causal, slopes is not None)
+    slopes = q if slopes is None else slopes  # a stand-in pointer, never read (HAS_SLOPES=False)
     delta = torch.empty_like(lse)
-    _alibi_backward_preprocess_kernel[(triton.cdiv(Tq, _PREPROCESS_BLOCK_M), H, B)](
+    _alibi_backward_preprocess_kernel[(backend.cdiv(Tq, _PREPROCESS_BLOCK_M), H, B)](
         out, grad_out, delta, *out.stride(), *grad_out.stride(), H, Tq,
         HEAD_DIM=D, HEAD_DIM_PADDED=shape["HEAD_DIM_PADDED"], BLOCK_M=_PREPROCESS_BLOCK_M)
     strides = (*q.stride(), *k.stride(), *v.stride(), *grad_out.stride())
@@ -563,10 +616,15 @@ def _alibi_setup_context(ctx, inputs, output):
     q, k, v, slopes, ctx.causal, ctx.scale = inputs
     out, lse = output
     ctx.mark_non_differentiable(lse)
-    ctx.save_for_backward(q, k, v, slopes, out, lse)
+    # lse gets no gradient: without this, autograd would zero-fill a (B, H, Tq) gradient
+    # for it on every backward, a launch whose result is never read.
+    ctx.set_materialize_grads(False)
+    ctx.save_for_backward(q, k, v, slopes, out, lse)  # slopes None: computed in the kernels
 
 
 def _alibi_backward(ctx, grad_out, _grad_lse):
+    if grad_out is None:  # out took no part in the loss (grads are not materialised)
+        return None, None, None, None, None, None
     q, k, v, slopes, out, lse = ctx.saved_tensors
     dq, dk, dv = _alibi_attention_backward_op(grad_out, q, k, v, out, lse, slopes, ctx.causal, ctx.scale)
     return dq, dk, dv, None, None, None  # slopes are fixed data: no gradient
@@ -664,7 +722,8 @@ def alibi_attention(
             prefix; causal attention needs Tq <= Tk.
         is_causal: query i sees only keys j <= i + Tk - Tq.
         scale: the scores' factor; default 1 / sqrt(D).
-        slopes: (H,) per-head slopes; default ``alibi_slopes(H)``. Not differentiated.
+        slopes: (H,) per-head slopes; default ``alibi_slopes(H)``, which the kernels compute
+            from the head index (no slopes tensor is built). Not differentiated.
 
     Returns the (B, H, Tq, D) output in query's dtype. Gradients flow to query, key and value.
 
@@ -676,10 +735,10 @@ def alibi_attention(
         >>> out.sum().backward()
     """
     _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, slopes)
-    H, D = query.shape[1], query.shape[3]
-    if slopes is None:
-        slopes = alibi_slopes(H, query.device) if H else query.new_empty((0,), dtype=torch.float32)
+    D = query.shape[3]
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     if backend.use_triton(query) or query.numel() == 0:  # empty inputs launch nothing, on any device
-        return _alibi_attention_op(query, key, value, slopes.to(torch.float32).contiguous(), is_causal, scale)[0]
+        # Default slopes (None) are computed inside the kernels: nothing is built from host data.
+        slopes = None if slopes is None else slopes.to(torch.float32).contiguous()
+        return _alibi_attention_op(query, key, value, slopes, is_causal, scale)[0]
     return alibi_attention_reference(query, key, value, is_causal=is_causal, scale=scale, slopes=slopes)

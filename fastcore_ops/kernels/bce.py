@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from ..checks import check_number, check_same_device, check_tensor
 from . import backend
 from .backend import tl, triton
+from .custom_op import kernel_op
 
 # ----------------------------------------------------------------------------------------
 # Triton kernels
@@ -43,12 +44,16 @@ def _bce_forward_kernel(
     keep, add, inv_batch, C_BUCKET,
     TARGET_IS_INDEX: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
-    # One program per sample; it writes that sample's loss and its row of the gradient.
+    # One program per sample; it writes that sample's share of the loss (its loss / N) and its row
+    # of the gradient, so the host only sums the rows.
     row = tl.program_id(0).to(tl.int64)
     logits_ptr += row * logits_stride
     grad_ptr += row * grad_stride
     if TARGET_IS_INDEX:
         label = tl.load(target_ptr + row)
+        # Checking labels on the host would make it wait for the device: a label outside [0, C)
+        # makes this sample's loss NaN instead, and with TRITON_DEBUG=1 this assert stops the kernel.
+        tl.device_assert((label >= 0) & (label < C), "bce_with_logits: a class index is outside [0, C)")
     else:
         target_ptr += row * target_stride
     total = tl.zeros((BLOCK_C,), dtype=ACC)
@@ -67,7 +72,10 @@ def _bce_forward_kernel(
         sigmoid = tl.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
         tl.store(grad_ptr + cols, ((sigmoid - t) * inv_batch).to(grad_ptr.dtype.element_ty), mask=inside)
         total += tl.where(inside, loss, 0.0)
-    tl.store(row_loss_ptr + row, tl.sum(total, axis=0))
+    row_loss = tl.sum(total, axis=0) * inv_batch
+    if TARGET_IS_INDEX:
+        row_loss = tl.where((label >= 0) & (label < C), row_loss, float("nan"))
+    tl.store(row_loss_ptr + row, row_loss)
 
 
 @triton.jit
@@ -109,7 +117,7 @@ def _loss_dtype(logits: torch.Tensor) -> torch.dtype:
     return torch.float64 if logits.dtype == torch.float64 else torch.float32
 
 
-@torch.library.custom_op("fastcore_ops::bce_with_logits", mutates_args=())
+@kernel_op("fastcore_ops::bce_with_logits")
 def _bce_with_logits_op(
     logits: torch.Tensor, target: torch.Tensor, label_smoothing: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -118,16 +126,18 @@ def _bce_with_logits_op(
     logits = logits if logits.stride(1) == 1 else logits.contiguous()
     target = target if target.dim() == 1 or target.stride(1) == 1 else target.contiguous()
     grad = torch.empty_like(logits, memory_format=torch.contiguous_format)
-    row_loss = torch.zeros(N, dtype=_loss_dtype(logits), device=logits.device)
-    if N and C:
-        target_is_index = not target.dtype.is_floating_point
-        _bce_forward_kernel[(N,)](
-            logits, target, grad, row_loss, C,
-            logits.stride(0), 0 if target_is_index else target.stride(0), grad.stride(0),
-            1.0 - label_smoothing, label_smoothing / C, 1.0 / N, backend.size_bucket(C),
-            TARGET_IS_INDEX=target_is_index, ACC=backend.accumulator(logits.dtype),
-        )
-    return row_loss.sum() / max(N, 1), grad
+    if not (N and C):  # nothing to launch: an empty batch, or no classes, loses nothing
+        return logits.new_zeros((), dtype=_loss_dtype(logits)), grad
+    # Two launches: the kernel writes every row's share of the loss and the gradient, then one sum.
+    row_loss = torch.empty(N, dtype=_loss_dtype(logits), device=logits.device)
+    target_is_index = not target.dtype.is_floating_point
+    _bce_forward_kernel[(N,)](
+        logits, target, grad, row_loss, C,
+        logits.stride(0), 0 if target_is_index else target.stride(0), grad.stride(0),
+        1.0 - label_smoothing, label_smoothing / C, 1.0 / N, backend.size_bucket(C),
+        TARGET_IS_INDEX=target_is_index, ACC=backend.accumulator(logits.dtype),
+    )
+    return row_loss.sum(), grad
 
 
 @_bce_with_logits_op.register_fake
@@ -136,13 +146,13 @@ def _(logits, target, label_smoothing):
     return loss, torch.empty_like(logits, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("fastcore_ops::bce_with_logits_backward", mutates_args=())
+@kernel_op("fastcore_ops::bce_with_logits_backward")
 def _bce_with_logits_backward_op(saved_grad: torch.Tensor, grad_loss: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(saved_grad)
     numel = saved_grad.numel()
     if numel:
         block = 4096
-        _scale_kernel[(triton.cdiv(numel, block),)](saved_grad, grad_loss, out, numel, BLOCK=block)
+        _scale_kernel[(backend.cdiv(numel, block),)](saved_grad, grad_loss, out, numel, BLOCK=block)
     return out
 
 
@@ -154,9 +164,14 @@ def _(saved_grad, grad_loss):
 def _bce_setup_context(ctx, inputs, output):
     ctx.mark_non_differentiable(output[1])
     ctx.save_for_backward(output[1])
+    # The saved gradient never receives a gradient: without this, autograd
+    # would zero-fill an (N, C) buffer for it on every backward.
+    ctx.set_materialize_grads(False)
 
 
 def _bce_backward(ctx, grad_loss, _grad_of_grad):
+    if grad_loss is None:  # not materialized: no gradient reached the loss
+        return None, None, None
     (saved_grad,) = ctx.saved_tensors
     return _bce_with_logits_backward_op(saved_grad, grad_loss), None, None
 
@@ -169,15 +184,18 @@ _bce_with_logits_op.register_autograd(_bce_backward, setup_context=_bce_setup_co
 # ----------------------------------------------------------------------------------------
 
 
-def _check_labels(target: torch.Tensor, num_classes: int) -> None:
-    """Labels must index a class. Raised at once on the CPU; asserted on the device elsewhere (no sync)."""
-    in_range = ((target >= 0) & (target < num_classes)).all()
+def _check_labels(target: torch.Tensor, num_classes: int, *, kernel_runs: bool) -> None:
+    """Labels must index a class: raised at once on the CPU, where reading them makes nothing wait.
+
+    Elsewhere the Triton kernel gives an out-of-range label's sample a NaN loss (no launch, no
+    wait); the reference path asserts on the device, which needs no wait either.
+    """
     message = f"target holds class indices outside [0, {num_classes}); labels must index a column of logits"
     if target.device.type == "cpu" and not torch.compiler.is_compiling():
-        if not bool(in_range):
+        if not bool(((target >= 0) & (target < num_classes)).all()):
             raise ValueError(message)
-    else:
-        torch._assert_async(in_range, message)
+    elif not kernel_runs:
+        torch._assert_async(((target >= 0) & (target < num_classes)).all(), message)
 
 
 def _check_inputs(input: torch.Tensor, target: torch.Tensor, label_smoothing: float) -> None:
@@ -212,7 +230,9 @@ def bce_with_logits(input: torch.Tensor, target: torch.Tensor, *, label_smoothin
 
     Args:
         input: (N, C) logits, any floating dtype; the loss is computed in fp32 (fp64 for fp64).
-        target: (N,) int64 class indices, or (N, C) float probabilities (after MixUp, say).
+        target: (N,) int64 class indices, or (N, C) float probabilities (after MixUp, say). An
+            index outside [0, C) raises ValueError for CPU tensors; on a GPU, where checking
+            would make the host wait, that sample's loss is NaN (TRITON_DEBUG=1: a device assert).
         label_smoothing: s in [0, 1]; targets become target * (1 - s) + s / C.
 
     Returns a 0-d fp32 (fp64 for fp64 input) loss; an empty batch gives 0.
@@ -223,10 +243,11 @@ def bce_with_logits(input: torch.Tensor, target: torch.Tensor, *, label_smoothin
         >>> loss.backward()
     """
     _check_inputs(input, target, label_smoothing)
+    kernel_runs = backend.use_triton(input) or input.numel() == 0  # empty inputs launch nothing, on any device
     if not target.dtype.is_floating_point and target.numel():
-        _check_labels(target, input.shape[1])
+        _check_labels(target, input.shape[1], kernel_runs=kernel_runs)
     label_smoothing = float(label_smoothing)
-    if backend.use_triton(input) or input.numel() == 0:  # empty inputs launch nothing, on any device
+    if kernel_runs:
         return _bce_with_logits_op(input, target, label_smoothing)[0]
     return bce_with_logits_reference(input, target, label_smoothing=label_smoothing)
 

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from ..checks import check_int, check_tensor
 from . import backend
 from .backend import tl, triton
+from .custom_op import kernel_op
 from .layout import empty_like_layout
 
 # Row-major window offsets are stored in uint8, which bounds the max-pool window.
@@ -41,7 +42,7 @@ _TILE_CONFIGS = [
     triton.Config({"BLOCK_C": 8, "BLOCK_P": 128}, num_warps=4),
     triton.Config({"BLOCK_C": 32, "BLOCK_P": 32}, num_warps=4),
     triton.Config({"BLOCK_C": 64, "BLOCK_P": 16}, num_warps=4),
-    triton.Config({"BLOCK_C": 128, "BLOCK_P": 8}, num_warps=8),
+    triton.Config({"BLOCK_C": 128, "BLOCK_P": 8}, num_warps=4),
 ]
 _TILE_KEY = ["C_BUCKET", "P_BUCKET", "CHANNELS_INNER"]
 _TILED = triton.jit(do_not_specialize=_TILE_KEY)
@@ -69,14 +70,15 @@ def _channel_offset(c, stride_n, stride_c):
 
 
 # The forward walks down bands of BLOCK_H output rows, BLOCK_C channels by BLOCK_W columns at a
-# time (first configs: NCHW, along columns; the others along channels, for NHWC).
+# time (first configs: NCHW, along columns; the others along channels, for NHWC, where each thread
+# holds 8 consecutive channels: 16-byte loads of bf16, and per-thread work spread over 8 outputs).
 _ROW_CONFIGS = [
     triton.Config({"BLOCK_C": 2, "BLOCK_W": 64, "BLOCK_H": 8}, num_warps=4),
     triton.Config({"BLOCK_C": 8, "BLOCK_W": 16, "BLOCK_H": 8}, num_warps=4),
-    triton.Config({"BLOCK_C": 32, "BLOCK_W": 4, "BLOCK_H": 8}, num_warps=4),
-    triton.Config({"BLOCK_C": 64, "BLOCK_W": 4, "BLOCK_H": 8}, num_warps=4),
-    triton.Config({"BLOCK_C": 128, "BLOCK_W": 2, "BLOCK_H": 16}, num_warps=4),
-    triton.Config({"BLOCK_C": 256, "BLOCK_W": 1, "BLOCK_H": 16}, num_warps=8),
+    triton.Config({"BLOCK_C": 32, "BLOCK_W": 32, "BLOCK_H": 8}, num_warps=4),
+    triton.Config({"BLOCK_C": 64, "BLOCK_W": 16, "BLOCK_H": 8}, num_warps=4),
+    triton.Config({"BLOCK_C": 128, "BLOCK_W": 8, "BLOCK_H": 8}, num_warps=4),
+    triton.Config({"BLOCK_C": 256, "BLOCK_W": 8, "BLOCK_H": 8}, num_warps=8),
 ]
 _INTERPRETER_ROWS = triton.Config({"BLOCK_C": 32, "BLOCK_W": 16, "BLOCK_H": 4})
 
@@ -187,29 +189,164 @@ def _blurpool_backward_kernel(
 
 
 @triton.jit
-def _take_max(best, best_offset, value, inside, offset: tl.constexpr):
-    """One step of a window's running max and its offset: ties keep the earlier position and NaN wins,
-    as in PyTorch's max_pool2d, when the window's values come in row-major order."""
-    better = inside & ((best_offset < 0) | (value > best) | (value != value))
-    return tl.where(better, value, best), tl.where(better, offset, best_offset)
+def _take_max(best, best_at, value, value_at):
+    """Merge the max of a later run of a window's positions (``value``, at ``value_at``) into the max of an
+    earlier run (``best``, at ``best_at``): the later one wins when strictly greater or NaN, so that merged in
+    row-major order ties keep the first maximum and the last NaN wins, as in PyTorch's max_pool2d."""
+    # Greater and NaN exclude each other, so xor is their or; an or is compiled as two selects.
+    better = (value > best) ^ (value != value)
+    # The max itself needs no select: the NaN-propagating max is the winner's value in every case.
+    return tl.maximum(best, value, propagate_nan=tl.PropagateNan.ALL), tl.where(better, value_at, best_at)
 
 
 @triton.jit
-def _blur_pooled(acc, best, best_offset, argmax_ptr, ph, pw, row_ok, Wp, arg_stride_h, arg_stride_w,
-                 kh: tl.constexpr, kw: tl.constexpr, STRIDE: tl.constexpr):
-    """Add tap (kh, kw) of the blur, at pooled position (ph, pw), and store its argmax if this tap owns it."""
-    ok = row_ok & (pw >= 0) & (pw < Wp)
-    acc += tl.where(ok, best, 0.0) * (_binomial_tap(kh) * _binomial_tap(kw))
-    # Each pooled position is stored by exactly one tap. Tap k reads position o * STRIDE + (k - 1);
-    # tap 1 always owns its position, tap 2 unless stride 1 gives it to the next output's tap 1,
-    # tap 0 only from stride 3 on. That is STRIDE >= 1, 2, 3 for k = 1, 2, 0: STRIDE >= (k + 2) % 3 + 1.
-    if STRIDE >= (kh + 2) % 3 + 1:
+def _take_maxes(earlier, later):
+    """_take_max for each of the three windows of two (max0, at0, max1, at1, max2, at2)."""
+    max0, at0 = _take_max(earlier[0], earlier[1], later[0], later[1])
+    max1, at1 = _take_max(earlier[2], earlier[3], later[2], later[3])
+    max2, at2 = _take_max(earlier[4], earlier[5], later[4], later[5])
+    return max0, at0, max1, at1, max2, at2
+
+
+@triton.jit
+def _row_maxes(row, image, KERNEL: tl.constexpr, ACC: tl.constexpr):
+    """The maxes of input row ``row`` over the three KERNEL-wide windows of the pooled columns an output's blur
+    reads, each with its position: (max0, at0, max1, at1, max2, at2).
+
+    ``image`` = (H, stride_h, columns, at, channels_ok). The strip is the KERNEL + 2 columns under the three
+    windows (window kw holds strip columns kw .. kw + KERNEL - 1), ``columns`` their pointers, clamped to the
+    image, and ``at`` the strip column each pointer's column is. Rows are clamped likewise, and a position is
+    the clamped row * KERNEL + the strip column: padding is replaced by a copy of the nearest pixel of the same
+    window, with that pixel's position, so it never changes a window's max nor, in row-major order, the
+    position of its first max or last NaN."""
+    H, stride_h, columns, at, channels_ok = image
+    row = tl.minimum(tl.maximum(row, 0), H - 1)
+    v = ()
+    p = ()
+    for t in tl.static_range(KERNEL + 2):
+        v += (tl.load(columns[t] + row * stride_h, mask=channels_ok).to(ACC),)
+        p += (at[t] + row * KERNEL,)
+    if KERNEL == 1:
+        zero = tl.zeros(v[0].shape, dtype=tl.int32)
+        return v[0], p[0] + zero, v[1], p[1] + zero, v[2], p[2] + zero
+    elif KERNEL == 2:
+        max0, at0 = _take_max(v[0], p[0], v[1], p[1])
+        max1, at1 = _take_max(v[1], p[1], v[2], p[2])
+        max2, at2 = _take_max(v[2], p[2], v[3], p[3])
+        return max0, at0, max1, at1, max2, at2
+    else:
+        # The three windows share strip columns 2 .. KERNEL - 1: their max once, then 5 merges (not 3 (K - 1)).
+        inner, inner_at = v[2], p[2]
+        for t in tl.static_range(3, KERNEL):
+            inner, inner_at = _take_max(inner, inner_at, v[t], p[t])
+        head, head_at = _take_max(v[1], p[1], inner, inner_at)  # columns 1 .. K - 1
+        tail, tail_at = _take_max(inner, inner_at, v[KERNEL], p[KERNEL])  # 2 .. K
+        max0, at0 = _take_max(v[0], p[0], head, head_at)
+        max1, at1 = _take_max(head, head_at, v[KERNEL], p[KERNEL])
+        max2, at2 = _take_max(tail, tail_at, v[KERNEL + 1], p[KERNEL + 1])
+        return max0, at0, max1, at1, max2, at2
+
+
+@triton.jit
+def _column_maxes(rows, first: tl.constexpr, count: tl.constexpr):
+    """The vertical max of ``rows[first:first + count]`` (_row_maxes, in row order), for each window."""
+    pooled = rows[first]
+    for i in tl.static_range(first + 1, first + count):
+        pooled = _take_maxes(pooled, rows[i])
+    return pooled
+
+
+@triton.jit
+def _rows_max(first, count: tl.constexpr, image, KERNEL: tl.constexpr, ACC: tl.constexpr):
+    """_column_maxes of the _row_maxes of input rows first .. first + count - 1, taken one row at a time."""
+    pooled = _row_maxes(first, image, KERNEL, ACC)
+    for i in tl.static_range(1, count):
+        pooled = _take_maxes(pooled, _row_maxes(first + i, image, KERNEL, ACC))
+    return pooled
+
+
+@triton.jit
+def _blur_pooled(pooled, ph, pooled_image, store, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
+                 PADDING: tl.constexpr):
+    """Pooled row ``ph`` at the three pooled columns of each output, ``pooled`` = (max0, at0, max1, at1, max2,
+    at2): stores the argmax where this program owns it, and returns the row's horizontal blur, [1, 2, 1] / 4,
+    0 off the pooled image. ``pooled_image`` = (Hp, pooled_ok, arg_columns, arg_stride_h)."""
+    Hp, pooled_ok, arg_columns, arg_stride_h = pooled_image
+    row_ok = (ph >= 0) & (ph < Hp)
+    # Positions are row * KERNEL + strip column: this makes them row-major offsets i * KERNEL + j in the window.
+    origin = (ph - PADDING) * KERNEL
+    for kw in tl.static_range(3):
+        # Each pooled position is stored by exactly one output: blur tap k reads column o * STRIDE + (k - 1),
+        # tap 1 always owns it, tap 2 unless stride 1 gives it to the next output's tap 1, tap 0 only from
+        # stride 3 on: STRIDE >= (k + 2) % 3 + 1. The caller says the same for rows with ``store``.
         if STRIDE >= (kw + 2) % 3 + 1:
-            tl.store(argmax_ptr + ph * arg_stride_h + pw * arg_stride_w, best_offset.to(tl.uint8), mask=ok)
-    return acc
+            tl.store(arg_columns[kw] + ph * arg_stride_h, (pooled[2 * kw + 1] - (origin + kw)).to(tl.uint8),
+                     mask=pooled_ok[kw] & row_ok & store)
+    # 0 * inf would be NaN: positions off the pooled image are selected away, not multiplied by 0. Tap 1's
+    # column, o * STRIDE, is on it for every output. Weighted before summed, so no sum overflows.
+    blurred = tl.fma(tl.where(pooled_ok[0], pooled[0], 0.0), 0.25, tl.where(pooled_ok[2], pooled[4], 0.0) * 0.25)
+    return tl.where(row_ok, tl.fma(pooled[2], 0.5, blurred), 0.0)
 
 
-@backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
+@triton.jit
+def _one_pooled_row(window, ph, image, pooled_image, store, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
+                    PADDING: tl.constexpr, ACC: tl.constexpr, KEEP: tl.constexpr):
+    """Pooled row ``ph``'s _blur_pooled, and the ``window`` for pooled row ph + 1.
+
+    With KEEP, ``window`` holds the row maxes of input rows ph - PADDING .. ph - PADDING + KERNEL - 2 and only
+    the next input row is loaded; without (large kernels, whose kept rows would not fit in registers), it is
+    empty and the pooled row takes all its input rows."""
+    if KEEP:
+        rows = window + (_row_maxes(ph - PADDING + KERNEL - 1, image, KERNEL, ACC),)
+        pooled = _column_maxes(rows, 0, KERNEL)
+        window = rows[1:]
+    else:
+        pooled = _rows_max(ph - PADDING, KERNEL, image, KERNEL, ACC)
+    return _blur_pooled(pooled, ph, pooled_image, store, KERNEL, STRIDE, PADDING), window
+
+
+@triton.jit
+def _two_pooled_rows(window, ph, image, pooled_image, store0, store1, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
+                     PADDING: tl.constexpr, ACC: tl.constexpr, KEEP: tl.constexpr):
+    """_one_pooled_row for pooled rows ph and ph + 1 together: their windows share KERNEL - 1 input rows, whose
+    vertical max is taken once (KERNEL merges a window for the two rows, not 2 (KERNEL - 1))."""
+    if KERNEL == 1:
+        first = _row_maxes(ph - PADDING, image, KERNEL, ACC)
+        second = _row_maxes(ph + 1 - PADDING, image, KERNEL, ACC)
+    elif KEEP:
+        rows = window
+        for i in tl.static_range(KERNEL - 1, KERNEL + 1):
+            rows += (_row_maxes(ph - PADDING + i, image, KERNEL, ACC),)
+        shared = _column_maxes(rows, 1, KERNEL - 1)
+        first = _take_maxes(rows[0], shared)
+        second = _take_maxes(shared, rows[KERNEL])
+        window = rows[2:]
+    else:
+        shared = _rows_max(ph + 1 - PADDING, KERNEL - 1, image, KERNEL, ACC)
+        first = _take_maxes(_row_maxes(ph - PADDING, image, KERNEL, ACC), shared)
+        second = _take_maxes(shared, _row_maxes(ph - PADDING + KERNEL, image, KERNEL, ACC))
+    blurred0 = _blur_pooled(first, ph, pooled_image, store0, KERNEL, STRIDE, PADDING)
+    blurred1 = _blur_pooled(second, ph + 1, pooled_image, store1, KERNEL, STRIDE, PADDING)
+    return blurred0, blurred1, window
+
+
+# The fused forward walks down bands of BLOCK_H output rows, BLOCK_C channels by BLOCK_W columns at a time
+# (first configs: NCHW, along columns; the others along channels, for NHWC: 8 channels a thread, 16 bytes of
+# bf16, and the last 4, for half the registers).
+_POOL_ROW_CONFIGS = [
+    triton.Config({"BLOCK_C": 2, "BLOCK_W": 64, "BLOCK_H": 8}, num_warps=4),
+    triton.Config({"BLOCK_C": 8, "BLOCK_W": 16, "BLOCK_H": 8}, num_warps=4),
+    triton.Config({"BLOCK_C": 32, "BLOCK_W": 32, "BLOCK_H": 8}, num_warps=4),
+    triton.Config({"BLOCK_C": 64, "BLOCK_W": 16, "BLOCK_H": 8}, num_warps=4),
+    triton.Config({"BLOCK_C": 128, "BLOCK_W": 8, "BLOCK_H": 8}, num_warps=4),
+    triton.Config({"BLOCK_C": 64, "BLOCK_W": 8, "BLOCK_H": 8}, num_warps=4),
+]
+# Input rows' maxes are kept for the pooled rows below them up to this kernel size; above, a pooled row takes
+# all its input rows (KERNEL - 1 kept rows of 6 values a pixel would not fit in registers).
+_KEPT_ROWS_MAX_KERNEL = tl.constexpr(5)
+
+
+@backend.autotune(_POOL_ROW_CONFIGS, _TILE_KEY, _INTERPRETER_ROWS)
 @_TILED
 def _blur_maxpool_forward_kernel(
     x_ptr, out_ptr, argmax_ptr, C, H, W, Hp, Wp, Ho, Wo,
@@ -217,49 +354,88 @@ def _blur_maxpool_forward_kernel(
     out_stride_n, out_stride_c, out_stride_h, out_stride_w,
     arg_stride_n, arg_stride_c, arg_stride_h, arg_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
     KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr,
-    ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
+    ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
-    # Each output blurs 3 x 3 pooled positions, each the max of a KERNEL x KERNEL window; the
-    # pooled image is never stored, only the argmax offsets, one byte each, for backward. The
-    # three windows of one pooled row lie side by side, one column apart, so each input row under
-    # them is loaded once, KERNEL + 2 columns, and every value is offered to the windows holding
-    # it: 3 * KERNEL * (KERNEL + 2) loads an output instead of 9 * KERNEL**2.
-    c, p, valid = _tile(C, Ho * Wo, BLOCK_C, BLOCK_P)
-    oh = p // Wo
-    ow = p % Wo
-    x_ptr += _channel_offset(c, stride_n, stride_c)
-    argmax_ptr += _channel_offset(c, arg_stride_n, arg_stride_c)
-    left_pw = ow * STRIDE - 1  # the pooled column of blur tap 0
-    acc = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
-    for kh in tl.static_range(3):
-        ph = oh * STRIDE - 1 + kh
-        row_ok = valid & (ph >= 0) & (ph < Hp)
-        best0 = tl.full((BLOCK_C, BLOCK_P), float("-inf"), ACC)
-        best1, best2 = best0, best0
-        offset0 = tl.full((BLOCK_C, BLOCK_P), -1, tl.int32)
-        offset1, offset2 = offset0, offset0
-        for i in tl.static_range(KERNEL):
-            ih = ph - PADDING + i
-            in_row = row_ok & (ih >= 0) & (ih < H)
-            for j in tl.static_range(KERNEL + 2):  # window kw holds columns kw .. kw + KERNEL - 1 of these
-                iw = left_pw - PADDING + j
-                inside = in_row & (iw >= 0) & (iw < W)
-                value = tl.load(x_ptr + ih * stride_h + iw * stride_w, mask=inside, other=float("-inf")).to(ACC)
-                if j < KERNEL:
-                    best0, offset0 = _take_max(best0, offset0, value, inside, i * KERNEL + j)
-                if j >= 1:
-                    if j <= KERNEL:
-                        best1, offset1 = _take_max(best1, offset1, value, inside, i * KERNEL + j - 1)
-                if j >= 2:
-                    best2, offset2 = _take_max(best2, offset2, value, inside, i * KERNEL + j - 2)
-        acc = _blur_pooled(acc, best0, offset0, argmax_ptr, ph, left_pw, row_ok, Wp, arg_stride_h, arg_stride_w,
-                           kh, 0, STRIDE)
-        acc = _blur_pooled(acc, best1, offset1, argmax_ptr, ph, left_pw + 1, row_ok, Wp, arg_stride_h, arg_stride_w,
-                           kh, 1, STRIDE)
-        acc = _blur_pooled(acc, best2, offset2, argmax_ptr, ph, left_pw + 2, row_ok, Wp, arg_stride_h, arg_stride_w,
-                           kh, 2, STRIDE)
-    out_ptr += _channel_offset(c, out_stride_n, out_stride_c)
-    tl.store(out_ptr + oh * out_stride_h + ow * out_stride_w, acc.to(out_ptr.dtype.element_ty), mask=valid)
+    # Each output blurs 3 x 3 pooled positions, each the max of a KERNEL x KERNEL window; the pooled image is
+    # never stored, only the argmax offsets, one byte each, for backward. The max is separable: each input row's
+    # maxes over the three windows of an output's pooled columns (_row_maxes) are taken once and kept, in
+    # ``window``, for the KERNEL pooled rows that read them; each pooled row's vertical max is taken once, and
+    # kept, as its horizontal blur, for the next output row where they share it (two of three at stride 1, one
+    # at stride 2), like _blurpool_forward_kernel; two pooled rows taken together share the vertical max of
+    # their common input rows. At stride 2 an output row takes 2 input rows and 2 pooled rows, against
+    # 3 x KERNEL input rows loaded and compared for 3 windows per output.
+    KEEP: tl.constexpr = KERNEL <= _KEPT_ROWS_MAX_KERNEL
+    bands = tl.cdiv(Ho, BLOCK_H)
+    sample = tl.program_id(0) // bands
+    first_row = (tl.program_id(0) % bands) * BLOCK_H
+    last_row = tl.minimum(first_row + BLOCK_H, Ho)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)[:, None]
+    ow = tl.program_id(2) * BLOCK_W + tl.arange(0, BLOCK_W)[None, :]
+    channels_ok = c < C
+    valid = channels_ok & (ow < Wo)
+    x_ptr += sample.to(tl.int64) * stride_n + c.to(tl.int64) * stride_c
+    argmax_ptr += sample.to(tl.int64) * arg_stride_n + c.to(tl.int64) * arg_stride_c
+    out_ptr += sample.to(tl.int64) * out_stride_n + c.to(tl.int64) * out_stride_c + ow * out_stride_w
+    first_iw = ow * STRIDE - 1 - PADDING  # the strip's first input column
+    columns = ()
+    at = ()
+    for t in tl.static_range(KERNEL + 2):
+        iw = tl.minimum(tl.maximum(first_iw + t, 0), W - 1)  # clamped: see _row_maxes
+        columns += (x_ptr + iw * stride_w,)
+        at += (iw - first_iw,)
+    image = (H, stride_h, columns, at, channels_ok)
+    pooled_ok = ()
+    arg_columns = ()
+    for kw in tl.static_range(3):
+        pw = ow * STRIDE - 1 + kw
+        pooled_ok += (valid & (pw >= 0) & (pw < Wp),)
+        arg_columns += (argmax_ptr + pw * arg_stride_w,)
+    pooled_image = (Hp, pooled_ok, arg_columns, arg_stride_h)
+
+    # ``window``: the row maxes of the KERNEL - 1 input rows before the next pooled row's last.
+    ph = first_row * STRIDE - 1
+    window = ()
+    if KEEP:
+        for i in tl.static_range(KERNEL - 1):
+            window += (_row_maxes(ph - PADDING + i, image, KERNEL, ACC),)
+    # The pooled rows the band's first output row shares with the one above it, whose argmax that row stores
+    # (its tap 2 at stride 2); at stride 1 this row's tap 1 owns the second.
+    above = tl.zeros((BLOCK_C, BLOCK_W), dtype=ACC)
+    middle = tl.zeros((BLOCK_C, BLOCK_W), dtype=ACC)
+    if STRIDE == 1:
+        above, middle, window = _two_pooled_rows(window, ph, image, pooled_image, False, True, KERNEL, STRIDE,
+                                                 PADDING, ACC, KEEP)
+    if STRIDE == 2:
+        above, window = _one_pooled_row(window, ph, image, pooled_image, False, KERNEL, STRIDE, PADDING, ACC, KEEP)
+    # Unrolled twice: the kept rows then move between registers every other output row, not every one.
+    for oh in tl.range(first_row, last_row, loop_unroll_factor=2 if KEEP else 1):
+        ph = oh * STRIDE - 1  # pooled rows ph, ph + 1, ph + 2 under blur taps 0, 1, 2
+        if STRIDE == 1:
+            # Tap 2's row is owned by the next output row's tap 1: this program's unless that row is past the
+            # band (the next band's, which stores it before its loop).
+            below, window = _one_pooled_row(window, ph + 2, image, pooled_image, oh + 1 < last_row, KERNEL, STRIDE,
+                                            PADDING, ACC, KEEP)
+        elif STRIDE == 2:
+            middle, below, window = _two_pooled_rows(window, ph + 1, image, pooled_image, True, True, KERNEL,
+                                                     STRIDE, PADDING, ACC, KEEP)
+        else:
+            above, middle, window = _two_pooled_rows(window, ph, image, pooled_image, True, True, KERNEL, STRIDE,
+                                                     PADDING, ACC, KEEP)
+            below, window = _one_pooled_row(window, ph + 2, image, pooled_image, True, KERNEL, STRIDE, PADDING, ACC,
+                                            KEEP)
+        value = tl.fma(middle, 0.5, tl.fma(above, 0.25, below * 0.25))
+        tl.store(out_ptr + oh * out_stride_h, value.to(out_ptr.dtype.element_ty), mask=valid)
+        if STRIDE == 1:
+            above = middle
+            middle = below
+        if STRIDE == 2:
+            above = below
+        # From stride 4 on, pooled rows ph + 3 .. ph + STRIDE - 2 are read by no output: the kept rows step over
+        # them, loading only the rows they keep.
+        if KEEP:
+            for g in tl.static_range(STRIDE - 3):
+                if g >= STRIDE - 3 - (KERNEL - 1):
+                    window = (window + (_row_maxes(ph + 3 + g - PADDING + KERNEL - 1, image, KERNEL, ACC),))[1:]
 
 
 @backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
@@ -286,10 +462,11 @@ def _max_pool_backward_kernel(
         for j in tl.static_range(KERNEL):
             pw = iw + PADDING - j
             ok = row_ok & (pw >= 0) & (pw < Wp)
+            # Both loads masked by position only, and the gradient selected: a mask that depends on the loaded
+            # offset would split the tile's vector loads into one scalar load per element.
             offset = tl.load(argmax_ptr + ph * arg_stride_h + pw * arg_stride_w, mask=ok, other=255)
-            routed = ok & (offset.to(tl.int32) == i * KERNEL + j)
-            g = tl.load(grad_pooled_ptr + ph * stride_h + pw * stride_w, mask=routed, other=0.0)
-            acc += g.to(ACC)
+            g = tl.load(grad_pooled_ptr + ph * stride_h + pw * stride_w, mask=ok, other=0.0)
+            acc += tl.where(offset.to(tl.int32) == i * KERNEL + j, g.to(ACC), 0.0)
     grad_in_ptr += _channel_offset(c, in_stride_n, in_stride_c)
     tl.store(grad_in_ptr + ih * in_stride_h + iw * in_stride_w, acc.to(grad_in_ptr.dtype.element_ty), mask=valid)
 
@@ -299,10 +476,29 @@ def _max_pool_backward_kernel(
 # ----------------------------------------------------------------------------------------
 
 
+# The 3x3 filter per (dtype, device), built once: a tensor made from host values on a GPU is a
+# host-to-device copy the host waits for, which on every call would distort the reference's timing.
+_FILTERS: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
+
+
 def binomial_filter(channels: int, dtype: torch.dtype, device) -> torch.Tensor:
-    """The depthwise 3x3 binomial filter, shape (channels, 1, 3, 3)."""
-    taps = torch.tensor([1.0, 2.0, 1.0], dtype=dtype, device=device)
-    return (torch.outer(taps, taps) / 16).expand(channels, 1, 3, 3)
+    """The depthwise 3x3 binomial filter, shape (channels, 1, 3, 3), a view of one cached 3x3 tensor.
+
+        >>> binomial_filter(2, torch.float32, "cpu")[1, 0]
+        tensor([[0.0625, 0.1250, 0.0625],
+                [0.1250, 0.2500, 0.1250],
+                [0.0625, 0.1250, 0.0625]])
+    """
+    key = (dtype, torch.device(device))
+    kernel = _FILTERS.get(key)
+    if kernel is None:
+        taps = torch.tensor([1.0, 2.0, 1.0], dtype=dtype, device=device)
+        kernel = torch.outer(taps, taps) / 16
+        # Only a plain tensor is kept: not a tracer's fake one, nor one made in inference mode,
+        # which a later training step could not save for backward.
+        if type(kernel) is torch.Tensor and not kernel.is_inference() and not torch.compiler.is_compiling():
+            _FILTERS[key] = kernel
+    return kernel.expand(channels, 1, 3, 3)
 
 
 def blurpool2d_reference(input: torch.Tensor, stride: int = 2) -> torch.Tensor:
@@ -371,9 +567,16 @@ def _launch_tiled(kernel, shape: tuple[int, int, int], channel_stride: int, *arg
     N, C, pixels = shape
 
     def grid(meta):
-        return triton.cdiv(pixels, meta["BLOCK_P"]), triton.cdiv(C, meta["BLOCK_C"]), N
+        return backend.cdiv(pixels, meta["BLOCK_P"]), backend.cdiv(C, meta["BLOCK_C"]), N
 
     kernel[grid](*args, **_tuning_key(C, pixels, channel_stride), **constants)
+
+
+def _band_grid(N: int, C: int, Ho: int, Wo: int):
+    """The grid of a kernel walking bands of BLOCK_H output rows: row bands of every sample first (the
+    grid's first axis is the one without a 65535 cap), then channel blocks, then column blocks."""
+    return lambda meta: (N * backend.cdiv(Ho, meta["BLOCK_H"]), backend.cdiv(C, meta["BLOCK_C"]),
+                         backend.cdiv(Wo, meta["BLOCK_W"]))
 
 
 def _blur(x: torch.Tensor, out: torch.Tensor, stride: int) -> torch.Tensor:
@@ -381,17 +584,13 @@ def _blur(x: torch.Tensor, out: torch.Tensor, stride: int) -> torch.Tensor:
     N, C, H, W = x.shape
     Ho, Wo = out.shape[2:]
     if out.numel():
-        def grid(meta):  # row bands of every sample first: the grid's first axis is the one without a 65535 cap
-            bands = N * triton.cdiv(Ho, meta["BLOCK_H"])
-            return bands, triton.cdiv(C, meta["BLOCK_C"]), triton.cdiv(Wo, meta["BLOCK_W"])
-
-        _blurpool_forward_kernel[grid](
+        _blurpool_forward_kernel[_band_grid(N, C, Ho, Wo)](
             x, out, C, H, W, Ho, Wo, *x.stride(), *out.stride(), **_tuning_key(C, Ho * Wo, x.stride(1)),
             STRIDE=stride, ACC=backend.accumulator(x.dtype))
     return out
 
 
-@torch.library.custom_op("fastcore_ops::blurpool2d", mutates_args=())
+@kernel_op("fastcore_ops::blurpool2d")
 def _blurpool2d_op(x: torch.Tensor, stride: int) -> torch.Tensor:
     N, C, H, W = x.shape
     return _blur(x, empty_like_layout(x, (N, C, _strided_size(H, stride), _strided_size(W, stride))), stride)
@@ -416,7 +615,7 @@ def _blur_backward(grad_out: torch.Tensor, height: int, width: int, stride: int)
     return grad_in
 
 
-@torch.library.custom_op("fastcore_ops::blurpool2d_backward", mutates_args=())
+@kernel_op("fastcore_ops::blurpool2d_backward")
 def _blurpool2d_backward_op(grad_out: torch.Tensor, height: int, width: int, stride: int) -> torch.Tensor:
     return _blur_backward(grad_out, height, width, stride)
 
@@ -438,7 +637,7 @@ def _blurpool2d_backward(ctx, grad_out):
 _blurpool2d_op.register_autograd(_blurpool2d_backward, setup_context=_blurpool2d_setup_context)
 
 
-@torch.library.custom_op("fastcore_ops::blur_maxpool2d", mutates_args=())
+@kernel_op("fastcore_ops::blur_maxpool2d")
 def _blur_maxpool2d_op(
     x: torch.Tensor, kernel_size: int, stride: int, padding: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -448,9 +647,10 @@ def _blur_maxpool2d_op(
     out = empty_like_layout(x, (N, C, Ho, Wo))
     argmax = empty_like_layout(x, (N, C, Hp, Wp), dtype=torch.uint8)
     if out.numel():
-        _launch_tiled(_blur_maxpool_forward_kernel, (N, C, Ho * Wo), x.stride(1),
-                      x, out, argmax, C, H, W, Hp, Wp, Ho, Wo, *x.stride(), *out.stride(), *argmax.stride(),
-                      KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(x.dtype))
+        _blur_maxpool_forward_kernel[_band_grid(N, C, Ho, Wo)](
+            x, out, argmax, C, H, W, Hp, Wp, Ho, Wo, *x.stride(), *out.stride(), *argmax.stride(),
+            **_tuning_key(C, Ho * Wo, x.stride(1)),
+            KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(x.dtype))
     return out, argmax
 
 
@@ -462,7 +662,7 @@ def _(x, kernel_size, stride, padding):
     return out, empty_like_layout(x, (N, C, Hp, Wp), dtype=torch.uint8)
 
 
-@torch.library.custom_op("fastcore_ops::blur_maxpool2d_backward", mutates_args=())
+@kernel_op("fastcore_ops::blur_maxpool2d_backward")
 def _blur_maxpool2d_backward_op(
     grad_out: torch.Tensor, argmax: torch.Tensor, height: int, width: int, kernel_size: int, stride: int, padding: int
 ) -> torch.Tensor:
@@ -490,9 +690,14 @@ def _blur_maxpool2d_setup_context(ctx, inputs, output):
     x, ctx.kernel_size, ctx.stride, ctx.padding = inputs
     ctx.height, ctx.width = x.shape[2:]
     ctx.save_for_backward(output[1])
+    # The argmax never receives a gradient: without this, autograd would zero-fill one for it, a
+    # pooled-size buffer, on every backward.
+    ctx.set_materialize_grads(False)
 
 
 def _blur_maxpool2d_backward(ctx, grad_out, _grad_argmax):
+    if grad_out is None:  # not materialized: no gradient reached the output
+        return None, None, None, None
     (argmax,) = ctx.saved_tensors
     grad_in = _blur_maxpool2d_backward_op(
         grad_out, argmax, ctx.height, ctx.width, ctx.kernel_size, ctx.stride, ctx.padding)

@@ -8,14 +8,19 @@ one ``F.batch_norm`` per chunk followed by a ``torch.cat``.
 
 Launches, each over programs (chunk, split, channel block) that loop over their slice of
 the chunk: forward computes per-slice statistics, then normalizes (each program merges its
-chunk's slices first), then a tiny kernel folds the per-chunk statistics into the running
-ones; backward computes per-slice sums of the gradient, then writes the gradients of x,
-weight and bias. A chunk is cut into several slices ("splits") only when it is large, so
+chunk's slices first), then (in training with running statistics) a tiny kernel folds the
+per-chunk statistics into the running ones: at most 3 launches. Backward computes per-slice
+sums of the gradient, then writes the gradients of x, weight and bias: 2 launches. Nothing
+else runs on the device: no statistics or gradient buffer is zero-filled (the kernels write
+every value of them), and autograd materializes no zero gradients for the non-differentiable
+statistics outputs. A chunk is cut into several slices ("splits") only when it is large, so
 that large chunks still fill the GPU when there are few chunks and channel blocks.
 
 Layouts: contiguous (N, C), (N, C, H, W) and channels_last (N, C, H, W); outputs follow the
-input's layout. Statistics are computed with per-lane Welford updates merged exactly
-(never E[x^2] - E[x]^2), in fp32 for fp16, bf16 and fp32 storage and fp64 for fp64.
+input's layout. Each slice's statistics are sums of deviations from a value of its own
+channel (shifted sums, no division per element), and slices are merged exactly with Chan's
+formula (never E[x^2] - E[x]^2 about zero), in fp32 for fp16, bf16 and fp32 storage and
+fp64 for fp64.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import torch.nn.functional as F
 from ..checks import check_bool, check_int, check_number, check_same_device, check_tensor
 from . import backend
 from .backend import tl, triton
+from .custom_op import kernel_op
 from .layout import empty_like_layout, is_channels_last
 
 # Chunks are cut into splits (a power of two per chunk) until there are about
@@ -60,7 +66,7 @@ _MAX_VALUES = 2**31 - 1
 # the shape, so that sizes close together share one tuning (runtime arguments, not specialised on).
 # ----------------------------------------------------------------------------------------
 
-# 8 elements per thread: the statistics kernel keeps 3 accumulators per element.
+# 8 elements per thread: the statistics and backward sums kernels keep 2 accumulators per element.
 _ROW_CONFIGS = [
     triton.Config({"BLOCK_C": 64, "BLOCK_R": 16}, num_warps=4),
     triton.Config({"BLOCK_C": 64, "BLOCK_R": 32}, num_warps=8),
@@ -181,22 +187,41 @@ def _forward_stats_kernel(
     x_ptr, partial_ptr, N, C, HW, G, S, SPLIT, N_BUCKET, C_BUCKET, HW_BUCKET, G_BUCKET,
     PLANES: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
 ):
-    # Welford per lane of the tile (exact for any offset of the data), lanes merged once at
-    # the end; the split's (mean, M2, count) go to partial[ks] as three rows of C.
+    # Shifted sums: per lane, S1 = sum(x - K) and S2 = sum((x - K)^2) about a per-channel
+    # shift K; after the loop, per channel, mean = K + S1 / n and M2 = S2 - S1^2 / n: one
+    # division per channel, where Welford's update divides once per element.
+    # S2 = M2 + n (mean - K)^2, so the subtraction cancels only n (mean - K)^2: precision is
+    # lost only as |mean - K| grows relative to the std, never with the channel's offset
+    # from zero (E[x^2] - E[x]^2 about zero would lose everything for |mean| >> std). K is
+    # the split's first value of the channel, a real sample of it: typically within a std or
+    # two of the mean, and never farther than sqrt(M2) (its own term of M2), so
+    # S2 <= (n + 1) M2 even then. The split's (mean, M2, count) go to partial[ks] as three
+    # rows of C, which the normalize kernel merges exactly (Chan's formula).
     _, ks, c, start, units, _ = _program(N, C, HW, G, S, SPLIT, PLANES, BLOCK_C)
-    mean = tl.zeros((BLOCK_C, BLOCK_R), dtype=ACC)
-    m2 = tl.zeros((BLOCK_C, BLOCK_R), dtype=ACC)
-    count = tl.zeros((BLOCK_C, BLOCK_R), dtype=ACC)
+    keep = c < C
+    if PLANES:
+        first = start * C * HW + c.to(tl.int64) * HW
+        values = units * HW
+    else:
+        first = start * C + c
+        values = units
+    # A split with no units (past the end of a short last chunk) gets K = 0 and count 0.
+    shift = tl.load(x_ptr + first, mask=keep & (units > 0), other=0.0).to(ACC)
+    s1 = tl.zeros((BLOCK_C, BLOCK_R), dtype=ACC)
+    s2 = tl.zeros((BLOCK_C, BLOCK_R), dtype=ACC)
     for it in range(0, _tile_count(units, HW, PLANES, BLOCK_R)):
         offsets, mask = _tile(it, start, units, c, C, HW, PLANES, BLOCK_R)
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        count += mask.to(ACC)
-        delta = tl.where(mask, x - mean, 0.0)
-        mean += delta / tl.maximum(count, 1.0)
-        m2 += delta * (x - mean)
-    mean, m2, count = _merge(mean, m2, count)
+        d = tl.where(mask, x - shift[:, None], 0.0)
+        s1 += d
+        s2 += d * d
+    s1 = tl.sum(s1, axis=1)
+    s2 = tl.sum(s2, axis=1)
+    count = tl.zeros((BLOCK_C,), dtype=ACC) + values.to(ACC)
+    shift_to_mean = s1 / tl.maximum(count, 1.0)  # 0 for an empty split: no NaN
+    mean = shift + shift_to_mean
+    m2 = tl.maximum(s2 - s1 * shift_to_mean, 0.0)  # rounding must not make it negative
     dst = partial_ptr + ks.to(tl.int64) * 3 * C + c
-    keep = c < C
     tl.store(dst, mean, mask=keep)
     tl.store(dst + C, m2, mask=keep)
     tl.store(dst + 2 * C, count, mask=keep)
@@ -422,7 +447,7 @@ class _Plan(NamedTuple):
     planes: bool
 
     def grid(self):
-        return lambda meta: (self.chunks * self.splits * triton.cdiv(self.C, meta["BLOCK_C"]),)
+        return lambda meta: (self.chunks * self.splits * backend.cdiv(self.C, meta["BLOCK_C"]),)
 
     def tuning_key(self) -> dict[str, int]:
         """The autotuners' key (_KEY): the sizes in power-of-two buckets."""
@@ -435,14 +460,14 @@ def _plan(x: torch.Tensor, ghost_batch_size: int) -> _Plan:
     HW = math.prod(x.shape[2:])
     G = max(1, min(ghost_batch_size, N))
     planes = x.dim() == 4 and HW > 1 and not is_channels_last(x)
-    chunks = triton.cdiv(N, G)
-    programs = chunks * triton.cdiv(C, _TYPICAL_BLOCK_C[planes])
+    chunks = backend.cdiv(N, G)
+    programs = chunks * backend.cdiv(C, _TYPICAL_BLOCK_C[planes])
     splits = 1
     while (programs * splits < _TARGET_PROGRAMS and splits * 2 <= _MAX_SPLITS
            and G * HW // (splits * 2) >= _MIN_VALUES_PER_SPLIT and (not planes or splits * 2 <= G)):
         splits *= 2
     units = G if planes else G * HW
-    return _Plan(N, C, HW, G, chunks, splits, triton.cdiv(units, splits), planes)
+    return _Plan(N, C, HW, G, chunks, splits, backend.cdiv(units, splits), planes)
 
 
 def _canonical(x: torch.Tensor) -> torch.Tensor:
@@ -454,7 +479,7 @@ def _statistics_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-@torch.library.custom_op("fastcore_ops::ghost_batch_norm", mutates_args=())
+@kernel_op("fastcore_ops::ghost_batch_norm")
 def _ghost_batch_norm_op(
     x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor], ghost_batch_size: int, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -462,8 +487,11 @@ def _ghost_batch_norm_op(
     plan = _plan(x, ghost_batch_size)
     out = empty_like_layout(x, x.shape)
     stats_dtype = _statistics_dtype(x.dtype)
-    mean = x.new_zeros((plan.chunks, plan.C), dtype=stats_dtype)
-    var = x.new_zeros((plan.chunks, plan.C), dtype=stats_dtype)
+    # The normalize kernel's first-split programs write every (chunk, channel) of mean and
+    # var: no zero-fill launch. An empty input launches nothing, and gets zeros.
+    allocate = x.new_empty if x.numel() else x.new_zeros
+    mean = allocate((plan.chunks, plan.C), dtype=stats_dtype)
+    var = allocate((plan.chunks, plan.C), dtype=stats_dtype)
     if x.numel():
         partials = x.new_empty((plan.chunks * plan.splits, 3, plan.C), dtype=stats_dtype)
         common = dict(PLANES=plan.planes, ACC=backend.accumulator(x.dtype), **plan.tuning_key())
@@ -484,7 +512,7 @@ def _(x, weight, bias, ghost_batch_size, eps):
             x.new_empty((chunks, C), dtype=stats_dtype))
 
 
-@torch.library.custom_op("fastcore_ops::ghost_batch_norm_backward", mutates_args=())
+@kernel_op("fastcore_ops::ghost_batch_norm_backward")
 def _ghost_batch_norm_backward_op(
     grad_out: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor], mean: torch.Tensor, var: torch.Tensor,
     ghost_batch_size: int, eps: float,
@@ -496,8 +524,11 @@ def _ghost_batch_norm_backward_op(
     grad_out = grad_out.contiguous(memory_format=layout)
     plan = _plan(x, ghost_batch_size)
     grad_x = empty_like_layout(x, x.shape)
-    grad_weight = x.new_zeros((plan.C,), dtype=mean.dtype)
-    grad_bias = x.new_zeros((plan.C,), dtype=mean.dtype)
+    # The backward kernel's first split of each channel block writes every channel of
+    # grad_weight and grad_bias: no zero-fill launch. An empty input launches nothing.
+    allocate = x.new_empty if x.numel() else x.new_zeros
+    grad_weight = allocate((plan.C,), dtype=mean.dtype)
+    grad_bias = allocate((plan.C,), dtype=mean.dtype)
     if x.numel():
         partials = x.new_empty((plan.chunks * plan.splits, 2, plan.C), dtype=mean.dtype)
         common = dict(PLANES=plan.planes, ACC=backend.accumulator(x.dtype), **plan.tuning_key())
@@ -519,14 +550,21 @@ def _ghost_batch_norm_setup_context(ctx, inputs, output):
     x, weight, bias, ctx.ghost_batch_size, ctx.eps = inputs
     _, mean, var = output
     ctx.mark_non_differentiable(mean, var)
+    # Autograd would otherwise hand backward zero tensors for the outputs that got no
+    # gradient (always mean and var): two zero-fill launches on every backward.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, weight, mean, var)
     ctx.bias_dtype = None if bias is None else bias.dtype
 
 
 def _ghost_batch_norm_backward(ctx, grad_out, _grad_mean, _grad_var):
+    # Without materialized gradients, an output that received none arrives as None.
+    if grad_out is None:
+        return None, None, None, None, None
     x, weight, mean, var = ctx.saved_tensors
     grad_x, grad_weight, grad_bias = _ghost_batch_norm_backward_op(
         grad_out, x, weight, mean, var, ctx.ghost_batch_size, ctx.eps)
+    # .to() returns the tensor itself (no copy launch) when the dtype already matches.
     grad_weight = None if weight is None else grad_weight.to(weight.dtype)
     grad_bias = None if ctx.bias_dtype is None else grad_bias.to(ctx.bias_dtype)
     return grad_x, grad_weight, grad_bias, None, None
@@ -541,9 +579,7 @@ def _float32_pair(value: float) -> tuple[float, float]:
     return high, value - high
 
 
-@torch.library.custom_op(
-    "fastcore_ops::ghost_batch_norm_update_running_stats", mutates_args=("running_mean", "running_var")
-)
+@kernel_op("fastcore_ops::ghost_batch_norm_update_running_stats", mutates_args=("running_mean", "running_var"))
 def _update_running_stats_op(
     running_mean: torch.Tensor, running_var: torch.Tensor, mean: torch.Tensor, var: torch.Tensor,
     chunk_momentum: float, batch_size: int, ghost_batch_size: int, values_per_sample: int,
@@ -553,7 +589,7 @@ def _update_running_stats_op(
     if mean.numel():
         accumulator = backend.accumulator(torch.float64 if torch.float64 in (running_mean.dtype, running_var.dtype)
                                           else torch.float32)
-        _running_stats_kernel[(triton.cdiv(C, _RUNNING_BLOCK_C),)](
+        _running_stats_kernel[(backend.cdiv(C, _RUNNING_BLOCK_C),)](
             running_mean, running_var, mean, var, batch_size, C, values_per_sample,
             max(1, min(ghost_batch_size, batch_size)), *_float32_pair(chunk_momentum),
             ACC=accumulator, BLOCK_C=_RUNNING_BLOCK_C, BLOCK_K=_RUNNING_BLOCK_K)

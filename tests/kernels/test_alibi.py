@@ -131,6 +131,44 @@ def test_defaults_are_sdpa_non_causal_paper_slopes_and_inverse_sqrt_scale(device
     assert not torch.allclose(causal, explicit)
 
 
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("heads", [1, 3, 4, 6, 8, 12])
+def test_default_slopes_computed_in_the_kernels_match_the_reference(heads, causal, device):
+    # slopes=None: the kernels compute Press et al.'s slopes from the head index, the
+    # interleaved ones of head counts that are not powers of two (3, 6, 12) included.
+    # Tk = 70 makes biases up to 69 slopes, so a wrong slope shows in values and gradients.
+    _compare(*_qkv(1, heads, 37, 70, 16, torch.float32, device, seed=heads), causal)
+
+
+@pytest.mark.parametrize("heads", [1, 3, 6, 12])
+def test_default_slopes_are_alibi_slopes_to_an_ulp(heads, device):
+    # With q = 0 the scores are the bias alone, so the log-sum-exp depends on the slopes
+    # only: lse_i = log sum_j exp(-slope * |i + Tk - Tq - j|), here checked in float64.
+    Tq, Tk, D = 3, 40, 16
+    q = torch.zeros(1, heads, Tq, D, device=device)
+    k, v = (torch.randn(1, heads, Tk, D, device=device) for _ in range(2))
+    _, lse = torch.ops.fastcore_ops.alibi_attention(q, k, v, None, False, 0.25)
+    _, lse_given = torch.ops.fastcore_ops.alibi_attention(q, k, v, alibi_slopes(heads, device), False, 0.25)
+    distance = (torch.arange(Tq, device=device)[:, None] + Tk - Tq - torch.arange(Tk, device=device)).abs()
+    expected = torch.logsumexp(-alibi_slopes(heads, device).double()[:, None, None] * distance, dim=-1)
+    torch.testing.assert_close(lse[0].double(), expected, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(lse, lse_given, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+def test_given_slopes_override_the_default_for_any_head_count(causal, device):
+    q, k, v = _qkv(2, 6, 37, 45, 32, torch.float32, device)
+    slopes = torch.tensor([0.9, 0.0, 0.3, 2.0, 0.05, 0.6], device=device)
+    out = _compare(q, k, v, causal, slopes)
+    assert not torch.allclose(out, alibi_attention(q, k, v, is_causal=causal))
+
+
+def test_backward_of_an_unused_output_returns_no_gradients():
+    # Gradients are not materialised (tests/kernels/test_host_side.py: no zero-fills), so
+    # autograd may pass None for the output's gradient.
+    assert alibi_module._alibi_backward(None, None, None) == (None,) * 6
+
+
 def test_stored_log_sum_exp_is_that_of_the_biased_scores(device):
     q, k, v = (t.detach() for t in _qkv(1, 2, 37, 45, 40, torch.float32, device))
     slopes, scale = alibi_slopes(2, device), 0.2
@@ -284,3 +322,4 @@ def test_torch_export_keeps_the_custom_op(device):
 def test_custom_op_passes_torch_library_opcheck(device):
     q, k, v = _qkv(1, 2, 7, 9, 16, torch.float32, device)
     torch.library.opcheck(torch.ops.fastcore_ops.alibi_attention, (q, k, v, alibi_slopes(2, device), True, 0.25))
+    torch.library.opcheck(torch.ops.fastcore_ops.alibi_attention, (q, k, v, None, False, 0.25))

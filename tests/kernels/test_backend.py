@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -107,10 +108,137 @@ def test_size_buckets_group_nearby_sizes():
 def test_autotuning_can_be_switched_off_for_compiled_kernels():
     """FASTCORE_OPS_AUTOTUNE=0: the first config alone, so Triton benchmarks nothing (compiled mode, no GPU needed)."""
     script = ("from fastcore_ops.kernels import backend, blurpool\n"
-              "assert not backend.INTERPRETING and not backend.AUTOTUNING\n"
+              "assert not backend.INTERPRETING and backend.AUTOTUNE_MODE == 'first'\n"
               "assert blurpool._blurpool_forward_kernel.configs == blurpool._ROW_CONFIGS[:1]\n"
               "print('untuned')")
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "FASTCORE_OPS_INTERPRET")}
     result = subprocess.run([sys.executable, "-c", script], env={**env, "FASTCORE_OPS_AUTOTUNE": "0"},
                             capture_output=True, text=True)
     assert result.stdout.strip() == "untuned", result.stderr[-2000:]
+
+
+# -- The table of tuned configs ----------------------------------------------------------------
+
+_CONFIGS = [triton.Config({"BLOCK": 16}, num_warps=4), triton.Config({"BLOCK": 32}, num_warps=8)]
+
+
+def _stand_in_kernel(runs: list) -> SimpleNamespace:
+    """What Triton's autotuner needs of a kernel (its argument names, its function, ``run``), recording each run's
+    meta-parameters instead of launching: the table's lookup runs as on a GPU, with no GPU."""
+    def copy(src, n, N_BUCKET, BLOCK):
+        pass
+
+    return SimpleNamespace(fn=copy, arg_names=["src", "n", "N_BUCKET", "BLOCK"],
+                           run=lambda *args, **kwargs: runs.append(kwargs))
+
+
+def _launch(tuner, n: int, dtype=torch.float32) -> None:
+    tuner.run(torch.zeros(n, dtype=dtype), n, N_BUCKET=backend.size_bucket(n), grid=(1,), warmup=False)
+
+
+def _table_tuner(monkeypatch, table: dict, runs: list):
+    monkeypatch.setattr(backend, "AUTOTUNE_MODE", "table")
+    monkeypatch.setattr(backend, "_short_benchmark", lambda *args: pytest.fail("the table's lookup benchmarked"))
+    choices = backend.frozen_choices("copy", _CONFIGS, table, backend.TUNED_CONFIGS)
+    return backend.table_autotune(_CONFIGS, ["N_BUCKET"], choices)(_stand_in_kernel(runs))
+
+
+def test_a_table_entry_runs_for_its_key_without_benchmarking(monkeypatch):
+    runs = []
+    table = {"copy": {"(16, 'torch.float32')": {"kwargs": {"BLOCK": 32}, "num_warps": 8, "num_stages": 3}}}
+    tuner = _table_tuner(monkeypatch, table, runs)
+    _launch(tuner, 10)
+    assert len(runs) == 1 and runs[0]["BLOCK"] == 32 and runs[0]["num_warps"] == 8  # one launch: nothing timed
+
+
+def test_a_key_missing_from_the_table_runs_the_first_config(monkeypatch):
+    runs = []
+    table = {"copy": {"(16, 'torch.float32')": {"kwargs": {"BLOCK": 32}, "num_warps": 8, "num_stages": 3}}}
+    tuner = _table_tuner(monkeypatch, table, runs)
+    _launch(tuner, 40)  # another size bucket
+    _launch(tuner, 10, torch.float16)  # another dtype
+    assert [(run["BLOCK"], run["num_warps"]) for run in runs] == [(16, 4), (16, 4)]
+
+
+def test_tuning_times_every_config_and_the_table_takes_the_fastest(monkeypatch):
+    """What python -m benchmarks.kernels.retune does on a GPU, with a stand-in benchmark: the choice per key."""
+    runs, timed = [], []
+
+    def benchmark(kernel_call, quantiles):
+        kernel_call()
+        timed.append(runs[-1]["BLOCK"])
+        return [1.0 if runs[-1]["BLOCK"] == 32 else 2.0] * len(quantiles)
+
+    tuner = _table_tuner(monkeypatch, {}, runs)
+    monkeypatch.setattr(backend, "_short_benchmark", benchmark)
+    monkeypatch.setattr(backend, "TUNERS", {"copy": tuner})
+    with backend.tuning():
+        _launch(tuner, 10)
+    assert sorted(timed) == [16, 32] and runs[-1]["BLOCK"] == 32
+    assert backend.chosen_configs() == {
+        "copy": {"(16, 'torch.float32')": {"kwargs": {"BLOCK": 32}, "num_warps": 8, "num_stages": 3}}}
+
+
+_ENTRY = '{"kwargs": {"BLOCK": 32}, "num_warps": 8, "num_stages": 3}'
+
+
+@pytest.mark.parametrize("text, said", [
+    ("{not json", "not a JSON table"),
+    ("[]", "the table: must be a JSON object"),
+    ('{"copy": []}', "copy: must be a JSON object of tuning keys"),
+    ('{"copy": {"(16,)": {"kwargs": {"BLOCK": 32}, "num_warps": 8}}}', 'exactly "kwargs", "num_warps"'),
+    ('{"copy": {"(16,)": {"kwargs": {"BLOCK": 32}, "num_warps": 8, "num_stages": 3, '
+     '"pre_hook": "__import__(\'os\').system(\'true\')"}}}', 'exactly "kwargs", "num_warps"'),
+    ('{"copy": {"(16,)": {"kwargs": {"BLOCK": null}, "num_warps": 8, "num_stages": 3}}}', '"kwargs" must map'),
+    ('{"copy": {"(16,)": {"kwargs": {"BLOCK": NaN}, "num_warps": 8, "num_stages": 3}}}', "not a JSON table"),
+    ('{"copy": {"(16,)": {"kwargs": {"BLOCK": 32}, "num_warps": 6, "num_stages": 3}}}', '"num_warps" must be'),
+    ('{"copy": {"(16,)": {"kwargs": {"BLOCK": 32}, "num_warps": true, "num_stages": 3}}}', '"num_warps" must be'),
+    ('{"copy": {"(16,)": {"kwargs": {"BLOCK": 32}, "num_warps": 8, "num_stages": "3"}}}', '"num_stages" must be'),
+])
+def test_a_malformed_table_is_refused_naming_the_file(text, said, tmp_path):
+    path = tmp_path / "tuned_configs.json"
+    path.write_text(text)
+    with pytest.raises(backend.TunedConfigError, match="tuned_configs.json") as refusal:
+        backend.load_tuned_configs(path)
+    assert str(path) in str(refusal.value) and said in str(refusal.value)
+
+
+def test_a_missing_table_is_refused_naming_the_file(tmp_path):
+    with pytest.raises(backend.TunedConfigError, match=f"{tmp_path / 'absent.json'}: cannot read"):
+        backend.load_tuned_configs(tmp_path / "absent.json")
+
+
+def test_a_table_config_its_kernel_does_not_declare_is_refused(tmp_path):
+    path = tmp_path / "tuned_configs.json"
+    path.write_text('{"copy": {"(16,)": ' + _ENTRY.replace("32", "64") + "}}")
+    table = backend.load_tuned_configs(path)  # well-formed: only the kernel knows its configs
+    with pytest.raises(backend.TunedConfigError, match=f"{path}: copy \\(16,\\): .* not one of the kernel's configs"):
+        backend.frozen_choices("copy", _CONFIGS, table, path)
+
+
+def test_the_committed_table_is_shipped_and_names_only_declared_kernels():
+    """Each entry is one of its kernel's configs (checked when the kernel modules were imported)."""
+    from fastcore_ops.kernels import alibi, bce, blurpool, ghost_batchnorm  # noqa: F401  (they register their tuners)
+
+    table = backend.load_tuned_configs(backend.TUNED_CONFIGS)
+    assert set(table) <= set(backend.TUNERS), set(table) - set(backend.TUNERS)
+    setup = (Path(__file__).resolve().parents[2] / "setup.py").read_text()
+    assert '"fastcore_ops.kernels": ["tuned_configs.json"]' in setup
+
+
+def test_an_unknown_autotune_setting_is_refused():
+    with pytest.raises(ValueError, match="FASTCORE_OPS_AUTOTUNE='yes': use 1 to tune, 0 for"):
+        backend.autotune_mode("yes")
+
+
+def test_compiled_kernels_read_the_table_by_default():
+    """FASTCORE_OPS_AUTOTUNE unset: every config declared (so each still compiles), the table's lookup in front."""
+    script = ("from fastcore_ops.kernels import backend, blurpool\n"
+              "tuner = blurpool._blurpool_forward_kernel\n"
+              "assert backend.AUTOTUNE_MODE == 'table' and tuner.configs == blurpool._ROW_CONFIGS\n"
+              "assert isinstance(tuner.early_config_prune.__self__, backend._TableLookup)\n"
+              "print('table')")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRITON_INTERPRET", "FASTCORE_OPS_INTERPRET", "FASTCORE_OPS_AUTOTUNE")}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert result.stdout.strip() == "table", result.stderr[-2000:]

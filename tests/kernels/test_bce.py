@@ -119,6 +119,15 @@ def test_bad_input_errors(logits, target, smoothing, error, match):
         bce_with_logits(logits, target, label_smoothing=smoothing)
 
 
+def test_the_kernel_gives_an_out_of_range_labels_sample_a_nan_loss(device):
+    # On a GPU no host check runs (it would make the host wait): the kernel itself flags the sample.
+    logits = torch.zeros(3, 4, device=device)
+    for bad in (4, -1):
+        loss, grad = torch.ops.fastcore_ops.bce_with_logits(logits, torch.tensor([0, bad, 1], device=device), 0.0)
+        assert loss.isnan()
+        torch.testing.assert_close(grad[0], torch.tensor([-0.5, 0.5, 0.5, 0.5], device=device) / 3)  # row 0 intact
+
+
 def test_torch_compile_and_export_trace_through_the_custom_op(device):
     logits = _logits(6, 20, torch.float32, device)
     labels = _target("index", 6, 20, device)

@@ -72,6 +72,70 @@ def test_blur_maxpool2d_routes_ties_and_nan_like_max_pool(device):
     torch.testing.assert_close(x.grad, x_ref.grad)
 
 
+def _max_pool_offsets(x, kernel_size, padding):
+    """F.max_pool2d's stride-1 argmax as blur_maxpool2d keeps it: the row-major offset i * K + j in each window."""
+    _, indices = torch.nn.functional.max_pool2d(x, kernel_size, 1, padding, return_indices=True)
+    rows = torch.arange(indices.shape[2], device=x.device).view(-1, 1)
+    columns = torch.arange(indices.shape[3], device=x.device)
+    width = x.shape[3]
+    return (indices // width - rows + padding) * kernel_size + (indices % width - columns + padding)
+
+
+def _read_by_the_blur(size, stride, device):
+    """Which pooled rows (or columns) of ``size`` some output's blur reads: o * stride - 1 .. o * stride + 1."""
+    position = torch.arange(size, device=device)
+    outputs = (size - 1) // stride + 1
+    return ((position + 1) % stride <= 2) & (position <= (outputs - 1) * stride + 1)
+
+
+def _check_argmax(x, kernel_size, stride, padding):
+    """The forward's argmax bytes equal F.max_pool2d's, at every pooled position the blur reads."""
+    _, argmax = torch.ops.fastcore_ops.blur_maxpool2d(x.detach(), kernel_size, stride, padding)
+    expected = _max_pool_offsets(x.detach(), kernel_size, padding)
+    read = (_read_by_the_blur(argmax.shape[2], stride, x.device).view(-1, 1)
+            & _read_by_the_blur(argmax.shape[3], stride, x.device))
+    assert torch.equal(argmax.long()[..., read], expected[..., read])
+
+
+# 14 rows: with the interpreter's bands of 4 output rows (8 on a GPU) the output heights here (4 to 14) mostly
+# end in a partial band, and 11 columns a partial column block.
+@pytest.mark.parametrize("layout", LAYOUTS, ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("stride", [1, 2, 3])
+@pytest.mark.parametrize("kernel_size,padding", [(3, 0), (3, 1), (5, 0), (5, 1), (5, 2), (7, 3)], ids=str)
+def test_blur_maxpool2d_routes_ties_like_max_pool2d(kernel_size, padding, stride, layout, device):
+    # Values 0, 1, 2: nearly every window holds its max more than once, and the first in row-major order must win.
+    g = torch.Generator().manual_seed(kernel_size * 10 + padding)
+    x = torch.randint(0, 3, (2, 3, 14, 11), generator=g).float()
+    x = x.to(device).contiguous(memory_format=layout).requires_grad_()
+    _check_argmax(x, kernel_size, stride, padding)
+    _compare(blur_maxpool2d, blur_maxpool2d_reference, x, kernel_size, stride, padding)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("kernel_size,stride,padding",
+                         [(3, 2, 1), (3, 1, 1), (3, 3, 0), (2, 2, 1), (5, 2, 2), (5, 4, 2), (3, 5, 1)], ids=str)
+def test_blur_maxpool2d_takes_nan_and_minus_inf_like_max_pool2d(kernel_size, stride, padding, layout, device):
+    g = torch.Generator().manual_seed(stride)
+    x = torch.randint(0, 3, (2, 3, 13, 10), generator=g).float()
+    nan, inf = float("nan"), float("inf")
+    x[0, 0, 4, 3] = x[0, 0, 4, 5] = x[0, 0, 5, 4] = x[0, 0, 6, 4] = nan  # windows with several: the last wins
+    x[0, 1, 0, 0] = x[1, 2, -1, -1] = x[1, 2, 0, -1] = nan  # at the corners, next to padding
+    x[1, 0, :5, :5] = -inf  # windows of -inf and padding: the first pixel, never padding
+    x[0, 2, -4:, :] = -inf
+    x[1, 1] = -inf  # a whole plane
+    x = x.to(device).contiguous(memory_format=layout).requires_grad_()
+    _check_argmax(x, kernel_size, stride, padding)
+    out = blur_maxpool2d(x, kernel_size, stride, padding)
+    grad_out = torch.randn(out.shape, generator=g).to(device)
+    out.backward(grad_out)
+    x_ref = x.detach().clone().requires_grad_()
+    ref = blur_maxpool2d_reference(x_ref, kernel_size, stride, padding)
+    ref.backward(grad_out)
+    assert out.isnan().any() and (out == -inf).any()
+    torch.testing.assert_close(out, ref, equal_nan=True)
+    torch.testing.assert_close(x.grad, x_ref.grad)
+
+
 @pytest.mark.parametrize("args", [(2,), (3,), (3, None, 1), (3, 2, 1)], ids=str)
 def test_blur_maxpool2d_defaults_are_max_pool2ds(args, device):
     # A call ported from F.max_pool2d keeps its output size: stride defaults to kernel_size, padding to 0.

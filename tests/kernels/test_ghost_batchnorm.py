@@ -176,7 +176,8 @@ def test_non_contiguous_input_and_expanded_gradient(device):
 
 def test_statistics_are_exact_far_from_zero(device):
     # Mean 1000 and std 1 in fp32: E[x^2] - E[x]^2 would lose most digits of the variance
-    # (x^2 ~ 1e6 has an ulp of 0.06); per-lane Welford keeps the deviations exact.
+    # (x^2 ~ 1e6 has an ulp of 0.06); sums of deviations from a value of the channel itself
+    # (shifted sums) keep the deviations exact.
     g = torch.Generator().manual_seed(0)
     x = (1000 + torch.randn(64, 3, 4, 4, generator=g)).to(device)
     out = ghost_batch_norm(x, None, None, training=True, ghost_batch_size=16)
@@ -194,6 +195,12 @@ def test_constant_channel_normalizes_to_bias(device):
     torch.testing.assert_close(out, bias.detach().view(1, 2, 1, 1).expand_as(out), rtol=0, atol=1e-3)
     out.square().sum().backward()
     assert torch.isfinite(x.grad).all() and torch.isfinite(weight.grad).all()
+
+
+def test_backward_without_gradient_of_out_returns_none():
+    # Gradients are not materialized (tests/kernels/test_host_side.py: no zero-fills): an output
+    # that got none arrives as None, not as zeros.
+    assert ghost_batchnorm._ghost_batch_norm_backward(None, None, None, None) == (None,) * 5
 
 
 @pytest.mark.parametrize("shape", [(0, 3), (0, 3, 4, 4), (4, 3, 0, 5)], ids=str)

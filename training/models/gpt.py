@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fastcore_ops.checks import check_int
-from fastcore_ops.kernels.alibi import alibi_attention, alibi_slopes
+from fastcore_ops.kernels.alibi import alibi_attention
 from fastcore_ops.surgery.alibi import ALiBiPlanning, register_alibi_model
 
 POSITIONS = ("learned", "alibi")
@@ -111,8 +111,9 @@ class ALiBiSelfAttention(CausalSelfAttention):
         return new
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        # Slopes are made per call rather than kept as a buffer, so model.half() cannot round them.
-        return alibi_attention(q, k, v, is_causal=True, slopes=alibi_slopes(self.n_head, device=q.device))
+        # The default slopes (alibi_slopes(n_head)): the kernel computes them in fp32 from the head index, so
+        # model.half() cannot round them and no step copies them from the host.
+        return alibi_attention(q, k, v, is_causal=True)
 
 
 class MLP(nn.Module):
