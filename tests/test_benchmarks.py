@@ -12,11 +12,73 @@ from benchmarks.kernels.__main__ import main, measure
 
 
 def test_measure_reports_reference_time_and_traffic_model():
-    case = blurpool.cases(batch=1, dtype=torch.float32, device=torch.device("cpu"))[-1]  # blur_maxpool2d
+    case = blurpool.blur_maxpool_cases(batch=1, dtype=torch.float32, device=torch.device("cpu"))[-1]
     row = measure(case, torch.device("cpu"), time_ours=False)
     assert row["ref_fwd_ms"] > 0 and row["ref_fwd_bwd_ms"] > 0
     assert row["fwd_bwd_traffic_ratio"] == case.reference_traffic.forward_backward / case.ours_traffic.forward_backward
     assert row["fwd_bwd_traffic_ratio"] > 2  # the fused max pool skips the pooled image and int64 indices
+
+
+def test_every_kernel_has_goals_against_rivals_its_gpu_cases_time():
+    """Built for CUDA (building cases touches no device), each kernel's cases time every rival a goal names."""
+    from benchmarks.kernels.registry import KERNELS
+
+    for spec in KERNELS:
+        assert spec.goals, spec.name
+        cases = spec.benchmark_cases(256, torch.float16, torch.device("cuda"), False)
+        for goal in spec.goals:
+            reached = [case for case in cases if goal.applies_to(case)]
+            assert reached, (spec.name, goal.text)
+            assert goal.metric in ("fwd_bwd_ms", "peak_MB"), (spec.name, goal.text)
+            timed = ("ref", "floor") if goal.metric == "fwd_bwd_ms" else ("ref",)  # no floor for memory
+            assert all(goal.rival in timed or goal.rival in case.others for case in reached), (spec.name, goal.text)
+        for case in cases:  # one column pair per goal and case
+            names = [goal.name for goal in spec.goals if goal.applies_to(case)]
+            assert len(set(names)) == len(names), (spec.name, case.size)
+
+
+def test_gpu_only_rivals_stay_off_the_cpu():
+    """torch.compile takes seconds a shape, and FlexAttention's backward needs CUDA: neither is timed on a CPU."""
+    from benchmarks.kernels.registry import KERNELS
+
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    for spec in KERNELS:
+        on_cpu = {name for case in spec.benchmark_cases(1, torch.float32, cpu, True) for name in case.others}
+        on_gpu = {name for case in spec.benchmark_cases(256, torch.float16, cuda, False) for name in case.others}
+        assert not on_cpu & {"compiled", "flex"} and on_cpu <= on_gpu, spec.name
+    compiled = {spec.name for spec in KERNELS
+                if all("compiled" in case.others for case in spec.benchmark_cases(256, torch.float16, cuda, False))}
+    assert compiled == {"blurpool2d", "blur_maxpool2d", "bce_with_logits", "ghost_batch_norm"}
+
+
+def test_ghost_batch_norm_is_timed_against_full_batch_batch_norm():
+    from benchmarks.kernels import ghost_batchnorm
+
+    case = ghost_batchnorm.cases(4, torch.float32, torch.device("cpu"), tiny=True)[0]
+    x, weight, bias, mean, var = case.make_inputs()
+    expected = torch.nn.functional.batch_norm(x, mean.clone(), var.clone(), weight, bias, True)
+    torch.testing.assert_close(case.others["batch_norm"](x, weight, bias, mean, var), expected)
+    row = measure(case, torch.device("cpu"), time_ours=False, cpu_budget_s=0.0)
+    assert row["batch_norm_fwd_bwd_ms"] > 0 and "floor_fwd_bwd_ms" not in row  # no peak bandwidth on a CPU
+
+
+def test_bce_times_index_targets_first_at_both_vocabularies():
+    from benchmarks.kernels import bce
+
+    cases = bce.cases(256, torch.float16, torch.device("cpu"))
+    assert [case.size for case in cases] == ["2048x1000 labels", "2048x32000 labels", "2048x1000 mixed",
+                                             "2048x32000 mixed"]
+    asked = [[goal.at_least for goal in bce.SPEC.goals if goal.applies_to(case)] for case in cases[:2]]
+    assert asked == [[1.0], [3.0]]
+
+
+def test_alibi_is_judged_against_sdpa_from_2048():
+    from benchmarks.kernels import alibi
+
+    cases = alibi.cases(1, torch.float16, torch.device("cuda"))
+    assert [case.shape[2] for case in cases] == [512, 2048, 4096]
+    judged = [[goal.rival for goal in alibi.SPEC.goals if goal.applies_to(case)] for case in cases]
+    assert judged == [["flex"], ["flex", "sdpa"], ["flex", "sdpa"]]
 
 
 def test_profile_names_each_case_and_the_ops_it_ran(tmp_path, capsys):
@@ -42,7 +104,7 @@ def test_alibi_cases_time_sdpa_paths_and_model_linear_memory(monkeypatch):
     from benchmarks.kernels import alibi
 
     monkeypatch.setattr(alibi, "CPU_LENGTHS", (64, 128))
-    short, long = alibi.cases(torch.float32, torch.device("cpu"))
+    short, long = alibi.cases(1, torch.float32, torch.device("cpu"))
     # Ours keeps one log-sum-exp per row: linear in T. The reference stores T² scores: quadratic.
     assert long.ours_traffic.temporaries == 2 * short.ours_traffic.temporaries
     assert long.reference_traffic.temporaries > 3.9 * short.reference_traffic.temporaries
@@ -71,7 +133,7 @@ def test_the_flex_attention_path_computes_alibi_attention(length_q, length_k):
     k, v = (torch.randn(1, 12, length_k, 64) for _ in range(2))
     reference = alibi.alibi_attention_reference(q, k, v, is_causal=True)
     torch.testing.assert_close(alibi.flex_alibi(q, k, v, compiled=False), reference, atol=1e-5, rtol=1e-5)
-    assert "flex" not in alibi.cases(torch.float32, torch.device("cpu"), tiny=True)[0].others
+    assert "flex" not in alibi.cases(1, torch.float32, torch.device("cpu"), tiny=True)[0].others
 
 
 def _stranger(folder):
@@ -114,3 +176,54 @@ def test_a_refused_benchmark_says_why_in_one_line_and_writes_nothing(command, ar
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
     assert not out.exists() and sorted(p.name for p in stranger.iterdir()) == ["kernels.csv"]
+
+
+def test_measure_reports_device_columns_none_on_the_cpu_and_counts_launches():
+    """The device's own time needs CUDA (None here); the launches of one forward+backward are counted anywhere."""
+    from benchmarks.kernels.registry import KERNELS
+
+    spec = next(spec for spec in KERNELS if spec.name == "blurpool2d")
+    case = spec.benchmark_cases(1, torch.float32, torch.device("cpu"), True)[0]
+    row = measure(case, torch.device("cpu"), time_ours=True, cpu_budget_s=0.0)
+    for path in ("ref", "ours"):
+        assert row[f"{path}_fwd_bwd_ms"] > 0  # eager, host included
+        for column in ("graph_ms", "l2_warm_ms", "l2_cold_ms", "kernels_ms", "kernels", "graph_error"):
+            assert row[f"{path}_fwd_bwd_{column}"] is None, column
+        assert row[f"{path}_fwd_bwd_launches"] > 0
+    assert row["fwd_bwd_graph_speedup"] is None
+
+
+def test_retune_refuses_without_cuda_and_leaves_the_table(monkeypatch, tmp_path, capsys):
+    from benchmarks.kernels import retune
+
+    table = tmp_path / "tuned_configs.json"
+    table.write_text('{"kept": {}}\n')
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert retune.main(["--out", str(table)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: retuning times the kernels on a GPU") and err.count("\n") == 1, err
+    assert table.read_text() == '{"kept": {}}\n' and sorted(p.name for p in tmp_path.iterdir()) == [table.name]
+
+
+def test_retune_replaces_the_keys_it_meets_and_keeps_the_others(monkeypatch, tmp_path, capsys):
+    """The tuning itself needs a GPU (tests/kernels/test_backend.py times configs with a stand-in); here, what
+    retune does with its choices."""
+    from benchmarks.kernels import retune
+    from fastcore_ops.kernels import backend
+
+    entry = {"kwargs": {"BLOCK_C": 1024}, "num_warps": 4, "num_stages": 3}
+    table = tmp_path / "tuned_configs.json"
+    table.write_text(json.dumps({"_bce_forward_kernel": {"(1024, True)": entry, "(2048, True)": entry}}))
+    chosen = {**entry, "num_warps": 8}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda: "a stand-in GPU")
+    monkeypatch.setattr(backend, "INTERPRETING", False)
+    monkeypatch.setattr(backend, "AUTOTUNE_MODE", "table")
+    asked = []
+    monkeypatch.setattr(retune, "tune_kernels", lambda names, *args: asked.append(names) or {
+        "_bce_forward_kernel": {"(2048, True)": chosen}, "_scale_kernel": {"(4,)": chosen}})
+    assert retune.main(["--out", str(table), "--kernels", "bce_with_logits"]) == 0
+    assert asked == [["bce_with_logits"]]
+    assert backend.load_tuned_configs(table) == {
+        "_bce_forward_kernel": {"(1024, True)": entry, "(2048, True)": chosen}, "_scale_kernel": {"(4,)": chosen}}
+    assert "2 keys of 2 autotuned kernels tuned on a stand-in GPU" in capsys.readouterr().out

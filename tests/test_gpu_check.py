@@ -107,3 +107,24 @@ def test_correctness_checks_every_kernel_in_every_dtype_before_any_second_case()
     kernels = {case.kernel for case in cases}
     first = order[:len(kernels) * len(dtypes)]
     assert {(case.kernel, dtype) for case, dtype in first} == {(k, dtype) for k in kernels for dtype in dtypes}
+
+
+def test_each_goal_that_holds_at_a_size_gets_its_ratio_and_verdict():
+    import torch
+
+    from benchmarks.gpu_check.kernel_speed import goal_columns
+    from benchmarks.kernels import alibi, bce
+
+    few_classes, many_classes = bce.cases(256, torch.float16, torch.device("cpu"))[:2]
+    row = {"ref_fwd_bwd_ms": 2.0, "ours_fwd_bwd_ms": 1.0}
+    assert goal_columns(few_classes, row, small=False) == {"ref_ratio": 2.0, "ref_met": True, "goal": 1.0,
+                                                           "meets_goal": True}
+    assert goal_columns(many_classes, row, small=False) == {"ref_ratio": 2.0, "ref_met": False, "goal": 3.0,
+                                                            "meets_goal": False}
+    assert goal_columns(many_classes, row, small=True) == {"ref_ratio": 2.0, "ref_met": None, "goal": 3.0,
+                                                           "meets_goal": None}
+    # ALiBi at T = 2048 without FlexAttention timed: that goal is not judged, so neither is the whole.
+    long = alibi.cases(1, torch.float16, torch.device("cuda"))[1]
+    columns = goal_columns(long, {"sdpa_fwd_bwd_ms": 0.8, "ours_fwd_bwd_ms": 1.0}, small=False)
+    assert columns == {"flex_ratio": None, "flex_met": None, "sdpa_ratio": 0.8, "sdpa_met": True, "goal": None,
+                       "meets_goal": None}

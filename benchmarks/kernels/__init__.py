@@ -6,6 +6,7 @@ runner in ``__main__`` times them and writes the table, CSV, JSON and a plot.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -35,7 +36,113 @@ class Case:
     flops: tuple[float, float] | None = None  # forward, forward+backward; for compute-bound kernels
     # Further PyTorch paths worth timing beside the reference (same inputs), by column prefix.
     others: dict[str, Callable[..., torch.Tensor]] = field(default_factory=dict)
+    # The main input's shape, for goals that hold at some sizes only (BCE's class count, attention's length).
+    shape: tuple[int, ...] = ()
+
+
+def every_case(case: Case) -> bool:
+    """A goal's default reach: every timed size."""
+    return True
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One bar a kernel is held to on a GPU: ``rival``'s ``metric`` over ours is at least ``at_least``, in the
+    cases ``applies_to`` picks; ``text`` says it in words.
+
+    ``rival`` is a column of the benchmark rows (``benchmarks.kernels.__main__.measure``): "ref" (the case's
+    reference), "floor" (ours' modelled bytes at the device's peak DRAM bandwidth) or a key of the cases'
+    ``others``. ``metric``: "fwd_bwd_ms" (forward+backward time: the ratio is a speed-up) or "peak_MB"
+    (peak memory). "Within 1.3x of X" is ``Goal("X", 1 / 1.3, ...)``.
+
+        >>> goal = Goal("ref", 2.0, "twice the reference's speed")
+        >>> goal.name, goal.ratio({"ref_fwd_bwd_ms": 3.0, "ours_fwd_bwd_ms": 1.0}), goal.ratio({})
+        ('ref', 3.0, None)
+        >>> Goal("ref", 1.0, "no more memory", metric="peak_MB").name
+        'ref_peak_MB'
+    """
+
+    rival: str
+    at_least: float
+    text: str
+    metric: str = "fwd_bwd_ms"
+    applies_to: Callable[[Case], bool] = every_case
+
+    @property
+    def name(self) -> str:
+        """The goal's column stem: its rival, with the metric when it is not time."""
+        return self.rival if self.metric == "fwd_bwd_ms" else f"{self.rival}_{self.metric}"
+
+    def ratio(self, row: dict) -> float | None:
+        """The rival's metric over ours in a benchmark row; None where the row lacks either."""
+        rival, ours = row.get(f"{self.rival}_{self.metric}"), row.get(f"ours_{self.metric}")
+        return None if rival is None or ours is None else rival / ours
 
 
 def element_size(dtype: torch.dtype) -> int:
     return torch.empty((), dtype=dtype).element_size()
+
+
+@dataclass(frozen=True)
+class CorrectnessCase:
+    """One kernel call of the GPU check's correctness part: ``make(dtype, device)`` gives the leaf tensors,
+    ``call(leaves)`` the arguments built from them.
+
+    Only floating leaves of the storage dtype are cast for the reference; integer targets and the
+    fp32 running statistics pass as they are.
+    """
+
+    kernel: str
+    shape: str
+    layout: str
+    make: Callable[[torch.dtype, torch.device], list[torch.Tensor]]
+    call: Callable[[list[torch.Tensor]], tuple]
+    ours: Callable[..., torch.Tensor]
+    reference: Callable[..., torch.Tensor]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One public kernel, declared once (in its module here) and read by every check and benchmark.
+
+    ``inputs(device, dtype, tiny)`` gives the positional arguments of one training step's call
+    (``tiny``: the same call on tiny tensors, whose compute costs nothing); ``ours`` and ``rival``
+    take them: our public function, and the op a user would run instead. Its forward and backward
+    may issue at most ``forward_launches`` and ``backward_launches`` device launches
+    (``benchmarks.kernels.host_side``). ``benchmark_cases(batch, dtype, device, tiny)`` are the
+    timed sizes with their traffic models, ``correctness_cases(small)`` the GPU check's, and
+    ``goals`` what the kernel is held to on a GPU against its rivals (docs/kernels.md derives each).
+    """
+
+    name: str
+    ours: Callable[..., torch.Tensor]
+    rival: Callable[..., torch.Tensor]
+    inputs: Callable[[str, torch.dtype, bool], tuple]
+    forward_launches: int
+    backward_launches: int
+    benchmark_cases: Callable[[int, torch.dtype, torch.device, bool], list[Case]]
+    correctness_cases: Callable[[bool], list[CorrectnessCase]]
+    goals: tuple[Goal, ...]
+
+
+def channels_last_image(shape, device, dtype) -> torch.Tensor:
+    """A random channels-last image batch that requires grad."""
+    return torch.randn(shape, device=device, dtype=dtype).to(memory_format=torch.channels_last).requires_grad_()
+
+
+# Compiled graphs Dynamo keeps per function: a compiled rival meets each case's shape in two dtypes,
+# with and without grad, and past Dynamo's default of 8 it would quietly run the rest eagerly.
+COMPILED_GRAPHS = 64
+
+
+def compiled_on_first_call(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """``torch.compile(fn)``, built on the first call and kept for the process: the rival a user gets from
+    ``torch.compile``. Cases add it on CUDA only, since compiling every shape would take the CPU suite minutes.
+    """
+
+    @functools.cache
+    def build():
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILED_GRAPHS)
+        return torch.compile(fn, dynamic=False)
+
+    return lambda *args, **kwargs: build()(*args, **kwargs)

@@ -1,9 +1,11 @@
 """``python -m benchmarks.kernels``: every fused kernel against the PyTorch ops it replaces.
 
 On a GPU it times both (``triton.testing.do_bench``), forward and forward+backward, and
-reports the speedup and the achieved bandwidth against the device's peak. Without a GPU it
-says so, times the reference ops on the CPU, and prints each kernel's modelled memory
-traffic next to the reference's, so the expected gain is visible on paper. With ``--profile``
+reports the speedup and the achieved bandwidth against the device's peak; beside those eager
+times (the host included), each forward+backward's device time alone (CUDA-graph replay, L2
+warm and cold, the profiler's kernel durations) and its launches. Without a GPU it says so,
+times the reference ops on the CPU, counts their launches, and prints each kernel's modelled
+memory traffic next to the reference's, so the expected gain is visible on paper. With ``--profile``
 it also writes ``profile.txt``: where each timed path's forward+backward spends its time, op by
 op (PyTorch's profiler, CUDA kernels included on a GPU), for a path slower than it should be.
 """
@@ -22,8 +24,9 @@ from tqdm import tqdm
 from fastcore_ops import cli
 from fastcore_ops.owned_folder import check_claimable, claim_folder
 
-from ..timing import device_name, peak_bandwidth_gbs, peak_memory_mb, time_ms
-from . import Case, alibi, bce, blurpool, ghost_batchnorm
+from ..timing import device_name, device_times_ms, launch_count, peak_bandwidth_gbs, peak_memory_mb, time_ms
+from . import Case
+from .registry import KERNELS
 
 log = logging.getLogger("benchmarks.kernels")
 
@@ -32,11 +35,10 @@ def all_cases(batch: int, dtype: torch.dtype, device: torch.device, only: set[st
               tiny: bool = False) -> list[Case]:
     """Every kernel's cases at ``batch`` (the CNN kernels'), or with ``tiny`` at the small sizes
     Triton's interpreter gets through in seconds; ``only``: the kernels to keep (None: all)."""
-    found = (blurpool.cases(batch, dtype, device, tiny) + bce.cases(dtype, device, tiny)
-             + ghost_batchnorm.cases(batch, dtype, device, tiny) + alibi.cases(dtype, device, tiny))
     for name in sorted(only or ()):
-        cli.check_name("--kernels", name, dict.fromkeys(case.kernel for case in found), "kernel")
-    return [case for case in found if only is None or case.kernel in only]
+        cli.check_name("--kernels", name, [spec.name for spec in KERNELS], "kernel")
+    return [case for spec in KERNELS if only is None or spec.name in only
+            for case in spec.benchmark_cases(batch, dtype, device, tiny)]
 
 
 def _forward(fn, inputs):
@@ -63,12 +65,45 @@ def _timed_paths(case: Case, time_ours: bool) -> dict:
     return {"ref": case.reference, **case.others, **({"ours": case.ours} if time_ours else {})}
 
 
+def _warm(timed: dict, inputs: tuple, device: torch.device) -> None:
+    """On CUDA, one forward and one forward+backward of every path, so that no timed region compiles or tunes.
+    On the CPU nothing compiles (the interpreter runs kernels as NumPy), and each timing's first call is untimed."""
+    if device.type != "cuda":
+        return
+    for fn in timed.values():
+        _forward(fn, inputs)()
+        _forward_backward(fn, inputs)()
+    torch.cuda.synchronize(device)
+
+
+def _device_columns(name: str, run, device: torch.device) -> dict:
+    """Path ``name``'s forward+backward ``run`` as the device sees it (``graph_ms``, ``l2_warm_ms``,
+    ``l2_cold_ms``, ``kernels_ms``, ``kernels``, ``graph_error``: see benchmarks.timing.device_times_ms, None
+    off CUDA) and the ``launches`` it issues (on any device), each prefixed ``{name}_fwd_bwd_``."""
+    columns = {f"{name}_fwd_bwd_{key}": value for key, value in device_times_ms(run, device).items()}
+    try:  # last: a compiled rival runs eagerly under the launch recorder, which may need more memory
+        columns[f"{name}_fwd_bwd_launches"] = launch_count(run)
+    except torch.OutOfMemoryError:
+        torch.cuda.empty_cache()
+        columns[f"{name}_fwd_bwd_launches"] = None
+    return columns
+
+
 def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: float = 2.0) -> dict:
-    """One row of ``case``: both sides' times, traffic, bandwidth and peak memory (on CUDA); ``cpu_budget_s``:
-    the time each CPU timing may take (see benchmarks.timing.time_samples_ms)."""
+    """One row of ``case``: both sides' times, traffic, bandwidth, peak memory and the bandwidth floor (on CUDA:
+    ``floor_*_ms``, ours' modelled bytes at the device's peak bandwidth); ``cpu_budget_s``: the time each CPU
+    timing may take (see benchmarks.timing.time_samples_ms).
+
+    ``{path}_{mode}_ms`` is the eager time (the host's dispatch and launches included). Each path's
+    forward+backward also has the device's own time (``_graph_ms``: CUDA-graph replay, ``_l2_warm_ms`` and
+    ``_l2_cold_ms``, ``_kernels_ms`` and ``_kernels``: the profiler's kernel durations and count; None off CUDA,
+    and the graph's three where ``_graph_error`` says capture failed) and its ``_launches`` (LaunchRecorder's
+    count). No timed call is a path's first: compiling and tuning stay out of every timed region."""
     inputs = case.make_inputs()
     row = {"kernel": case.kernel, "size": case.size}
+    peak_gbs = peak_bandwidth_gbs(device)
     timed = _timed_paths(case, time_ours)
+    _warm(timed, inputs, device)
     for mode, runner, ours_bytes, ref_bytes in (
         ("fwd", _forward, case.ours_traffic.forward, case.reference_traffic.forward),
         ("fwd_bwd", _forward_backward, case.ours_traffic.forward_backward, case.reference_traffic.forward_backward),
@@ -76,6 +111,8 @@ def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: flo
         row[f"ref_{mode}_model_MB"] = ref_bytes / 1e6
         row[f"ours_{mode}_model_MB"] = ours_bytes / 1e6
         row[f"{mode}_traffic_ratio"] = ref_bytes / ours_bytes
+        if peak_gbs:
+            row[f"floor_{mode}_ms"] = ours_bytes / peak_gbs / 1e6
         for name, fn in timed.items():
             row[f"{name}_{mode}_ms"] = time_ms(runner(fn, inputs), device, cpu_budget_s)
             if case.flops is not None:
@@ -85,8 +122,14 @@ def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: flo
             row[f"ours_{mode}_GBs"] = ours_bytes / row[f"ours_{mode}_ms"] / 1e6
             for name in case.others:
                 row[f"{mode}_vs_{name}"] = row[f"{name}_{mode}_ms"] / row[f"ours_{mode}_ms"]
-    for name, fn in timed.items():
-        peak = peak_memory_mb(_forward_backward(fn, inputs), device)
+    runs = {name: _forward_backward(fn, inputs) for name, fn in timed.items()}
+    for name, run in runs.items():
+        row.update(_device_columns(name, run, device))
+    if time_ours:
+        ref_graph, ours_graph = row["ref_fwd_bwd_graph_ms"], row["ours_fwd_bwd_graph_ms"]
+        row["fwd_bwd_graph_speedup"] = ref_graph / ours_graph if ref_graph and ours_graph else None
+    for name, run in runs.items():
+        peak = peak_memory_mb(run, device)
         if peak is not None:
             row[f"{name}_peak_MB"] = peak
     row["ref_temporaries_MB"] = case.reference_traffic.temporaries / 1e6
@@ -125,13 +168,29 @@ def _compute_bound_table(rows: list[dict], on_gpu: bool) -> str | None:
         return None
     paths = ["ours", "ref"] if on_gpu else ["ref"]
     paths += sorted({key[: -len("_fwd_bwd_ms")] for row in rows for key in row if key.endswith("_fwd_bwd_ms")}
-                    - {"ours", "ref"})
+                    - {"ours", "ref", "floor"})
     columns = ["kernel", "size"] + [f"{p}_fwd_bwd_ms" for p in paths] + [f"{p}_fwd_bwd_TFLOPs" for p in paths]
     if on_gpu:
         columns += ["fwd_bwd_speedup"] + [f"fwd_bwd_vs_{p}" for p in paths[2:]] + [f"{p}_peak_MB" for p in paths]
     else:
         columns += ["fwd_bwd_traffic_ratio", "ref_temporaries_MB", "ours_temporaries_MB"]
     return _format_table(rows, columns)
+
+
+def _device_table(rows: list[dict], on_gpu: bool) -> str:
+    """The forward+backward as the device sees it, beside the eager time, and the launches of each side."""
+    paths = ["ref", "ours"] if on_gpu else ["ref"]
+    columns = ["kernel", "size"]
+    if on_gpu:
+        columns += [f"{p}_fwd_bwd_{what}" for p in paths for what in ("ms", "graph_ms", "kernels_ms", "l2_cold_ms")]
+        columns.append("fwd_bwd_graph_speedup")
+    return _format_table(rows, columns + [f"{p}_fwd_bwd_launches" for p in paths])
+
+
+def _graph_errors(rows: list[dict]) -> list[str]:
+    """One line per path whose forward+backward could not be captured in a CUDA graph, with why."""
+    return [f"{row['kernel']} {row['size']}: {key[: -len('_fwd_bwd_graph_error')]}: {value}"
+            for row in rows for key, value in row.items() if key.endswith("_fwd_bwd_graph_error") and value]
 
 
 def _format_table(rows: list[dict], columns: list[str]) -> str:
@@ -216,6 +275,14 @@ def main(argv: list[str] | None = None) -> int:
         columns = ["kernel", "size", "ref_fwd_ms", "ref_fwd_bwd_ms", "ref_fwd_bwd_model_MB", "ours_fwd_bwd_model_MB",
                    "fwd_bwd_traffic_ratio", "ref_temporaries_MB", "ours_temporaries_MB"]
     print(_format_table(rows, columns))
+    if on_gpu:
+        print("\nForward+backward: eager (ms, host included), the device's own time (graph_ms: CUDA-graph replay; "
+              "kernels_ms: the profiler's kernel durations; l2_cold_ms: one replay after L2 is flushed), launches:")
+    else:
+        print("\nForward+backward launches, as benchmarks.timing.launch_count counts them (device times need CUDA):")
+    print(_device_table(rows, on_gpu))
+    for line in _graph_errors(rows):
+        print(f"not captured in a CUDA graph: {line}")
     compute_bound = _compute_bound_table(rows, on_gpu)
     if compute_bound:
         print("\nAgainst further PyTorch paths (vs_X = X's time / ours; sdpa without a bias is the speed limit):")

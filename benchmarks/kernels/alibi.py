@@ -1,4 +1,4 @@
-"""ALiBi attention cases: GPT-2 small's heads (B=8 on a GPU, H=12, D=64), causal, T from 512 to 8192.
+"""ALiBi attention cases: GPT-2 small's heads (B=8 on a GPU, H=12, D=64), causal, T of 512, 2048 and 4096.
 
 Timed against two materialised-bias paths and one speed limit:
 - ``reference``: ``alibi_attention_reference``, softmax(q kᵀ·scale + bias) v in fp32, the bias
@@ -10,6 +10,8 @@ Timed against two materialised-bias paths and one speed limit:
   FlashAttention: the speed limit ALiBi should come close to;
 - ``flex``: FlexAttention, compiled, with the ALiBi bias as its score modification and a causal
   block mask (on CUDA, where the installed torch has it: its backward does not run on a CPU).
+
+The goals are against the last two: what a user with a recent torch would otherwise run, and the limit.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ import torch.nn.functional as F
 from fastcore_ops.kernels import alibi_attention, alibi_slopes
 from fastcore_ops.kernels.alibi import alibi_attention_reference
 
-from . import Case, Traffic, element_size
+from . import Case, CorrectnessCase, Goal, KernelSpec, Traffic, element_size
 
 HEADS, HEAD_DIM = 12, 64
-GPU_BATCH, GPU_LENGTHS = 8, (512, 1024, 2048, 4096, 8192)
+# A short length, where launches and memory decide, and two where the matmuls do (docs/kernels.md).
+GPU_BATCH, GPU_LENGTHS = 8, (512, 2048, 4096)
+LONG = 2048  # from here attention is compute-bound on an H100 or H200
 # The CPU reference stores B·H·T² fp32 scores several times over; 2048 keeps it within memory and minutes.
 CPU_BATCH, CPU_LENGTHS = 1, (512, 1024, 2048)
 TINY = 1, (24,)  # the small mode's, which runs Triton's interpreter: not a multiple of a block
@@ -126,7 +130,8 @@ def _flex_available(device: torch.device) -> bool:
     return device.type == "cuda"
 
 
-def cases(dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[Case]:
+def cases(batch: int, dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[Case]:
+    """The timed sizes (GPT-2 small's: ``batch`` is the CNN kernels')."""
     on_gpu = device.type == "cuda"
     batch, lengths = TINY if tiny else (GPU_BATCH, GPU_LENGTHS) if on_gpu else (CPU_BATCH, CPU_LENGTHS)
     result = []
@@ -139,11 +144,52 @@ def cases(dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[
         ours, reference = _traffic(batch, HEADS, length, length, HEAD_DIM, element_size(dtype), causal=True)
         result.append(Case(
             "alibi_attention", f"{batch}x{HEADS}x{length}x{HEAD_DIM} causal", make,
-            lambda q, k, v: alibi_attention(q, k, v, is_causal=True),
-            lambda q, k, v: alibi_attention_reference(q, k, v, is_causal=True),
-            ours, reference,
+            _ours, _reference, ours, reference,
             flops=_flops(batch, HEADS, length, length, HEAD_DIM, causal=True),
             others={"sdpa_bias": _sdpa_with_bias, "sdpa": _sdpa_without_bias,
                     **({"flex": flex_alibi} if _flex_available(device) else {})},
+            shape=shape,
         ))
     return result
+
+
+def _ours(q, k, v):
+    return alibi_attention(q, k, v, is_causal=True)
+
+
+def _reference(q, k, v):
+    return alibi_attention_reference(q, k, v, is_causal=True)
+
+
+def correctness_cases(small: bool) -> list[CorrectnessCase]:
+    shapes = [(1, 4, 33, 32)] if small else [(2, 12, 1000, 64), (1, 8, 257, 128), (3, 4, 33, 32)]
+    result = []
+    for batch, heads, length, head_dim in shapes:
+        def make(dtype, device, shape=(batch, length, heads, head_dim)):  # (B, T, H, D), as GPT code holds them
+            return [torch.randn(shape, device=device, dtype=dtype).requires_grad_() for _ in range(3)]
+
+        for causal in (True, False):
+            result.append(CorrectnessCase(
+                "alibi_attention", f"{batch}x{heads}x{length}x{head_dim}{' causal' if causal else ''}",
+                "transposed (B, T, H, D)", make, lambda leaves: tuple(t.transpose(1, 2) for t in leaves),
+                lambda q, k, v, causal=causal: alibi_attention(q, k, v, is_causal=causal),
+                lambda q, k, v, causal=causal: alibi_attention_reference(q, k, v, is_causal=causal)))
+    return result
+
+
+def _long(case: Case) -> bool:
+    return case.shape[2] >= LONG
+
+
+def _step_inputs(device, dtype, tiny):
+    shape = (1, 2, 16, 16) if tiny else (GPU_BATCH, HEADS, 2048, HEAD_DIM)
+    return tuple(torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
+
+
+# The rival a user would run: SDPA with the ALiBi bias as a mask built once (the speed limit, SDPA
+# without a bias, and FlexAttention are timed beside it in the benchmark cases).
+SPEC = KernelSpec("alibi_attention", _ours, _sdpa_with_bias, _step_inputs, forward_launches=1, backward_launches=3,
+                  benchmark_cases=cases, correctness_cases=correctness_cases,
+                  goals=(Goal("flex", 1.0, "at least FlexAttention's speed with ALiBi as its score modification"),
+                         Goal("sdpa", 1 / 1.5, "within 1.5x of SDPA's flash path without a bias, from T = 2048",
+                              applies_to=_long)))

@@ -1,15 +1,22 @@
-"""Fused BCE-with-logits cases: ImageNet's 1000 classes and a 32000-token vocabulary."""
+"""Fused BCE-with-logits cases: ImageNet's 1000 classes and a 32000-token vocabulary, class indices first (the
+main case), then MixUp's dense targets.
+
+Each is timed against ``F.binary_cross_entropy_with_logits`` on the smoothed one-hot target in fp32, as
+autocast runs it (``ref``), and on CUDA the same through ``torch.compile`` (``compiled``).
+"""
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from fastcore_ops.kernels import bce_with_logits
 from fastcore_ops.kernels.bce import bce_with_logits_reference
 
-from . import Case, Traffic, element_size
+from . import Case, CorrectnessCase, Goal, KernelSpec, Traffic, compiled_on_first_call, element_size
 
 SIZES = [(2048, 1000), (2048, 32000)]
+LARGE_VOCABULARY = 32000  # from here the loss moves enough bytes to be bandwidth-bound (docs/kernels.md)
 SMOOTHING = 0.1
 TINY = [(37, 11)]  # the small mode's, which runs Triton's interpreter
 
@@ -30,11 +37,12 @@ def _reference_traffic(n: int, c: int, b: int, index_target: bool) -> Traffic:
     return Traffic(forward, forward + backward + upcast, temporaries)
 
 
-def cases(dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[Case]:
-    b = element_size(dtype)
+def cases(batch: int, dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[Case]:
+    """The timed sizes (fixed: ``batch`` is the CNN kernels')."""
+    b, on_gpu = element_size(dtype), device.type == "cuda"
     result = []
-    for n, c in TINY if tiny else SIZES:
-        for index_target in (True, False):
+    for index_target in (True, False):
+        for n, c in TINY if tiny else SIZES:
             def make(n=n, c=c, index_target=index_target):
                 logits = torch.randn(n, c, device=device, dtype=dtype).requires_grad_()
                 if index_target:
@@ -51,8 +59,63 @@ def cases(dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[
             ours = Traffic(nc * b + target_bytes + nc * b, nc * b + target_bytes + nc * b + 2 * nc * b, nc * b)
             result.append(Case(
                 "bce_with_logits", f"{n}x{c} {'labels' if index_target else 'mixed'}", make,
-                lambda x, t: bce_with_logits(x, t, label_smoothing=SMOOTHING),
-                lambda x, t: bce_with_logits_reference(x, t, label_smoothing=SMOOTHING),
-                ours, _reference_traffic(n, c, b, index_target),
+                _ours, _reference, ours, _reference_traffic(n, c, b, index_target),
+                others={"compiled": _compiled_reference} if on_gpu else {}, shape=(n, c),
             ))
     return result
+
+
+def correctness_cases(small: bool) -> list[CorrectnessCase]:
+    sizes = [(37, 11)] if small else [(2048, 1000), (37, 11), (4, 32000)]
+    result = []
+    for n, c in sizes:
+        def labels(dtype, device, n=n, c=c):
+            return [torch.randn(n, c, device=device, dtype=dtype).requires_grad_(),
+                    torch.randint(0, c, (n,), device=device)]
+
+        def transposed_mixed(dtype, device, n=n, c=c):  # a (C, N) buffer read as (N, C): non-contiguous
+            return [torch.randn(c, n, device=device, dtype=dtype).requires_grad_(),
+                    torch.softmax(torch.randn(n, c, device=device), dim=1)]
+
+        for layout, make, call in (("contiguous", labels, lambda leaves: tuple(leaves)),
+                                   ("transposed", transposed_mixed, lambda leaves: (leaves[0].t(), leaves[1]))):
+            result.append(CorrectnessCase("bce_with_logits", f"{n}x{c}", layout, make, call, _ours, _reference))
+    return result
+
+
+def _ours(logits, target):
+    return bce_with_logits(logits, target, label_smoothing=SMOOTHING)
+
+
+def _reference(logits, target):
+    return bce_with_logits_reference(logits, target, label_smoothing=SMOOTHING)
+
+
+_compiled_reference = compiled_on_first_call(_reference)
+
+
+def _few_classes(case: Case) -> bool:
+    return case.shape[1] < LARGE_VOCABULARY
+
+
+def _many_classes(case: Case) -> bool:
+    return case.shape[1] >= LARGE_VOCABULARY
+
+
+def _users_loss(logits, target):
+    """What a user writes without the kernel: a smoothed one-hot target, PyTorch's loss summed and divided by N."""
+    C = logits.shape[1]
+    dense = F.one_hot(target, C).to(logits.dtype) * (1 - SMOOTHING) + SMOOTHING / C
+    return F.binary_cross_entropy_with_logits(logits, dense, reduction="sum") / logits.shape[0]
+
+
+def _step_inputs(device, dtype, tiny):
+    n, c = (4, 10) if tiny else SIZES[0]
+    return torch.randn(n, c, device=device, dtype=dtype, requires_grad=True), torch.randint(0, c, (n,), device=device)
+
+
+SPEC = KernelSpec("bce_with_logits", _ours, _users_loss, _step_inputs, forward_launches=2, backward_launches=1,
+                  benchmark_cases=cases, correctness_cases=correctness_cases,
+                  # At 1000 classes the bytes take microseconds and launches decide: no slower is the bar.
+                  goals=(Goal("ref", 1.0, "no slower than PyTorch's loss at 1000 classes", applies_to=_few_classes),
+                         Goal("ref", 3.0, "at least 3x PyTorch's loss at 32000 classes", applies_to=_many_classes)))

@@ -1,4 +1,9 @@
-"""BlurPool cases: the ResNet-50 layers BlurPool surgery touches, at the benchmark's batch size."""
+"""BlurPool cases: the ResNet-50 layers BlurPool surgery touches, at the benchmark's batch size.
+
+Each is timed against what a user runs instead (``ref``: cuDNN's depthwise convolution with a cached
+filter; for the max pool, ``F.max_pool2d`` at stride 1 then that blur) and, on CUDA, the same through
+``torch.compile`` (``compiled``).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,8 @@ import torch
 from fastcore_ops.kernels import blur_maxpool2d, blurpool2d
 from fastcore_ops.kernels.blurpool import blur_maxpool2d_reference, blurpool2d_reference
 
-from . import Case, Traffic, element_size
+from . import (Case, CorrectnessCase, Goal, KernelSpec, Traffic, channels_last_image, compiled_on_first_call,
+               element_size)
 
 # (channels, side, blur stride) of the inputs of ResNet-50's strided convolutions with >= 16 input
 # channels, each of which BlurPool surgery puts a blur in front of: the 1x1 downsample of each
@@ -21,6 +27,12 @@ MAXPOOL_INPUT = (64, 112)
 TINY = ([(16, 15, 2), (16, 15, 1)], (4, 9))
 
 
+LAYOUTS = ((torch.channels_last, "nhwc"), (torch.contiguous_format, "nchw"))
+
+_compiled_blurpool = compiled_on_first_call(blurpool2d_reference)
+_compiled_blur_maxpool = compiled_on_first_call(blur_maxpool2d_reference)
+
+
 def _make(shape, dtype, layout, device):
     def make():
         x = torch.randn(shape, device=device, dtype=dtype).contiguous(memory_format=layout)
@@ -29,12 +41,11 @@ def _make(shape, dtype, layout, device):
     return make
 
 
-def cases(batch: int, dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[Case]:
-    b = element_size(dtype)
-    strided_inputs, maxpool_input = TINY if tiny else (STRIDED_CONV_INPUTS, MAXPOOL_INPUT)
+def blurpool_cases(batch: int, dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[Case]:
+    b, on_gpu = element_size(dtype), device.type == "cuda"
     result = []
-    for layout, layout_name in ((torch.channels_last, "nhwc"), (torch.contiguous_format, "nchw")):
-        for channels, size, stride in strided_inputs:
+    for layout, layout_name in LAYOUTS:
+        for channels, size, stride in TINY[0] if tiny else STRIDED_CONV_INPUTS:
             full = batch * channels * size * size * b
             strided = batch * channels * ((size - 1) // stride + 1) ** 2 * b
             # Both read the input once and write the strided output once; backward reads the
@@ -46,8 +57,17 @@ def cases(batch: int, dtype: torch.dtype, device: torch.device, tiny: bool = Fal
                 _make((batch, channels, size, size), dtype, layout, device),
                 lambda x, stride=stride: blurpool2d(x, stride),
                 lambda x, stride=stride: blurpool2d_reference(x, stride), traffic, traffic,
+                others={"compiled": lambda x, stride=stride: _compiled_blurpool(x, stride)} if on_gpu else {},
+                shape=(batch, channels, size, size),
             ))
-        channels, size = maxpool_input
+    return result
+
+
+def blur_maxpool_cases(batch: int, dtype: torch.dtype, device: torch.device, tiny: bool = False) -> list[Case]:
+    b, on_gpu = element_size(dtype), device.type == "cuda"
+    result = []
+    for layout, layout_name in LAYOUTS:
+        channels, size = TINY[1] if tiny else MAXPOOL_INPUT
         full = batch * channels * size * size
         half = batch * channels * (size // 2) ** 2
         ours = Traffic(
@@ -67,6 +87,66 @@ def cases(batch: int, dtype: torch.dtype, device: torch.device, tiny: bool = Fal
         result.append(Case(
             "blur_maxpool2d", f"{batch}x{channels}x{size}x{size} {layout_name}",
             _make((batch, channels, size, size), dtype, layout, device),
-            lambda x: blur_maxpool2d(x, 3, 2, 1), lambda x: blur_maxpool2d_reference(x, 3, 2, 1), ours, reference,
+            _blur_maxpool, _blur_maxpool_reference, ours, reference,
+            others={"compiled": lambda x: _compiled_blur_maxpool(x, 3, 2, 1)} if on_gpu else {},
+            shape=(batch, channels, size, size),
         ))
     return result
+
+
+def _image(shape, layout: str):
+    def make(dtype, device):
+        if layout == "strided":  # every other column of a wider image
+            wide = torch.randn(*shape[:3], 2 * shape[3], device=device, dtype=dtype)
+            return [wide.requires_grad_()]
+        x = torch.randn(shape, device=device, dtype=dtype)
+        if layout == "channels_last":
+            x = x.contiguous(memory_format=torch.channels_last)
+        return [x.requires_grad_()]
+
+    return make
+
+
+def _image_call(layout: str):
+    return (lambda leaves: (leaves[0][..., ::2],)) if layout == "strided" else (lambda leaves: (leaves[0],))
+
+
+def _correctness_cases(kernel: str, ours, reference, small: bool) -> list[CorrectnessCase]:
+    shapes = [(2, 5, 9, 7)] if small else [(32, 64, 56, 56), (3, 17, 33, 31), (2, 5, 9, 7)]
+    return [CorrectnessCase(kernel, "x".join(map(str, shape)), layout, _image(shape, layout), _image_call(layout),
+                            ours, reference)
+            for shape in shapes for layout in ("contiguous", "channels_last", "strided")]
+
+
+def _blurpool(x):
+    return blurpool2d(x, 2)
+
+
+def _blurpool_reference(x):
+    return blurpool2d_reference(x, 2)
+
+
+def _blur_maxpool(x):
+    return blur_maxpool2d(x, 3, 2, 1)
+
+
+def _blur_maxpool_reference(x):
+    return blur_maxpool2d_reference(x, 3, 2, 1)
+
+
+BLURPOOL = KernelSpec(
+    "blurpool2d", _blurpool, _blurpool_reference,  # the reference is what a user runs: cuDNN's depthwise conv
+    lambda device, dtype, tiny: (channels_last_image((2, 4, 8, 8) if tiny else (64, 256, 56, 56), device, dtype),),
+    forward_launches=1, backward_launches=1, benchmark_cases=blurpool_cases,
+    correctness_cases=lambda small: _correctness_cases("blurpool2d", _blurpool, _blurpool_reference, small),
+    goals=(Goal("ref", 2.0, "at least 2x cuDNN's depthwise convolution"),
+           # Both move the same bytes: the gain is in reaching the bound, so the bound is the goal.
+           Goal("floor", 1 / 1.3, "within 1.3x of its bytes at the device's peak bandwidth")))
+BLUR_MAXPOOL = KernelSpec(
+    "blur_maxpool2d", _blur_maxpool, _blur_maxpool_reference,  # the reference: max_pool2d, then the blur
+    lambda device, dtype, tiny: (channels_last_image((2, 4, 8, 8) if tiny else (64, 64, 112, 112), device, dtype),),
+    forward_launches=1, backward_launches=2, benchmark_cases=blur_maxpool_cases,
+    correctness_cases=lambda small: _correctness_cases("blur_maxpool2d", _blur_maxpool, _blur_maxpool_reference,
+                                                       small),
+    goals=(Goal("ref", 3.0, "at least 3x max_pool2d then the blur"),
+           Goal("ref", 1.0, "at no more than their peak memory", metric="peak_MB")))

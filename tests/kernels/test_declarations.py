@@ -1,0 +1,38 @@
+"""A kernel is declared once (benchmarks/kernels/registry.py) and every check and benchmark reads the
+declaration: a toy kernel declared in a test helper goes through all of them, no other file edited."""
+
+import torch
+
+from benchmarks.gpu_check.correctness import TOLERANCES, largest_errors
+from benchmarks.kernels import host_side
+from benchmarks.kernels.__main__ import measure
+from benchmarks.kernels.registry import KERNELS
+from tests.kernels import toy_kernel
+
+
+def test_every_kernel_is_declared_once_under_its_public_name():
+    import fastcore_ops.kernels as kernels
+
+    names = [spec.name for spec in KERNELS]
+    assert len(set(names)) == len(names)
+    public = {name for name in kernels.__all__ if name not in ("alibi_slopes", "init_bce_bias_")}
+    assert set(names) == public
+
+
+def test_a_toy_kernel_goes_through_the_host_side_checks():
+    spec = toy_kernel.SPEC
+    phases = host_side.launches_on_fake_gpu(spec)
+    assert phases["forward"].launches == ["_double_kernel"] and phases["backward"].launches == ["_double_kernel"]
+    row = host_side.row(spec)
+    assert row["host_waits"] == row["host_copies"] == row["zero_fills"] == []
+    assert row["ours_host_us"] > 0 and row["rival_host_us"] > 0
+
+
+def test_a_toy_kernel_goes_through_the_benchmark_and_the_correctness_check():
+    spec = toy_kernel.SPEC
+    cpu = torch.device("cpu")
+    for case in spec.benchmark_cases(1, torch.float32, cpu, True):
+        row = measure(case, cpu, time_ours=True, cpu_budget_s=0.0)
+        assert row["ours_fwd_bwd_ms"] > 0 and row["ref_fwd_bwd_ms"] > 0
+    for case in spec.correctness_cases(True):
+        assert max(largest_errors(case, torch.float32, cpu)) <= TOLERANCES[torch.float32]

@@ -1,0 +1,64 @@
+"""A toy kernel declared the way every kernel is (benchmarks/kernels/*.py), in a test helper: doubling.
+
+tests/kernels/test_declarations.py sends it through every check and benchmark that reads the
+declarations, to show that a new kernel needs its declaration and nothing else.
+"""
+
+import torch
+
+from benchmarks.kernels import Case, CorrectnessCase, Goal, KernelSpec, Traffic
+from fastcore_ops.kernels import backend
+from fastcore_ops.kernels.backend import tl, triton
+from fastcore_ops.kernels.custom_op import kernel_op
+
+_BLOCK = 1024
+
+
+@triton.jit
+def _double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=inside) * 2, mask=inside)
+
+
+@kernel_op("fastcore_ops_toy::double")
+def _double_op(x: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    if x.numel():
+        _double_kernel[(backend.cdiv(x.numel(), _BLOCK),)](x, out, x.numel(), BLOCK=_BLOCK)
+    return out
+
+
+_double_op.register_fake(lambda x: torch.empty_like(x, memory_format=torch.contiguous_format))
+_double_op.register_autograd(lambda ctx, grad: _double_op(grad))
+
+
+def double(x: torch.Tensor) -> torch.Tensor:
+    """2 x: the Triton kernel on CUDA (or under the interpreter), PyTorch elsewhere."""
+    return _double_op(x) if backend.use_triton(x) else x * 2
+
+
+def _reference(x):
+    return x * 2
+
+
+def _inputs(device, dtype, tiny):
+    return (torch.randn(8 if tiny else 2**24, device=device, dtype=dtype, requires_grad=True),)
+
+
+def _benchmark_cases(batch, dtype, device, tiny=False):
+    n = 1000 if tiny else 2**24
+    traffic = Traffic(2 * n * 4, 4 * n * 4)
+    make = lambda: (torch.randn(n, device=device, dtype=dtype, requires_grad=True),)  # noqa: E731
+    return [Case("double", str(n), make, double, _reference, traffic, traffic)]
+
+
+def _correctness_cases(small):
+    make = lambda dtype, device: [torch.randn(37, device=device, dtype=dtype, requires_grad=True)]  # noqa: E731
+    return [CorrectnessCase("double", "37", "contiguous", make, tuple, double, _reference)]
+
+
+SPEC = KernelSpec("double", double, _reference, _inputs, forward_launches=1, backward_launches=1,
+                  benchmark_cases=_benchmark_cases, correctness_cases=_correctness_cases,
+                  goals=(Goal("ref", 1.0, "as fast as doubling in PyTorch"),))
