@@ -1,18 +1,222 @@
-"""Every Triton kernel compiles for an H100 in every autotune config (see h100_compile.py)."""
+"""Every Triton kernel compiles for an H100 in every autotune config, and the compiler made what its design needs.
 
+h100_compile.py compiles each kernel as its representative launch specialises it and reports what cuobjdump
+reads from the cubins; the tests below judge that against docs/kernels.md, "What the compiler made". A kernel
+that misses a check today is listed by name in that check's known gaps, with why: a new miss fails, and so
+does a listed gap that no longer misses (take it off the list). The lists are what Triton 3.8.0 (its ptxas
+from CUDA 13.1) makes; another Triton makes other code (3.6's differs in registers by up to a third), so
+after an upgrade, rerun and review what moved.
+"""
+
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
+# An H100 SXM issues 132 SMs x 4 schedulers x 1.7 GHz = 8.98e11 warp-instructions a second and streams 3.35 TB/s
+# of HBM3: 0.268 warp-instructions a byte. A thread handles one of each 32 elements a warp-instruction covers, so
+# a kernel moving B bytes an element stays memory-bound up to 32 x 0.268 x B = 8.57 B instructions an element.
+INSTRUCTIONS_PER_BYTE = 32 * 132 * 4 * 1.7e9 / 3.35e12
 
-def test_every_kernel_compiles_for_h100():
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """The script's run over every config (its result) and its report of what the compiler made."""
+    report = tmp_path_factory.mktemp("h100") / "made.json"
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "FASTCORE_OPS_INTERPRET")}
     env["FASTCORE_OPS_AUTOTUNE"] = "1"  # every config, not the first alone that the suite runs on a GPU
     result = subprocess.run(
-        [sys.executable, "-m", "tests.kernels.h100_compile"], cwd=ROOT, env=env, capture_output=True, text=True
+        [sys.executable, "-m", "tests.kernels.h100_compile", "--report", str(report)],
+        cwd=ROOT, env=env, capture_output=True, text=True,
     )
+    return result, json.loads(report.read_text()) if report.exists() else None
+
+
+@pytest.fixture
+def report(compiled):
+    """The report of what the compiler made; skipped only where Triton ships no cuobjdump to read the cubins."""
+    result, made = compiled
+    assert made is not None, result.stdout[-4000:] + result.stderr[-4000:]
+    if made["cuobjdump"] is None:
+        pytest.skip("Triton's cuobjdump is missing (triton/backends/nvidia/bin): registers and SASS not read")
+    return made
+
+
+def _representative(report):
+    """The configs the cases are read at: each case's one meant for its layout."""
+    return [config for config in report["made"] if config["representative"]]
+
+
+# The Triton whose code the known gaps below describe (this project's CPU machines run it).
+GAPS_RECORDED_WITH = "3.8."
+
+
+def _check(misses: dict[str, str], known_gaps: dict[str, str], report):
+    """Fail on a miss not among the known gaps, and on a known gap that no longer misses."""
+    if not report["triton"].startswith(GAPS_RECORDED_WITH):  # the lent GPU's Triton 3.6, say: other code
+        pytest.skip(f"the known gaps were recorded with Triton {GAPS_RECORDED_WITH}x; this is {report['triton']} "
+                    f"(every config still compiles: test_every_kernel_compiles_for_h100)")
+    new = {name: why for name, why in misses.items() if name not in known_gaps}
+    gone = sorted(set(known_gaps) - set(misses))
+    assert not new and not gone, (f"compiled by Triton {report['triton']}; new misses: {json.dumps(new, indent=1)}"
+                                  f"\nno longer missing: {gone}")
+
+
+def test_every_kernel_compiles_for_h100(compiled):
+    result, _ = compiled
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "0 failed" in result.stdout
+
+
+# Configs that spill, by case and config.
+KNOWN_SPILLS = {
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NCHW BLOCK_C=32 BLOCK_W=32 BLOCK_H=8 warps=4 stages=3":
+        "an NHWC tile on NCHW: 64 values a thread, each with its kept row maxes, in 255 registers",
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NCHW BLOCK_C=64 BLOCK_W=16 BLOCK_H=8 warps=4 stages=3":
+        "an NHWC tile on NCHW, as above",
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NCHW BLOCK_C=128 BLOCK_W=8 BLOCK_H=8 warps=4 stages=3":
+        "an NHWC tile on NCHW, as above",
+    "_bce_forward_kernel TARGET_IS_INDEX=False BLOCK_C=4096 warps=8 stages=3":
+        "16 classes a thread with their fp32 targets: 8 bytes spilled at 80 registers",
+    # Head dim 40: rows 40 elements apart, so 16-bit loads of q, k, v, dO, and the 64 x 64 tiles' 4 warps
+    # hold twice the 8-warp tiles' values a thread.
+    "_alibi_backward_dkdv_kernel HEAD_DIM=40 HEAD_DIM_PADDED=64 CAUSAL=True HAS_SLOPES=False INPUT_PRECISION=tf32 "
+    "BLOCK_M=64 BLOCK_N=64 warps=4 stages=3": "16 bytes at 255 registers",
+    "_alibi_backward_dkdv_kernel HEAD_DIM=40 HEAD_DIM_PADDED=64 CAUSAL=True HAS_SLOPES=False INPUT_PRECISION=tf32 "
+    "BLOCK_M=64 BLOCK_N=64 warps=4 stages=4": "16 bytes at 255 registers",
+}
+
+
+def test_no_config_spills(report):
+    _check({f"{c['case']} {c['config']}": f"{c['spill_bytes']} bytes at {c['registers']} registers"
+            for c in report["made"] if c["spill_bytes"]}, KNOWN_SPILLS, report)
+
+
+def _fills_16_bytes(config) -> bool:
+    """The paths whose channels give each thread 16 contiguous bytes at the representative launch: BlurPool's
+    NHWC, ghost batch norm's rows, BCE's classes."""
+    blur = config["kernel"] in ("_blurpool_forward_kernel", "_blurpool_backward_kernel")
+    nhwc = blur and config["layout"] == "NHWC"
+    return nhwc or config["layout"] == "rows" or config["kernel"] == "_bce_forward_kernel"
+
+
+# Main loops whose global loads or stores are not all 128 bits wide.
+KNOWN_NARROW = {
+    "_bce_forward_kernel TARGET_IS_INDEX=True":
+        "rows of 1000 classes: 2000 bytes apart, 16-byte aligned, but a launch marks only multiples of 16 elements",
+    "_bce_forward_kernel TARGET_IS_INDEX=False": "rows of 1000 classes, as above",
+}
+
+
+def test_channels_move_in_128_bit_accesses(report):
+    misses = {}
+    for config in _representative(report):
+        widths = {**config.get("loop_loads", {}), **config.get("loop_stores", {})}
+        if _fills_16_bytes(config) and set(widths) != {"128"}:
+            misses[config["case"]] = f"main loop's accesses by width in bits: {widths}"
+    _check(misses, KNOWN_NARROW, report)
+
+
+def intended_ctas_per_sm(config) -> int:
+    """The CTAs an SM is meant to hold (docs/kernels.md): attention's forward 2, its backward 1; every other
+    kernel streams, and is meant for half an SM's 64 warps."""
+    if config["kernel"] == "_alibi_forward_kernel":
+        return 2
+    if config["kernel"] in ("_alibi_backward_dkdv_kernel", "_alibi_backward_dq_kernel"):
+        return 1
+    return 32 // config["num_warps"]
+
+
+# Representative configs whose registers or shared memory leave fewer CTAs an SM than intended.
+KNOWN_LOW_OCCUPANCY = {
+    "_blurpool_backward_kernel STRIDE=2 NCHW":
+        "8 outputs a thread, their 32 gradient loads and 32 (72 at stride 3) stores 16-bit, each its own address",
+    "_blurpool_backward_kernel STRIDE=3 NCHW": "as at stride 2",
+    # The kept input rows: 3 windows' maxes and argmax offsets an output and row, beside the blur's rows.
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NHWC": "kept rows' maxes and offsets",
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=1 PADDING=1 NHWC": "kept rows' maxes and offsets",
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=3 PADDING=0 NHWC": "kept rows' maxes and offsets",
+    "_blur_maxpool_forward_kernel KERNEL=2 STRIDE=4 PADDING=1 NHWC": "kept rows' maxes and offsets",
+    "_blur_maxpool_forward_kernel KERNEL=7 STRIDE=2 PADDING=3 NCHW": "7 input rows' maxes and offsets a pooled row",
+    "_blur_maxpool_forward_kernel KERNEL=7 STRIDE=2 PADDING=3 NHWC": "7 input rows' maxes and offsets a pooled row",
+    "_max_pool_backward_kernel KERNEL=3 PADDING=1 NCHW":
+        "pixels flattened then split by // W and % W: unprovable contiguity, 8- and 16-bit loads a window and pixel",
+    "_max_pool_backward_kernel KERNEL=3 PADDING=1 NHWC": "9 windows' offset and gradient vectors in flight a pixel",
+    "_max_pool_backward_kernel KERNEL=5 PADDING=2 NCHW": "25 windows a pixel, as at 3 x 3",
+    "_max_pool_backward_kernel KERNEL=5 PADDING=2 NHWC": "25 windows a pixel, as at 3 x 3",
+    "_forward_normalize_kernel HAS_WEIGHT=True HAS_BIAS=True rows":
+        "96 registers, for the merge of 16 splits' statistics before the loop (40 without it)",
+    "_alibi_backward_preprocess_kernel HEAD_DIM=40 HEAD_DIM_PADDED=64":
+        "rows 40 elements apart: 16-bit loads, 72 registers",
+    "_alibi_forward_kernel HEAD_DIM=40 HEAD_DIM_PADDED=64 CAUSAL=True HAS_SLOPES=False INPUT_PRECISION=tf32":
+        "rows 40 elements apart: 16-bit loads of q, k, v, 191 registers",
+}
+
+
+def test_occupancy_is_what_each_kernel_intends(report):
+    misses = {}
+    for config in _representative(report):
+        if config["ctas_per_sm"] < intended_ctas_per_sm(config):
+            misses[config["case"]] = (f"{config['ctas_per_sm']} CTAs of {config['num_warps']} warps an SM at "
+                                      f"{config['registers']} registers and {config['shared']} bytes of shared memory")
+    _check(misses, KNOWN_LOW_OCCUPANCY, report)
+
+
+# Memory-bound kernels whose main loop issues more instructions an element than its bytes allow.
+KNOWN_INSTRUCTION_BOUND = {
+    "_blurpool_forward_kernel STRIDE=1 NCHW":
+        "one output a thread a row: 16-bit loads (rows 56 apart), each with its own address and column masks",
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NCHW": "the window's compares and argmax per pixel",
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=1 PADDING=1 NCHW": "the window's compares and argmax per pixel",
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=1 PADDING=1 NHWC": "the window's compares and argmax per pixel",
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=3 PADDING=0 NCHW": "the window's compares and argmax per pixel",
+    "_blur_maxpool_forward_kernel KERNEL=7 STRIDE=2 PADDING=3 NCHW": "49 compares a pooled pixel, no rows kept",
+    "_blur_maxpool_forward_kernel KERNEL=7 STRIDE=2 PADDING=3 NHWC": "49 compares a pooled pixel, no rows kept",
+    "_max_pool_backward_kernel KERNEL=3 PADDING=1 NCHW": "9 windows a pixel, each a masked load pair and compare, "
+                                                         "in 8- and 16-bit loads",
+    "_max_pool_backward_kernel KERNEL=3 PADDING=1 NHWC": "9 windows a pixel, each a masked load pair and compare",
+    "_max_pool_backward_kernel KERNEL=5 PADDING=2 NCHW": "25 windows a pixel",
+    "_max_pool_backward_kernel KERNEL=5 PADDING=2 NHWC": "25 windows a pixel",
+    "_bce_forward_kernel TARGET_IS_INDEX=True":
+        "a precise log and IEEE divisions a class (14 FMAs, 2 MUFU) against 4 bytes; and 16-bit loads",
+}
+
+
+def test_memory_bound_kernels_stay_memory_bound(report):
+    misses = {}
+    for config in _representative(report):
+        if "instructions_per_element" not in config:
+            continue
+        budget = INSTRUCTIONS_PER_BYTE * config["dram_bytes"]
+        if config["instructions_per_element"] > budget:
+            misses[config["case"]] = (f"{config['instructions_per_element']} instructions an element against "
+                                      f"{budget:.0f} for {config['dram_bytes']:.3g} bytes")
+    _check(misses, KNOWN_INSTRUCTION_BOUND, report)
+
+
+def test_sass_and_occupancy_are_read_as_documented():
+    pytest.importorskip("triton")
+    from tests.kernels import h100_compile
+
+    sass = """
+        /*0000*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0010*/                   FFMA R0, R1, R2, R3 ;
+        /*0020*/              @P0 STG.E.U16 desc[UR4][R6.64], R8 ;
+        /*0030*/              @!P1 BRA 0x10 ;
+        /*0040*/                   EXIT ;
+        /*0050*/                   BRA 0x50;
+        /*0060*/                   NOP;
+    """
+    made = h100_compile.read_sass(sass, h100_compile.Streaming(loop_bytes=2, dram_bytes=4))
+    assert made["loads"] == {"128": 1} and made["stores"] == {"16": 1}
+    # The loop is 0x10 to 0x30: 3 instructions for the one element its one 16-bit store writes.
+    assert made["loop_loads"] == {} and made["loop_stores"] == {"16": 1}
+    assert made["elements_per_thread"] == 1 and made["instructions_per_element"] == 3
+    # 65 registers round up to 72 a thread: 28 warps of registers, 7 CTAs of 4 warps.
+    assert h100_compile.h100_ctas_per_sm(64, 4, 0) == 8 and h100_compile.h100_ctas_per_sm(65, 4, 0) == 7
+    assert h100_compile.h100_ctas_per_sm(113, 8, 65536) == 2 and h100_compile.h100_ctas_per_sm(32, 4, 228 * 1024) == 0
