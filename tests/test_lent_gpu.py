@@ -1,50 +1,318 @@
-"""tools/lent_gpu.sh's refusals: one ``error:`` line, exit 2, and nothing of the user's touched."""
+"""tools/lent_gpu.sh: its plan, its refusals (one ``error:`` line, exit 2, nothing of the user's touched), and a whole
+``run`` on this CPU with ``python3`` and ``nvidia-smi`` stubbed: the steps in the plan's order, what OUT holds, the
+compile cache's round trip, and nothing written outside OUT and .gpu-carry."""
 
+import io
+import json
+import os
+import re
+import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "tools" / "lent_gpu.sh"
+STEPS = ["setup", "correctness", "retune", "timing", "pytest", "cache"]
+CACHE = "compile-cache.tar.xz" if shutil.which("xz") else "compile-cache.tar.gz"  # xz where there is one
+OUTPUTS = {"run.log", "steps.jsonl", "correctness.json", "tuned_configs.json", "kernels.jsonl", "pytest.log", CACHE}
+
+# python3 for `run` and `prepare`: logs each call and does at once what the script needs of it.
+STUB_PYTHON = r"""#!/usr/bin/env bash
+echo "$*" >> "$STUB_LOG"
+value() { local flag=$1; shift; while [ $# -gt 0 ]; do [ "$1" = "$flag" ] && { echo "$2"; return; }; shift; done; }
+case "$1 ${2:-}" in
+"-c "*)
+    case "$2" in
+    *xdist*) exit 1 ;;
+    *KERNELS*) echo "python 3.12 torch stub triton stub" >&2; echo "$STUB_KERNELS" ;;
+    esac ;;
+"-m pip")
+    [ "$3" != download ] || touch "$(value -d "$@")/stub-1.0-py3-none-any.whl" ;;
+"-m benchmarks.gpu_check.part")
+    touch "$TRITON_CACHE_DIR/compiled-by-correctness"
+    echo "binary only: $TRITON_STORE_BINARY_ONLY" >> "$STUB_LOG"
+    echo '{"rows": [{"kernel": "stub", "passed": true}], "notes": []}' > "$4" ;;
+"-m benchmarks.kernels.retune")
+    echo "{\"retuned\": {\"$(value --kernels "$@")\": {}}}" > "$(value --out "$@")" ;;
+"-m benchmarks.kernels")
+    echo "table in use: $(cat fastcore_ops/kernels/tuned_configs.json)" >> "$STUB_LOG"
+    echo "{\"kernel\": \"$(value --kernels "$@")\"}" >> "$(value --jsonl "$@")" ;;
+"-m pytest")
+    echo "1 passed" ;;
+esac
+"""
 
 
-def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+def _run(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+def _refused(result: subprocess.CompletedProcess, message: str) -> None:
+    assert result.returncode == 2, result
+    assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1, result.stderr
+    assert message in result.stderr, result.stderr
+
+
+def _snapshot(root: Path, leave_out: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Every file under ``root`` but those under the folders ``leave_out``, by path, with its bytes."""
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*"))
+            if path.is_file() and not any(path.is_relative_to(root / folder) for folder in leave_out)}
+
+
+class _AnyBytes(bytes):
+    """Equal to any bytes: a file whose content a test does not judge."""
+
+    def __eq__(self, other):
+        return isinstance(other, bytes)
+
+    __hash__ = bytes.__hash__
+
+
+ANY_BYTES = _AnyBytes()
+
+
+def _cache_tarball(path: Path, names: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w:xz" if path.suffix == ".xz" else "w:gz") as tar:
+        for name, data in names.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
 
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    """A git repository beside a ../shared/datasets with the folders prepare looks for."""
+    """A git repository with the committed table, beside a ../shared/datasets with the folders prepare looks for."""
     repo = tmp_path / "project"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "fastcore_ops" / "kernels").mkdir(parents=True)
+    (repo / "fastcore_ops" / "kernels" / "tuned_configs.json").write_text("{}\n")
     for folder in ("cifar10-jpeg/train", "imagenet-sample"):
         (tmp_path / "shared" / "datasets" / folder).mkdir(parents=True)
     return repo
+
+
+@pytest.fixture
+def stubs(tmp_path: Path) -> dict[str, str]:
+    """The environment of a run with python3 and nvidia-smi stubbed, its compile cache and temporary files kept
+    under tmp_path."""
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    (bin_folder / "python3").write_text(STUB_PYTHON)
+    (bin_folder / "nvidia-smi").write_text("#!/bin/sh\necho 'Stub GPU, 1.0, 1 MiB'\n")
+    for stub in bin_folder.iterdir():
+        stub.chmod(0o755)
+    (tmp_path / "tmp").mkdir()
+    return {"PATH": f"{bin_folder}:{os.environ['PATH']}", "STUB_LOG": str(tmp_path / "calls.log"),
+            "STUB_KERNELS": "blurpool2d,bce_with_logits", "LENT_GPU_CACHE": str(tmp_path / "cache"),
+            "TMPDIR": str(tmp_path / "tmp"), "RUN_SECONDS": "585"}
+
+
+def _plan(result: subprocess.CompletedProcess) -> list[tuple[str, int, str]]:
+    return [(name, int(seconds), output) for name, seconds, output
+            in re.findall(r"^ +\d+\. (\w+) +(\d+) s  -> (\S+)", result.stdout, re.MULTILINE)]
+
+
+@pytest.mark.parametrize("seconds", [None, "120", "300", "585", "0900"])
+def test_the_plan_lists_every_step_in_order_within_run_seconds(checkout: Path, seconds: str | None):
+    result = _run(checkout, "plan", env={"RUN_SECONDS": seconds} if seconds else None)
+    assert result.returncode == 0, result.stderr
+    plan = _plan(result)
+    assert [name for name, _, _ in plan] == STEPS
+    assert all(budget > 0 for _, budget, _ in plan)
+    assert sum(budget for _, budget, _ in plan) <= int(seconds or 585)
+    assert {output for _, _, output in plan} | {"steps.jsonl"} == OUTPUTS
+
+
+@pytest.mark.parametrize("command", [("plan",), ("run", "out")])
+@pytest.mark.parametrize("seconds", ["abc", "119", "-5", "1.5"])
+def test_a_bad_run_seconds_is_refused(checkout: Path, command: tuple[str, ...], seconds: str):
+    _refused(_run(checkout, *command, env={"RUN_SECONDS": seconds}), f"RUN_SECONDS={seconds}: give a whole number")
+    assert not (checkout / "out").exists()
 
 
 def test_prepare_refuses_to_replace_a_carry_folder_it_did_not_write(checkout: Path):
     theirs = checkout / ".gpu-carry" / "notes.txt"
     theirs.parent.mkdir()
     theirs.write_text("someone's notes")
+    before = _snapshot(checkout)
     result = _run(checkout, "prepare")
-    assert result.returncode == 2
-    assert result.stderr.startswith("error: .gpu-carry exists and was not written by tools/lent_gpu.sh")
-    assert len(result.stderr.splitlines()) == 1
-    assert theirs.read_text() == "someone's notes"
+    _refused(result, "error: .gpu-carry exists and was not written by tools/lent_gpu.sh")
+    assert _snapshot(checkout) == before
 
 
-@pytest.mark.parametrize("args", [(), ("prepare", "extra"), ("run",), ("unknown",)])
+@pytest.mark.parametrize("args", [(), ("prepare", "extra"), ("prepare", "--cache"), ("prepare", "--cach", "x"),
+                                  ("plan", "extra"), ("run",), ("run", "a", "b"), ("unknown",)])
 def test_bad_usage_is_one_error_line_and_exit_2(checkout: Path, args: tuple[str, ...]):
-    result = _run(checkout, *args)
-    assert result.returncode == 2
-    assert result.stderr.startswith("error: usage: tools/lent_gpu.sh")
-    assert len(result.stderr.splitlines()) == 1
+    before = _snapshot(checkout)
+    _refused(_run(checkout, *args), "error: usage: tools/lent_gpu.sh")
+    assert _snapshot(checkout) == before
 
 
 def test_run_without_prepared_wheels_says_what_to_do(checkout: Path):
     out = checkout / "out"
     result = _run(checkout, "run", str(out))
-    assert result.returncode == 2
-    assert "run tools/lent_gpu.sh prepare here and carry .gpu-carry" in result.stderr
+    _refused(result, "run tools/lent_gpu.sh prepare here and carry .gpu-carry")
     assert not out.exists()
+
+
+def test_run_refuses_an_out_folder_with_files_and_bad_retune_kernels(checkout: Path, tmp_path: Path):
+    (checkout / ".gpu-carry" / "wheels").mkdir(parents=True)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("mine")
+    _refused(_run(checkout, "run", str(out)), "exists and is not an empty folder")
+    _refused(_run(checkout, "run", str(out / "mine.txt")), "exists and is not an empty folder")
+    assert [p.name for p in out.iterdir()] == ["mine.txt"] and (out / "mine.txt").read_text() == "mine"
+    _refused(_run(checkout, "run", str(tmp_path / "new"), env={"RETUNE_KERNELS": "blurpool2d;rm"}),
+             "RETUNE_KERNELS=blurpool2d;rm: kernel names and commas alone")
+    assert not (tmp_path / "new").exists()
+
+
+def _not_a_cache(tmp_path: Path, which: str) -> Path:
+    if which == "missing":
+        return tmp_path / "missing.tar.xz"
+    if which == "folder":
+        return tmp_path
+    if which == "others":
+        return _cache_tarball(tmp_path / "others.tar.gz", {"triton/a": b"", "home/.bashrc": b""})
+    path = tmp_path / f"{which}.tar.xz"
+    if which == "big":  # more than run ever brings back (sparse: no time spent writing it)
+        with open(path, "wb") as f:
+            f.truncate(15 * 1024 * 1024 + 1)
+    else:
+        path.write_text("not a tarball")
+        if which == "unreadable":
+            path.chmod(0)
+    return path
+
+
+@pytest.mark.parametrize("which, message", [
+    ("missing", "not a file this script can read"), ("folder", "not a file this script can read"),
+    pytest.param("unreadable", "not a file this script can read",
+                  marks=pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")),
+    ("text", "not a tar file"), ("big", "15728641 bytes, more than a run brings back"),
+    ("others", "holds more than triton/ and inductor/")])
+def test_prepare_refuses_a_cache_it_cannot_carry_and_writes_nothing(checkout: Path, tmp_path: Path, which: str,
+                                                                    message: str):
+    cache = _not_a_cache(tmp_path, which)
+    before = _snapshot(checkout)
+    _refused(_run(checkout, "prepare", "--cache", str(cache)), f"--cache {cache}: {message}")
+    assert _snapshot(checkout) == before
+
+
+def test_prepare_carries_the_cache_beside_the_wheels_and_images(checkout: Path, tmp_path: Path, stubs: dict):
+    datasets = tmp_path / "shared" / "datasets"
+    (datasets / "README.md").write_text("the images")
+    for folder in ("cifar10-jpeg/train/cat", "cifar10-jpeg/test/cat", "imagenet-sample/n01"):
+        (datasets / folder).mkdir(parents=True)
+        (datasets / folder / "1.jpg").write_bytes(b"jpeg")
+    cache = _cache_tarball(tmp_path / CACHE, {"triton/k/kernel.cubin": b"sass"})
+    result = _run(checkout, "prepare", "--cache", str(cache), env=stubs)
+    assert result.returncode == 0, result.stderr
+    carry = checkout / ".gpu-carry"
+    assert (carry / "compile-cache.tar").read_bytes() == cache.read_bytes()
+    assert (carry / "wheels" / "stub-1.0-py3-none-any.whl").exists()
+    assert (carry / "datasets" / "cifar10-jpeg" / "test" / "cat" / "1.jpg").exists()
+    # Again without --cache: the folder it wrote is replaced, the cache with it.
+    assert _run(checkout, "prepare", env=stubs).returncode == 0
+    assert not (carry / "compile-cache.tar").exists() and (carry / ".written-by-lent_gpu").exists()
+
+
+def test_run_follows_its_plan_and_writes_only_out_and_the_compile_cache(checkout: Path, tmp_path: Path, stubs: dict):
+    carry = checkout / ".gpu-carry"
+    (carry / "wheels").mkdir(parents=True)
+    (carry / ".written-by-lent_gpu").touch()
+    _cache_tarball(carry / "compile-cache.tar", {"triton/carried": b"from the last lease"})  # gzipped
+    before = _snapshot(tmp_path, leave_out=("cache", "tmp"))
+    out = tmp_path / "out"
+    result = _run(checkout, "run", str(out), env=stubs)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(_run(checkout, "plan").stdout)  # the plan first
+
+    calls = [line.split()[1] + (" " + line.split("--kernels ")[1].split()[0] if "--kernels" in line else "")
+             for line in (tmp_path / "calls.log").read_text().splitlines() if line.startswith("-m ")]
+    assert calls == ["pip", "benchmarks.gpu_check.part",
+                     "benchmarks.kernels.retune blurpool2d", "benchmarks.kernels.retune bce_with_logits",
+                     "benchmarks.kernels blurpool2d", "benchmarks.kernels bce_with_logits", "pytest"]
+    table = json.loads((out / "tuned_configs.json").read_text())
+    assert table == {"retuned": {"bce_with_logits": {}}}  # the stub's retune writes its kernel's alone
+    assert (tmp_path / "calls.log").read_text().count(f"table in use: {json.dumps(table)}") == 2
+    assert "binary only: 1" in (tmp_path / "calls.log").read_text()  # the cache without the kernels' IRs
+
+    assert {path.name for path in out.iterdir()} == OUTPUTS  # at most 8 come back from the device tool
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    assert [step["step"] for step in steps] == ["setup", "correctness", "retune", "retune", "timing", "timing",
+                                                "pytest", "cache"]
+    assert all(step["status"] == "ok" and step["at_s"] <= 585 for step in steps)
+    assert [json.loads(line)["kernel"] for line in (out / "kernels.jsonl").read_text().splitlines()] == [
+        "blurpool2d", "bce_with_logits"]
+    assert json.loads((out / "correctness.json").read_text())["rows"][0]["passed"] is True
+    assert "1 passed" in (out / "pytest.log").read_text()
+    with tarfile.open(out / CACHE) as tar:  # the carried cache, and what this run compiled
+        assert {"triton/carried", "triton/compiled-by-correctness"} <= set(tar.getnames())
+
+    # The committed table is back, .gpu-carry untouched, the temporary folder gone; only OUT and the cache are new.
+    assert _snapshot(tmp_path, leave_out=("cache", "tmp", "out")) == {**before, "calls.log": ANY_BYTES}
+    assert not list((tmp_path / "tmp").iterdir())
+
+
+def _late_run(checkout: Path, tmp_path: Path, stubs: dict, started_at: int) -> dict[str, dict]:
+    """A run of 120 s that starts ``started_at`` s late (bash takes SECONDS from the environment), its pytest stub
+    sleeping 30 s; its steps.jsonl by step (the last line of each)."""
+    (checkout / ".gpu-carry" / "wheels").mkdir(parents=True)
+    python3 = Path(stubs["PATH"].split(":")[0]) / "python3"
+    python3.write_text(python3.read_text().replace('echo "1 passed" ;;', 'echo started; sleep 30 ;;'))
+    out = tmp_path / "out"
+    result = _run(checkout, "run", str(out), env=stubs | {"RUN_SECONDS": "120", "SECONDS": str(started_at)})
+    assert result.returncode == 0, result.stderr
+    assert (out / CACHE).exists()  # packed in the time kept for it
+    return {step["step"]: step for step in map(json.loads, (out / "steps.jsonl").read_text().splitlines())}
+
+
+def test_a_run_short_of_time_skips_steps_but_still_packs_the_cache(checkout: Path, tmp_path: Path, stubs: dict):
+    steps = _late_run(checkout, tmp_path, stubs, started_at=92)  # 3 s left before the cache's 25
+    assert all(steps[name]["status"] == "skipped" for name in ("correctness", "retune", "timing", "pytest"))
+    assert steps["cache"]["status"] == "ok" and steps["cache"]["at_s"] <= 120
+    assert not (tmp_path / "out" / "tuned_configs.json").exists()
+
+
+def test_a_step_that_outlives_its_limit_is_stopped_and_the_run_goes_on(checkout: Path, tmp_path: Path, stubs: dict):
+    steps = _late_run(checkout, tmp_path, stubs, started_at=88)  # 7 s left before the cache's 25
+    assert steps["retune"]["status"] == "ok" and steps["pytest"]["status"] == "stopped at its budget"
+    assert steps["pytest"]["limit_s"] <= 7 and steps["cache"]["status"] == "ok" and steps["cache"]["at_s"] <= 120
+    assert "started" in (tmp_path / "out" / "pytest.log").read_text()
+
+
+def test_benchmark_appends_each_row_as_it_is_measured(tmp_path: Path, monkeypatch):
+    """--jsonl: one line per case, written before the next case is measured."""
+    from benchmarks.kernels import __main__ as kernels
+
+    jsonl = tmp_path / "rows.jsonl"
+    lines_seen = []
+
+    def measure(case, device, time_ours):
+        lines_seen.append(len(jsonl.read_text().splitlines()) if jsonl.exists() else 0)
+        return {"kernel": case.kernel, "size": case.size, "fwd_bwd_traffic_ratio": 2.0}
+
+    monkeypatch.setattr(kernels, "measure", measure)
+    monkeypatch.setattr(kernels, "plot_speedups", lambda rows, on_gpu, path: None)
+    assert kernels.main(["--device", "cpu", "--batch-size", "1", "--kernels", "blur_maxpool2d",
+                         "--out", str(tmp_path / "out"), "--jsonl", str(jsonl)]) == 0
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert lines_seen == list(range(len(rows))) and len(rows) >= 2
+    assert all(row["kernel"] == "blur_maxpool2d" and row["dtype"] == "torch.float32" for row in rows)
+
+
+def test_benchmark_refuses_a_jsonl_it_cannot_append_to(tmp_path: Path, capsys):
+    from benchmarks.kernels.__main__ import main
+
+    assert main(["--device", "cpu", "--kernels", "bce_with_logits", "--out", str(tmp_path / "out"),
+                 "--jsonl", str(tmp_path / "missing" / "rows.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --jsonl ") and err.count("\n") == 1 and "must be a file in an existing folder" in err
+    assert not (tmp_path / "out").exists()

@@ -1,32 +1,162 @@
 #!/usr/bin/env bash
-# The GPU checks for a lent GPU machine (Python 3.12, torch and Triton installed, no network, no
-# dataset, nothing of this project installed), prepared here and run there in one call.
+# The GPU work for a lent GPU machine (Python 3.12, torch and Triton installed, no network, no dataset, nothing of
+# this project installed), prepared here and run there in one call of the device tool.
 #
-#   tools/lent_gpu.sh prepare     # here: .gpu-carry/ with the wheels the suite needs beyond that
-#                                 # machine's packages, and a subset of ../shared/datasets
-#   tools/lent_gpu.sh run OUT     # there, from the repository root, with .gpu-carry carried:
-#                                 # the GPU check, then `pytest -m gpu` in the time that is left
+#   tools/lent_gpu.sh prepare [--cache FILE]  # here: .gpu-carry/ with the wheels the suite needs beyond that
+#                                             # machine's packages, a subset of ../shared/datasets and, with
+#                                             # --cache, the compile cache the last run brought back
+#   tools/lent_gpu.sh plan                    # anywhere: the steps of `run`, their budgets and output files
+#   tools/lent_gpu.sh run OUT                 # there, from the repository root, with .gpu-carry carried
 #
-# `run` writes to OUT: gpu_check.md, gpu_check.json, kernels.png, gpu_check.log, profile.txt,
-# pytest.log, junit.xml and machine.txt (at most 8 files, as the device tool brings back). It ends within
-# RUN_SECONDS (default 585) of its start. ../shared/datasets is made from the carried subset only
-# where it does not exist.
+# `run` prints the plan, then runs its steps in the order of their value per second, each stopped at its budget:
+# setup, the GPU check's correctness part, retune (every autotune config alone, one kernel at a time: the table
+# for fastcore_ops/kernels/tuned_configs.json), timing (python -m benchmarks.kernels, kernel by kernel, with the
+# retuned table in use), pytest -m gpu in the time left, and the compile cache packed for the next lease. Each
+# step's console goes to OUT as it comes and each measurement as it finishes, so a run cut short keeps what it
+# did. It writes at most 7 files, as the device tool brings back at most 8 (`plan` names them), and ends within
+# RUN_SECONDS (default 585, at least 120) of its start: give the device tool a timeout_s 10 s above it.
+#
+# RETUNE_KERNELS=a,b (default: every kernel, in benchmarks/kernels/registry.py's order) retunes those kernels
+# alone, in that order: the table's other entries stay, so leases can share the retuning.
+#
+# Between leases: the compile cache comes back as OUT/compile-cache.tar.xz (.tar.gz where there is no xz);
+# `prepare --cache PATH/compile-cache.tar.xz` puts it in .gpu-carry, and `run` unpacks it where Triton and
+# Inductor look, so the next lease starts warm.
 set -euo pipefail
 carry=.gpu-carry
+# xz where there is one: half gzip's size on Triton's cubins (202 kernels built for sm_90 here: 2.0 MB, gzip 4.7).
+if command -v xz > /dev/null; then
+    cache_name=compile-cache.tar.xz compress=-J
+else
+    cache_name=compile-cache.tar.gz compress=-z
+fi
+# As carried, compressed as it came back: tar tells xz from gzip when it reads it.
+carried_cache=$carry/compile-cache.tar
+# The device tool brings back files of at most 16 MiB; 1 MiB spare.
+cache_limit=$((15 * 1024 * 1024))
+# Where Triton and Inductor keep what they compile during `run`. A fixed path, not a temporary folder: Triton's
+# cache entries name their files by absolute path, so a carried cache is found only where it was made.
+# LENT_GPU_CACHE moves it (the tests do).
+cache_root=${LENT_GPU_CACHE:-/tmp/fastcore_ops-lent_gpu-cache}
+table=fastcore_ops/kernels/tuned_configs.json
+usage="usage: tools/lent_gpu.sh prepare [--cache FILE] | plan | run OUT"
+
+refuse() {
+    echo "error: $*" >&2
+    exit 2
+}
+
+# The steps, in the order they run, with their budgets in seconds from RUN_SECONDS. Setup and packing the cache
+# cost about the same whatever the total; the rest goes by value per second: correctness first (cheap, and it
+# says whether anything else is worth reading), retune next (the table only a GPU can make), then the timing that
+# needs the table, then pytest, which also takes whatever the steps before it leave.
+steps=(setup correctness retune timing pytest cache)
+declare -A budget outputs what
+outputs=([setup]=run.log [correctness]=correctness.json [retune]=tuned_configs.json [timing]=kernels.jsonl
+         [pytest]=pytest.log [cache]=$cache_name)
+what=([setup]="the machine, the carried wheels and test images, the carried compile cache unpacked"
+      [correctness]="the GPU check's correctness part: every kernel against its reference (fp32, fp16, bf16)"
+      [retune]="python -m benchmarks.kernels.retune, one kernel at a time (the table written after each)"
+      [timing]="python -m benchmarks.kernels with the retuned table, kernel by kernel (device-time columns)"
+      [pytest]="pytest -m gpu, in the budget and whatever the steps before it left"
+      [cache]="Triton's and Inductor's compile caches for the next lease (prepare --cache)")
+plan_budgets() {
+    local seconds=${RUN_SECONDS:-585}
+    [[ $seconds =~ ^[0-9]{1,6}$ ]] && (( 10#$seconds >= 120 )) \
+        || refuse "RUN_SECONDS=$seconds: give a whole number of seconds, at least 120"
+    total=$((10#$seconds))
+    local rest=$((total - 45))
+    budget=([setup]=20 [correctness]=$((rest * 12 / 100)) [retune]=$((rest * 33 / 100))
+            [timing]=$((rest * 30 / 100)) [cache]=25)
+    budget[pytest]=$((rest - budget[correctness] - budget[retune] - budget[timing]))
+}
+
+print_plan() {
+    echo "plan: ${#steps[@]} steps in at most $total s (RUN_SECONDS), each stopped at its budget (setup's commands at"
+    echo "      theirs, up to 60 s each); what a step leaves or overruns goes to or comes out of pytest's time"
+    local i=1 step
+    for step in "${steps[@]}"; do
+        printf '%3d. %-12s %4d s  -> %-22s %s\n' "$i" "$step" "${budget[$step]}" "${outputs[$step]}" "${what[$step]}"
+        i=$((i + 1))
+    done
+    echo "     every step -> run.log (its console, as it comes) and steps.jsonl (one line as each command ends)"
+}
+
+# Log lines of `run`: on the console and in OUT/run.log.
+say() {
+    echo "$*" | tee -a "$out/run.log"
+}
+
+# One line of steps.jsonl: what ran, how it ended, its time and its limit.
+record() {  # record STEP WHAT STATUS EXIT SECONDS LIMIT
+    printf '{"step": "%s", "what": "%s", "status": "%s", "exit": %d, "seconds": %d, "limit_s": %d, "at_s": %d}\n' \
+        "$@" "$SECONDS" >> "$out/steps.jsonl"
+}
+
+# One command of a step within LIMIT seconds, its console appended line by line to LOG (and shown), its end a
+# line of steps.jsonl. It never fails the script: the next command runs whatever this one did. Sets `ended`.
+attempt() {  # attempt STEP WHAT LIMIT LOG COMMAND...
+    local step=$1 name=$2 limit=$3 log=$4 started=$SECONDS rc=0
+    shift 4
+    if ((limit < 5)); then
+        say "-- $step $name: skipped, $limit s left for it"
+        record "$step" "$name" skipped 0 0 "$limit"
+        ended=skipped
+        return 0
+    fi
+    say "-- $step $name: at most $limit s, from $SECONDS s"
+    # -k: a command that outlives its TERM by 5 s is killed, so no step runs on into the next one's time.
+    timeout -k 5 "$limit" "$@" 2>&1 | tee -a "$log" || rc=$?
+    case $rc in
+        0) ended=ok ;;
+        124 | 137) ended="stopped at its budget" ;;
+        *) ended=failed ;;
+    esac
+    say "-- $step $name: $ended (exit $rc) in $((SECONDS - started)) s"
+    record "$step" "$name" "$ended" "$rc" "$((SECONDS - started))" "$limit"
+}
+
+# The seconds STEP may take now: its budget, but never the cache's time at the end. Sets `limit`.
+limit_for() {
+    local left=$((total - SECONDS - budget[cache]))
+    limit=$((budget[$1] < left ? budget[$1] : left))
+}
+
+# FILE copied into OUT as NAME whole or not at all: a run cut short mid-copy leaves the last whole version.
+install() {  # install FILE NAME
+    cp "$1" "$out/.$2.tmp" && mv -f "$out/.$2.tmp" "$out/$2"
+}
+
 case "${1:-}" in
 prepare)
-    [ $# -eq 1 ] || { echo "error: usage: tools/lent_gpu.sh prepare" >&2; exit 2; }
+    cache=""
+    if [ $# -eq 3 ] && [ "$2" = --cache ]; then
+        cache=$3
+    elif [ $# -ne 1 ]; then
+        refuse "usage: tools/lent_gpu.sh prepare [--cache FILE]"
+    fi
     datasets=../shared/datasets
     [ -d "$datasets/cifar10-jpeg/train" ] && [ -d "$datasets/imagenet-sample" ] \
-        || { echo "error: $datasets is missing; prepare runs beside the project's ../shared" >&2; exit 2; }
-    grep -qx "/$carry/" "$(git rev-parse --git-dir)/info/exclude" 2>/dev/null \
-        || echo "/$carry/" >> "$(git rev-parse --git-dir)/info/exclude"
+        || refuse "$datasets is missing; prepare runs beside the project's ../shared"
+    if [ -n "$cache" ]; then
+        [ -f "$cache" ] && [ -r "$cache" ] \
+            || refuse "--cache $cache: not a file this script can read; pass the $cache_name a run brought back"
+        size=$(stat -c %s "$cache")
+        ((size <= cache_limit)) || refuse "--cache $cache: $size bytes, more than a run brings back ($cache_limit)"
+        listing=$(tar -tf "$cache" 2>/dev/null) \
+            || refuse "--cache $cache: not a tar file; pass the $cache_name a run brought back"
+        # run unpacks it into the compile cache's folder: nothing else may come in with it.
+        if grep -qvE '^(triton|inductor)(/|$)' <<< "$listing" || grep -qE '(^|/)\.\.(/|$)' <<< "$listing"; then
+            refuse "--cache $cache: holds more than triton/ and inductor/; pass the $cache_name a run brought back"
+        fi
+    fi
     # Replace only a folder this script wrote (it leaves a marker), never one of the same name made otherwise.
     marker="$carry/.written-by-lent_gpu"
     if [ -e "$carry" ] && [ ! -f "$marker" ]; then
-        echo "error: $carry exists and was not written by tools/lent_gpu.sh; move it away and run prepare again" >&2
-        exit 2
+        refuse "$carry exists and was not written by tools/lent_gpu.sh; move it away and run prepare again"
     fi
+    grep -qx "/$carry/" "$(git rev-parse --git-dir)/info/exclude" 2>/dev/null \
+        || echo "/$carry/" >> "$(git rev-parse --git-dir)/info/exclude"
     rm -rf "$carry" && mkdir -p "$carry/wheels" "$carry/datasets" && touch "$marker"
     # simplejpeg and webdataset: the suite imports them; that machine has neither.
     python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -45,38 +175,152 @@ prepare)
     mkdir -p "$carry/datasets/imagenet-sample"
     mapfile -t classes < <(find "$datasets/imagenet-sample" -mindepth 1 -maxdepth 1 -type d | sort)
     cp -r -t "$carry/datasets/imagenet-sample" "${classes[@]:0:60}"
+    if [ -n "$cache" ]; then
+        cp "$cache" "$carried_cache"
+    fi
+    # The device tool carries at most 64 MiB: this folder and the working tree together.
     du -sh "$carry"
     ;;
+plan)
+    [ $# -eq 1 ] || refuse "usage: tools/lent_gpu.sh plan"
+    plan_budgets
+    print_plan
+    ;;
 run)
-    [ $# -eq 2 ] || { echo "error: usage: tools/lent_gpu.sh run OUT" >&2; exit 2; }
+    [ $# -eq 2 ] || refuse "usage: tools/lent_gpu.sh run OUT"
+    plan_budgets
+    retune_kernels=${RETUNE_KERNELS:-}
+    [[ -z $retune_kernels || $retune_kernels =~ ^[a-z0-9_]+(,[a-z0-9_]+)*$ ]] \
+        || refuse "RETUNE_KERNELS=$retune_kernels: kernel names and commas alone, e.g. blurpool2d,alibi_attention"
     out=$2
-    [ -d "$carry/wheels" ] || { echo "error: no $carry/wheels; run tools/lent_gpu.sh prepare here and carry $carry" >&2; exit 2; }
+    [ -d "$carry/wheels" ] || refuse "no $carry/wheels; run tools/lent_gpu.sh prepare here and carry $carry"
+    [ -f "$table" ] || refuse "no $table; run from the repository root"
+    # Its files are what comes back, at most 8: a folder with others in it would spill over, or mix two runs.
+    if [ -e "$out" ] && { [ ! -d "$out" ] || [ -n "$(ls -A "$out")" ]; }; then
+        refuse "$out exists and is not an empty folder; pass an empty or new one"
+    fi
     mkdir -p "$out"
-    export PYTHONUNBUFFERED=1
-    { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "no nvidia-smi"
-      python3 -c "import sys, torch, triton; print(sys.version.split()[0], torch.__version__, triton.__version__)"
-      nproc; } > "$out/machine.txt" 2>&1
-    check=$(mktemp -d)
-    trap 'rm -rf "$check"' EXIT
-    PYTHONPATH=. timeout 400 python3 -m benchmarks.gpu_check --out "$check/run" > "$out/gpu_check.log" 2>&1 \
-        || echo "gpu_check exit $?" >> "$out/gpu_check.log"
-    cp "$check"/run/gpu_check.{md,json} "$check"/run/kernels.png "$out"/ 2>/dev/null || true
-    # Where the fused BCE's forward+backward spends its time, op by op (its backward was unexplained).
-    PYTHONPATH=. timeout 60 python3 -m benchmarks.kernels --kernels bce_with_logits --profile --out "$check/profile" \
-        >> "$out/gpu_check.log" 2>&1 || echo "profile exit $?" >> "$out/gpu_check.log"
-    cp "$check/profile/profile.txt" "$out"/ 2>/dev/null || true
-    python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$check/site" "$carry"/wheels/*.whl \
-        >> "$out/machine.txt" 2>&1 || echo "the carried wheels did not install: pip exit $?" >> "$out/machine.txt"
+    print_plan | tee "$out/run.log"
+
+    export PYTHONUNBUFFERED=1 FASTCORE_OPS_INTERPRET=0
+    export TRITON_CACHE_DIR="$cache_root/triton" TORCHINDUCTOR_CACHE_DIR="$cache_root/inductor"
+    # Triton's cache keeps each kernel's cubin and metadata alone, without the IRs that were 85% of it (120 MB for
+    # 202 kernels here): what comes back must fit 16 MiB, and nothing here reads a cached kernel's IR.
+    export TRITON_STORE_BINARY_ONLY=1 XZ_OPT="-T0 -6"
+    # The compiled kernels, and the table's configs unless tuning (retune refuses FASTCORE_OPS_AUTOTUNE=0).
+    unset TRITON_INTERPRET FASTCORE_OPS_AUTOTUNE
+    work=$(mktemp -d)
+    export PYTHONPATH=".:$work/site"
+    # The timing and the tests run with the retuned table in place of the committed one; put back at the end,
+    # so the tree is left as it was found.
+    trap 'if [ -f "$work/replaced" ]; then cp "$work/committed.json" "$table"; fi; rm -rf "$work"' EXIT
+    cp "$table" "$work/committed.json"
+
+    say "== 1. setup: at most ${budget[setup]} s"
+    started=$SECONDS
+    { timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "no nvidia-smi"
+      echo "cores: $(nproc)"; } 2>&1 | tee -a "$out/run.log"
+    # The versions on stderr, into run.log; the kernels' names, in the registry's order, on stdout.
+    kernels=$(timeout 60 python3 -c 'import sys, torch, triton
+print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__, file=sys.stderr)
+from benchmarks.kernels.registry import KERNELS
+print(",".join(spec.name for spec in KERNELS))' 2>> "$out/run.log") || kernels=""
+    say "kernels: ${kernels:-unknown (the registry did not import: each step then runs every kernel at once)}"
+    timeout 60 python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$work/site" \
+        "$carry"/wheels/*.whl >> "$out/run.log" 2>&1 || say "the carried wheels did not install: exit $?"
     if [ ! -e ../shared/datasets ]; then mkdir -p ../shared && cp -r "$carry/datasets" ../shared/; fi
-    left=$(( ${RUN_SECONDS:-585} - SECONDS ))
+    mkdir -p "$TRITON_CACHE_DIR" "$TORCHINDUCTOR_CACHE_DIR"
+    if [ -f "$carried_cache" ]; then
+        if timeout 60 tar -xf "$carried_cache" -C "$cache_root" >> "$out/run.log" 2>&1; then
+            say "compile cache: $(find "$cache_root" -type f | wc -l) files unpacked into $cache_root"
+        else
+            say "compile cache: $carried_cache did not unpack (exit $?); everything compiles afresh"
+        fi
+    else
+        say "compile cache: none carried; everything compiles afresh (prepare --cache carries the last run's)"
+    fi
+    record setup "machine, wheels, images, cache" ok 0 "$((SECONDS - started))" "${budget[setup]}"
+
+    # The part writes its rows to OUT/correctness.json after each one (benchmarks/gpu_check/parts.py's Recorder).
+    limit_for correctness
+    say "== 2. correctness: at most $limit s"
+    attempt correctness "every kernel" "$limit" "$out/run.log" \
+        python3 -m benchmarks.gpu_check.part benchmarks.gpu_check.correctness "$out/correctness.json"
+
+    # One process per kernel, the table copied to OUT after each: retune writes only when it ends, so a kernel
+    # stopped at the budget loses its own tuning alone. Each gets all the time the step has left, so that kernels
+    # finish rather than all being stopped midway.
+    limit_for retune
+    say "== 3. retune: at most $limit s"
+    deadline=$((SECONDS + limit))
+    cp "$table" "$work/tuned_configs.json"
+    IFS=, read -r -a chosen <<< "${retune_kernels:-$kernels}"
+    ((${#chosen[@]})) || chosen=("")
+    tuned=""
+    for kernel in "${chosen[@]}"; do
+        attempt retune "${kernel:-every kernel}" "$((deadline - SECONDS))" "$out/run.log" \
+            python3 -m benchmarks.kernels.retune ${kernel:+--kernels "$kernel"} --out "$work/tuned_configs.json"
+        if [ "$ended" = ok ]; then
+            install "$work/tuned_configs.json" tuned_configs.json || say "the table could not be copied to $out"
+            tuned=yes
+        fi
+    done
+    if [ -n "$tuned" ]; then
+        cp "$work/tuned_configs.json" "$table"
+        touch "$work/replaced"
+        say "the retuned table replaces $table for the timing and the tests (the committed one is put back at the end)"
+    fi
+
+    # Kernel by kernel, each a fair share of what the step has left (what one leaves goes to the next), so every
+    # kernel is timed; --jsonl appends each row as it is measured, so a kernel stopped midway keeps its rows.
+    limit_for timing
+    say "== 4. timing: at most $limit s"
+    deadline=$((SECONDS + limit))
+    IFS=, read -r -a chosen <<< "$kernels"
+    ((${#chosen[@]})) || chosen=("")
+    for i in "${!chosen[@]}"; do
+        kernel=${chosen[$i]}
+        attempt timing "${kernel:-every kernel}" "$(((deadline - SECONDS) / (${#chosen[@]} - i)))" "$out/run.log" \
+            python3 -m benchmarks.kernels ${kernel:+--kernels "$kernel"} --out "$work/bench" \
+            --jsonl "$out/kernels.jsonl"
+    done
+
+    # Whatever is left before the cache's time: pytest -v writes a line per test as it ends.
+    limit=$((total - SECONDS - budget[cache]))
     # Four test processes where pytest-xdist is installed: the tests' time there is mostly Triton compiling.
-    workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n 4" || true)
-    echo "pytest -m gpu ${workers}: ${left} s left" >> "$out/machine.txt"
-    PYTHONPATH=".:$check/site" timeout "$left" python3 -m pytest -m gpu $workers -q -p no:cacheprovider --durations=20 \
-        --junitxml="$out/junit.xml" > "$out/pytest.log" 2>&1 || echo "pytest exit $? after ${SECONDS} s" >> "$out/pytest.log"
-    tail -n 3 "$out/gpu_check.log" "$out/pytest.log"
+    workers=$(python3 -c "import xdist" 2> /dev/null && echo "-n 4" || true)
+    say "== 5. pytest: at most $limit s${workers:+ (pytest-xdist: $workers)}"
+    # shellcheck disable=SC2086  # $workers: two words or none
+    attempt pytest "pytest -m gpu" "$limit" "$out/pytest.log" \
+        python3 -m pytest -m gpu $workers -v -p no:cacheprovider --durations=20
+
+    # Compressed, one file: the device tool brings back 8 files at most, of 16 MiB each. Inductor's part is left
+    # out if that is too much; the whole is left behind, with a note, if Triton's alone still is.
+    # 5 s short of the end: the kill that follows a TERM unheeded comes 5 s after it.
+    limit=$((total - SECONDS - 5 < budget[cache] ? total - SECONDS - 5 : budget[cache]))
+    say "== 6. cache: at most $limit s"
+    deadline=$((SECONDS + limit))
+    packed=""
+    for parts in "triton inductor" "triton"; do
+        # shellcheck disable=SC2086  # $parts: the folders to pack
+        attempt cache "$parts" "$((deadline - SECONDS))" "$out/run.log" \
+            tar "$compress" -cf "$work/$cache_name" -C "$cache_root" $parts
+        [ "$ended" = ok ] || break
+        size=$(stat -c %s "$work/$cache_name")
+        if ((size <= cache_limit)); then
+            install "$work/$cache_name" "$cache_name" && packed="$parts, $size bytes"
+            break
+        fi
+        say "-- cache $parts: $size bytes, over the $cache_limit a file may have to come back"
+    done
+    say "compile cache: ${packed:-not brought back}"
+
+    # A command stopped mid-write can leave its temporary file (a part's .partial, ours .tmp): not a result.
+    rm -f "$out"/*.partial "$out"/.*.tmp
+    say "== done in $SECONDS s; in $out: $(cd "$out" && ls | tr '\n' ' ')"
+    cat "$out/steps.jsonl"
     ;;
 *)
-    echo "error: usage: tools/lent_gpu.sh prepare | run OUT" >&2; exit 2
+    refuse "$usage"
     ;;
 esac

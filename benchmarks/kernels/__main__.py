@@ -241,6 +241,9 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--profile", action="store_true",
                         help="also write profile.txt: each timed path's forward+backward op by op (PyTorch's profiler)")
     parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"), help="folder for CSV, JSON and PNG")
+    parser.add_argument("--jsonl", type=Path, default=None,
+                        help="also append each row to this file as one JSON line as soon as it is measured, so a run "
+                             "stopped midway keeps the rows it finished (tools/lent_gpu.sh)")
     return parser
 
 
@@ -253,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         dtype = getattr(torch, args.dtype or ("float16" if on_gpu else "float32"))
         cases = all_cases(batch, dtype, device, set(args.kernels.split(",")) if args.kernels else None)
         check_claimable(args.out, "benchmarks")
+        if args.jsonl is not None and (args.jsonl.is_dir() or not args.jsonl.parent.is_dir()):
+            raise ValueError(f"--jsonl {args.jsonl}: must be a file in an existing folder")
     except cli.REFUSALS as error:
         return cli.refuse(error)
 
@@ -262,7 +267,13 @@ def main(argv: list[str] | None = None) -> int:
               "interpreter). Timed below: the PyTorch reference ops on the CPU; the speedup to expect on a GPU\n"
               f"is read from the modelled DRAM traffic (reference / ours). Batch {batch} instead of 256 keeps it short.")
     peak = peak_bandwidth_gbs(device)
-    rows = [measure(case, device, time_ours=on_gpu) for case in tqdm(cases, desc="kernels", leave=False)]
+    rows = []
+    for case in tqdm(cases, desc="kernels", leave=False):
+        rows.append(measure(case, device, time_ours=on_gpu))
+        if args.jsonl is not None:  # appended and closed row by row: a process stopped midway keeps its rows
+            with open(args.jsonl, "a") as f:
+                f.write(json.dumps({"device": device_name(device), "batch": batch, "dtype": str(dtype), **rows[-1]})
+                        + "\n")
 
     if on_gpu:
         columns = ["kernel", "size", "ref_fwd_ms", "ours_fwd_ms", "fwd_speedup", "ref_fwd_bwd_ms", "ours_fwd_bwd_ms",
