@@ -39,23 +39,28 @@ from .custom_op import kernel_op
 )
 @triton.jit(do_not_specialize=["C_BUCKET"])
 def _bce_forward_kernel(
-    logits_ptr, target_ptr, grad_ptr, row_loss_ptr, C,
+    logits_ptr, target_ptr, grad_ptr, row_loss_ptr, C_units,
     logits_stride, target_stride, grad_stride,
     keep, add, inv_batch, C_BUCKET,
-    TARGET_IS_INDEX: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr,
+    TARGET_IS_INDEX: tl.constexpr, ACC: tl.constexpr, UNIT: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
     # One program per sample; it writes that sample's share of the loss (its loss / N) and its row
     # of the gradient, so the host only sums the rows.
+    # The class count and the row strides come in units of UNIT elements: 8 where they are all
+    # multiples of 8, so the compiler knows that every row starts 16 bytes (of bf16) into an aligned
+    # block and that the bounds mask is constant over 8 classes, and loads 128 bits at a time. A
+    # launch marks only multiples of 16 as such, and 1000 classes are not one.
+    C = C_units * UNIT
     row = tl.program_id(0).to(tl.int64)
-    logits_ptr += row * logits_stride
-    grad_ptr += row * grad_stride
+    logits_ptr += row * logits_stride * UNIT
+    grad_ptr += row * grad_stride * UNIT
     if TARGET_IS_INDEX:
         label = tl.load(target_ptr + row)
         # Checking labels on the host would make it wait for the device: a label outside [0, C)
         # makes this sample's loss NaN instead, and with TRITON_DEBUG=1 this assert stops the kernel.
         tl.device_assert((label >= 0) & (label < C), "bce_with_logits: a class index is outside [0, C)")
     else:
-        target_ptr += row * target_stride
+        target_ptr += row * target_stride * UNIT
     total = tl.zeros((BLOCK_C,), dtype=ACC)
     for start in range(0, C, BLOCK_C):
         cols = start + tl.arange(0, BLOCK_C)
@@ -131,11 +136,12 @@ def _bce_with_logits_op(
     # Two launches: the kernel writes every row's share of the loss and the gradient, then one sum.
     row_loss = torch.empty(N, dtype=_loss_dtype(logits), device=logits.device)
     target_is_index = not target.dtype.is_floating_point
+    sizes = (C, logits.stride(0), 0 if target_is_index else target.stride(0), grad.stride(0))
+    unit = 8 if all(size % 8 == 0 for size in sizes) else 1
     _bce_forward_kernel[(N,)](
-        logits, target, grad, row_loss, C,
-        logits.stride(0), 0 if target_is_index else target.stride(0), grad.stride(0),
+        logits, target, grad, row_loss, *(size // unit for size in sizes),
         1.0 - label_smoothing, label_smoothing / C, 1.0 / N, backend.size_bucket(C),
-        TARGET_IS_INDEX=target_is_index, ACC=backend.accumulator(logits.dtype),
+        TARGET_IS_INDEX=target_is_index, ACC=backend.accumulator(logits.dtype), UNIT=unit,
     )
     return row_loss.sum(), grad
 

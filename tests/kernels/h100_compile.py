@@ -190,14 +190,16 @@ def _blur_cases_as_launched():
 
 def _bce_cases():
     # ResNet-50's head at batch 256: 1000 classes, bf16 logits, rows 1000 apart (not a multiple of 16).
-    samples, classes = 256, 1000
+    # The class count and row strides are passed in units of 8 elements (1000 = 8 x 125), as the op does
+    # where they allow.
+    samples, classes, unit = 256, 1000, 8
     for target_is_index, target_type in ((True, "i64"), (False, "fp32")):
-        launch = {"C": classes, "logits_stride": classes, "target_stride": 0 if target_is_index else classes,
-                  "grad_stride": classes}
+        launch = {"C_units": classes // unit, "logits_stride": classes // unit,
+                  "target_stride": 0 if target_is_index else classes // unit, "grad_stride": classes // unit}
         yield KernelCase(
             bce._bce_forward_kernel,
             {"logits_ptr": "bf16", "target_ptr": target_type, "grad_ptr": "bf16", "row_loss_ptr": "fp32"},
-            {"TARGET_IS_INDEX": target_is_index, "ACC": tl.float32},
+            {"TARGET_IS_INDEX": target_is_index, "ACC": tl.float32, "UNIT": unit},
             floats=("keep", "add", "inv_batch"), divisible=_multiples_of_16(launch),
             # Reads a logit (and a float target) and writes a gradient per element.
             streaming=Streaming(2, 2 + 2 if target_is_index else 2 + 4 + 2),
