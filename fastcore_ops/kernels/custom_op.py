@@ -3,9 +3,9 @@
 ``torch.compile`` and ``torch.export`` must see each kernel as one opaque op with a fake
 implementation, so every kernel is a ``torch.library`` custom op. In eager mode the custom-op
 machinery is pure host cost: measured on a 2-core Xeon with launches stubbed, the fused BCE's
-forward and backward took 87 µs through its two ops, 46 µs through a plain
-``torch.autograd.Function`` around the same Python code, and PyTorch's own loss 52 µs. On a GPU
-those 40 µs outweigh a kernel that runs for 10. So :class:`KernelOp` calls the implementation
+forward and backward took 77 µs through its two ops, 48 µs through a plain
+``torch.autograd.Function`` around the same Python code, and PyTorch's own loss 60 µs
+(reports/kernels-host-side-20261201/dispatch-cost.md). On a GPU those 29 µs outweigh a kernel that runs for 10. So :class:`KernelOp` calls the implementation
 directly, under an ``autograd.Function``, on plain tensors in eager mode, and the registered op
 wherever a compiler, an exporter, a fake-tensor mode or a tensor subclass is looking.
 
