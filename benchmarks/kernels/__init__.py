@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 import torch
+
+from .compile_cases import KernelCase
 
 
 @dataclass
@@ -107,11 +109,14 @@ class KernelSpec:
 
     ``inputs(device, dtype, tiny)`` gives the positional arguments of one training step's call
     (``tiny``: the same call on tiny tensors, whose compute costs nothing); ``ours`` and ``rival``
-    take them: our public function, and the op a user would run instead. Its forward and backward
-    may issue at most ``forward_launches`` and ``backward_launches`` device launches
-    (``benchmarks.kernels.host_side``). ``benchmark_cases(batch, dtype, device, tiny)`` are the
-    timed sizes with their traffic models, ``correctness_cases(small)`` the GPU check's, and
-    ``goals`` what the kernel is held to on a GPU against its rivals (docs/kernels.md derives each).
+    take them: our public function, and the op a user would run instead (``rival_text`` in words).
+    Its forward and backward may issue at most ``forward_launches`` and ``backward_launches`` device
+    launches (``benchmarks.kernels.host_side``); ``launches_text`` says which, where there is a choice.
+    ``benchmark_cases(batch, dtype, device, tiny)`` are the timed sizes with their traffic models,
+    ``correctness_cases(small)`` the GPU check's, ``compile_cases()`` the Triton kernels it launches as
+    the sm_90 compile check compiles them (:mod:`benchmarks.kernels.compile_cases`), and ``goals``
+    what the kernel is held to on a GPU against its rivals (docs/kernels.md derives each; its table
+    of declarations is written from these: ``python -m benchmarks.kernels.declarations``).
     """
 
     name: str
@@ -122,7 +127,10 @@ class KernelSpec:
     backward_launches: int
     benchmark_cases: Callable[[int, torch.dtype, torch.device, bool], list[Case]]
     correctness_cases: Callable[[bool], list[CorrectnessCase]]
+    compile_cases: Callable[[], Iterable[KernelCase]]
     goals: tuple[Goal, ...]
+    rival_text: str
+    launches_text: str
 
 
 def channels_last_image(shape, device, dtype) -> torch.Tensor:

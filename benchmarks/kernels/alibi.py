@@ -21,10 +21,12 @@ import functools
 import torch
 import torch.nn.functional as F
 
+from fastcore_ops.kernels import alibi as kernels
 from fastcore_ops.kernels import alibi_attention, alibi_slopes
 from fastcore_ops.kernels.alibi import alibi_attention_reference
 
 from . import Case, CorrectnessCase, Goal, KernelSpec, Traffic, element_size
+from .compile_cases import KernelCase, multiples_of_16
 
 HEADS, HEAD_DIM = 12, 64
 # A short length, where launches and memory decide, and two where the matmuls do (docs/kernels.md).
@@ -186,10 +188,58 @@ def _step_inputs(device, dtype, tiny):
     return tuple(torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
 
 
+def _launch(names: list[str], head_dim: int) -> dict[str, int]:
+    """The integer arguments of GPT-2 small's attention (12 heads, 1024 positions) at this head dim, on
+    contiguous (B, H, T, D) tensors: every stride but the head dim's, which is 1."""
+    heads, length = 12, 1024
+    strides = {"b": heads * length * head_dim, "h": length * head_dim, "t": head_dim}
+    values = {"H": heads, "n_pow2": kernels._largest_power_of_two_at_most(heads), "Tq": length, "Tk": length,
+              "TQ_BUCKET": length, "TK_BUCKET": length}
+    values.update({name: strides[name[-1]] for name in names if name.startswith("stride_") and name[-1] in strides})
+    return {name: value for name, value in values.items() if name in names}
+
+
+def _compile_cases():
+    data, stats = "bf16", "fp32"  # bf16 q, k, v and gradients; fp32 slopes (when given), LSE and delta
+    pointers = {
+        "q_ptr": data, "k_ptr": data, "v_ptr": data, "out_ptr": data, "do_ptr": data,
+        "dq_ptr": data, "dk_ptr": data, "dv_ptr": data,
+        "slopes_ptr": stats, "lse_ptr": stats, "delta_ptr": stats,
+    }
+    # The CTAs an SM is meant to hold (docs/kernels.md): two of the forward, one of either backward kernel.
+    attention = ((kernels._alibi_forward_kernel, 2), (kernels._alibi_backward_dkdv_kernel, 1),
+                 (kernels._alibi_backward_dq_kernel, 1))
+    # Head dim 64 needs no head-dim masks, 40 (padded to 64) does; causal and not. Slopes
+    # computed in the kernels (the default: slopes_ptr is then q, never read) or given.
+    for head_dim, causal, has_slopes in ((64, True, False), (64, False, False), (40, True, False), (64, True, True)):
+        constexprs = {"HEAD_DIM": head_dim, "HEAD_DIM_PADDED": 64, "CAUSAL": causal, "HAS_SLOPES": has_slopes,
+                      "INPUT_PRECISION": "tf32"}
+        for kernel, ctas_per_sm in attention:
+            names = kernel.fn.arg_names
+            kernel_pointers = {n: t for n, t in pointers.items() if n in names}
+            if not has_slopes:
+                kernel_pointers["slopes_ptr"] = data
+            yield KernelCase(
+                kernel, kernel_pointers, constexprs,
+                floats=("qk_scale", "scale"),
+                unit_strides=tuple(n for n in names if n.startswith("stride_") and n.endswith("d")),  # head dim
+                divisible=multiples_of_16(_launch(names, head_dim)), ctas_per_sm=ctas_per_sm,
+            )
+    for head_dim in (64, 40):
+        yield KernelCase(
+            kernels._alibi_backward_preprocess_kernel, {"out_ptr": data, "do_ptr": data, "delta_ptr": stats},
+            {"HEAD_DIM": head_dim, "HEAD_DIM_PADDED": 64, "BLOCK_M": kernels._PREPROCESS_BLOCK_M},
+            unit_strides=("stride_od", "stride_dod"),
+            divisible=multiples_of_16(_launch(kernels._alibi_backward_preprocess_kernel.arg_names, head_dim)),
+        )
+
+
 # The rival a user would run: SDPA with the ALiBi bias as a mask built once (the speed limit, SDPA
 # without a bias, and FlexAttention are timed beside it in the benchmark cases).
 SPEC = KernelSpec("alibi_attention", _ours, _sdpa_with_bias, _step_inputs, forward_launches=1, backward_launches=3,
-                  benchmark_cases=cases, correctness_cases=correctness_cases,
+                  benchmark_cases=cases, correctness_cases=correctness_cases, compile_cases=_compile_cases,
                   goals=(Goal("flex", 1.0, "at least FlexAttention's speed with ALiBi as its score modification"),
                          Goal("sdpa", 1 / 1.5, "within 1.5x of SDPA's flash path without a bias, from T = 2048",
-                              applies_to=_long)))
+                              applies_to=_long)),
+                  rival_text="SDPA with the ALiBi bias as a mask built once",
+                  launches_text="backward: row terms, dK and dV, dQ")

@@ -7,13 +7,18 @@ filter; for the max pool, ``F.max_pool2d`` at stride 1 then that blur) and, on C
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from fastcore_ops.kernels import blur_maxpool2d, blurpool2d
+from fastcore_ops.kernels import blurpool as kernels
+from fastcore_ops.kernels.backend import tl
 from fastcore_ops.kernels.blurpool import blur_maxpool2d_reference, blurpool2d_reference
 
 from . import (Case, CorrectnessCase, Goal, KernelSpec, Traffic, channels_last_image, compiled_on_first_call,
                element_size)
+from .compile_cases import KernelCase, Streaming, multiples_of_16
 
 # (channels, side, blur stride) of the inputs of ResNet-50's strided convolutions with >= 16 input
 # channels, each of which BlurPool surgery puts a blur in front of: the 1x1 downsample of each
@@ -134,11 +139,106 @@ def _blur_maxpool_reference(x):
     return blur_maxpool2d_reference(x, 3, 2, 1)
 
 
+# The blur kernels' representative launches, from ResNet-50 with BlurPool at batch 256 in bf16: the blur before
+# the first stride-2 conv (128 channels of 56 x 56) and the stem's blur max pool (64 channels of 112 x 112).
+_LAUNCH_IMAGES = {"_blurpool_forward_kernel": (128, 56), "_blurpool_backward_kernel": (128, 56),
+                  "_blur_maxpool_forward_kernel": (64, 112), "_max_pool_backward_kernel": (64, 112)}
+# The image whose strides each prefix of a kernel's stride arguments holds.
+_LAUNCH_STRIDES = {
+    "_blurpool_forward_kernel": {"stride": "input", "out_stride": "output"},
+    "_blurpool_backward_kernel": {"stride": "output", "in_stride": "input"},
+    "_blur_maxpool_forward_kernel": {"stride": "input", "out_stride": "output", "arg_stride": "pooled"},
+    "_max_pool_backward_kernel": {"stride": "pooled", "arg_stride": "pooled", "in_stride": "input"},
+}
+
+
+def _launch(case: KernelCase) -> dict[str, int]:
+    """The integer arguments of a blur kernel's representative launch, in the case's layout."""
+    name = case.jit_function().__name__
+    channels, size = _LAUNCH_IMAGES[name]
+    pooled = size + 2 * case.constexprs.get("PADDING", 0) - case.constexprs.get("KERNEL", 1) + 1
+    sides = {"input": size, "pooled": pooled, "output": (pooled - 1) // case.constexprs.get("STRIDE", 1) + 1}
+    values = {"C": channels, "H": size, "W": size, "Hp": pooled, "Wp": pooled, "Ho": sides["output"],
+              "Wo": sides["output"]}
+    for prefix, image in _LAUNCH_STRIDES[name].items():
+        side = sides[image]
+        if case.layout() == "NHWC":
+            strides = (side * side * channels, 1, side * channels, channels)
+        else:
+            strides = (channels * side * side, side * side, side, 1)
+        values.update({f"{prefix}_{dim}": stride for dim, stride in zip("nchw", strides)})
+    return {name: value for name, value in values.items() if name in case.jit_function().arg_names}
+
+
+def _streaming(case: KernelCase) -> Streaming:
+    """What each output pixel of a blur kernel moves (the input's pixel for the backward kernels), in bf16."""
+    name = case.jit_function().__name__
+    stride = case.constexprs.get("STRIDE", 1)
+    if name == "_blurpool_forward_kernel":  # stride^2 inputs read, one output written
+        return Streaming(2, 2 * stride**2 + 2)
+    if name == "_blurpool_backward_kernel":  # one input gradient written, 1 / stride^2 output gradients read
+        return Streaming(2, 2 + 2 / stride**2)
+    if name == "_blur_maxpool_forward_kernel":  # and the argmax bytes of the pooled pixels some output reads
+        argmax = min(stride, 3) ** 2
+        return Streaming(2 + argmax, 2 * stride**2 + 2 + argmax)
+    return Streaming(2, 2 + 1 + 2)  # the max pool's backward: a pooled gradient and argmax byte an input pixel
+
+
+def _compile_cases(every_config: list, one_config: list = ()):
+    """The blur kernels (kernel, data pointers, constexprs) as launched in NCHW and in NHWC: ``every_config``
+    in each config of its autotuner, ``one_config`` in the first (NCHW) or last (NHWC) config alone, of the
+    default 4 warps. Each with its launch's hints, the config meant for its layout and what its elements move."""
+    for all_configs, kernel_cases in ((True, every_config), (False, one_config)):
+        for kernel, data_pointers, constexprs in kernel_cases:
+            pointers = {name: "bf16" for name in data_pointers}
+            names = kernel.fn.arg_names
+            if "argmax_ptr" in names:
+                pointers["argmax_ptr"] = "u8"
+            for layout_stride, config in (("stride_w", kernel.configs[0]), ("stride_c", kernel.configs[-1])):
+                unit = tuple(n for n in names if n.endswith(layout_stride))  # NCHW, then NHWC
+                if all_configs:
+                    case = KernelCase(kernel, pointers, {**constexprs, "ACC": tl.float32}, unit_strides=unit)
+                else:
+                    assert config.num_warps == 4
+                    case = KernelCase(kernel.fn, pointers, {**constexprs, **config.kwargs, "ACC": tl.float32},
+                                      unit_strides=unit)
+                nhwc = case.layout() == "NHWC"
+                blur = case.jit_function().__name__ in ("_blurpool_forward_kernel", "_blurpool_backward_kernel")
+                yield replace(case, divisible=multiples_of_16(_launch(case)), representative=-1 if nhwc else 0,
+                              streaming=_streaming(case), fills_16_bytes=blur and nhwc)
+
+
+def _blurpool_compile_cases():
+    forward, backward = kernels._blurpool_forward_kernel, kernels._blurpool_backward_kernel
+    return _compile_cases([(forward, ("x_ptr", "out_ptr"), {"STRIDE": 2}),
+                           (forward, ("x_ptr", "out_ptr"), {"STRIDE": 1}),  # and stride 1's backward
+                           (backward, ("grad_out_ptr", "grad_in_ptr"), {"STRIDE": 2}),
+                           (backward, ("grad_out_ptr", "grad_in_ptr"), {"STRIDE": 3})])
+
+
+def _blur_maxpool_compile_cases():
+    """Its forward and its max pool's backward (its blur's backward is blurpool2d's). The forward's other paths
+    (stride 1, from 3, from 4 the rows no output reads, kernels too large to keep input rows) and a 5 x 5 max
+    pool's backward in one config each, not every config (some take 30 s)."""
+    forward, backward = kernels._blur_maxpool_forward_kernel, kernels._max_pool_backward_kernel
+    images, gradients = ("x_ptr", "out_ptr"), ("grad_pooled_ptr", "grad_in_ptr")
+    return _compile_cases(
+        [(forward, images, {"KERNEL": 3, "STRIDE": 2, "PADDING": 1}),
+         (backward, gradients, {"KERNEL": 3, "PADDING": 1})],
+        [(forward, images, {"KERNEL": 3, "STRIDE": 1, "PADDING": 1}),
+         (forward, images, {"KERNEL": 3, "STRIDE": 3, "PADDING": 0}),
+         (forward, images, {"KERNEL": 2, "STRIDE": 4, "PADDING": 1}),
+         (forward, images, {"KERNEL": 7, "STRIDE": 2, "PADDING": 3}),
+         (backward, gradients, {"KERNEL": 5, "PADDING": 2})])
+
+
 BLURPOOL = KernelSpec(
     "blurpool2d", _blurpool, _blurpool_reference,  # the reference is what a user runs: cuDNN's depthwise conv
     lambda device, dtype, tiny: (channels_last_image((2, 4, 8, 8) if tiny else (64, 256, 56, 56), device, dtype),),
     forward_launches=1, backward_launches=1, benchmark_cases=blurpool_cases,
     correctness_cases=lambda small: _correctness_cases("blurpool2d", _blurpool, _blurpool_reference, small),
+    compile_cases=_blurpool_compile_cases,
+    rival_text="cuDNN's depthwise convolution with a cached filter", launches_text="",
     goals=(Goal("ref", 2.0, "at least 2x cuDNN's depthwise convolution"),
            # Both move the same bytes: the gain is in reaching the bound, so the bound is the goal.
            Goal("floor", 1 / 1.3, "within 1.3x of its bytes at the device's peak bandwidth")))
@@ -148,5 +248,8 @@ BLUR_MAXPOOL = KernelSpec(
     forward_launches=1, backward_launches=2, benchmark_cases=blur_maxpool_cases,
     correctness_cases=lambda small: _correctness_cases("blur_maxpool2d", _blur_maxpool, _blur_maxpool_reference,
                                                        small),
+    compile_cases=_blur_maxpool_compile_cases,
+    rival_text="`F.max_pool2d(x, 3, stride=1, padding=1)`, then the stride-2 blur",
+    launches_text="backward: the blur's, then the max pool's routing",
     goals=(Goal("ref", 3.0, "at least 3x max_pool2d then the blur"),
            Goal("ref", 1.0, "at no more than their peak memory", metric="peak_MB")))

@@ -12,9 +12,12 @@ import torch
 import torch.nn.functional as F
 
 from fastcore_ops.kernels import ghost_batch_norm
+from fastcore_ops.kernels import ghost_batchnorm as kernels
+from fastcore_ops.kernels.backend import tl
 from fastcore_ops.kernels.ghost_batchnorm import _plan, ghost_batch_norm_reference
 
 from . import Case, CorrectnessCase, Goal, KernelSpec, Traffic, channels_last_image, compiled_on_first_call
+from .compile_cases import KernelCase, Streaming, multiples_of_16
 
 ACTIVATIONS = [(64, 112), (256, 56), (512, 28), (2048, 7)]
 CHUNKS = 8  # 256 / 32, kept at smaller benchmark batches so the reference loops as often
@@ -109,14 +112,56 @@ def _step_inputs(device, dtype, tiny):
     return channels_last_image((256, channels, size, size), device, dtype), weight, bias, *running
 
 
+def _launch(planes: bool) -> dict[str, int]:
+    """The sizes a launch passes for ResNet-50's first stage at batch 256 (64 channels of 56 x 56, ghost batch 32)."""
+    layout = torch.contiguous_format if planes else torch.channels_last
+    plan = _plan(torch.empty(256, 64, 56, 56, device="meta", memory_format=layout), 32)
+    assert plan.planes == planes
+    return {"N": plan.N, "C": plan.C, "HW": plan.HW, "G": plan.G, "S": plan.splits, "SPLIT": plan.split_units}
+
+
+def _compile_cases():
+    data, stats = "bf16", "fp32"  # bf16 activations and parameters, fp32 statistics buffers
+    # Per element: the statistics and backward sums read x (and g) and store nothing in their loops; normalize
+    # reads x and writes y; backward reads g and x and writes grad_x.
+    passes = [
+        (kernels._forward_stats, {"x_ptr": data, "partial_ptr": stats}, {}, Streaming(2, 2, counts_loads=True)),
+        (kernels._forward_normalize, {"x_ptr": data, "out_ptr": data, "weight_ptr": data, "bias_ptr": data,
+                                      "partial_ptr": stats, "mean_ptr": stats, "var_ptr": stats},
+         {"HAS_WEIGHT": True, "HAS_BIAS": True}, Streaming(2, 4)),
+        (kernels._backward_sums, {"grad_ptr": data, "x_ptr": data, "mean_ptr": stats, "var_ptr": stats,
+                                  "partial_ptr": stats}, {}, Streaming(4, 4, counts_loads=True)),
+        (kernels._backward, {"grad_ptr": data, "x_ptr": data, "weight_ptr": data, "mean_ptr": stats,
+                             "var_ptr": stats, "partial_ptr": stats, "grad_x_ptr": data, "grad_weight_ptr": stats,
+                             "grad_bias_ptr": stats}, {"HAS_WEIGHT": True}, Streaming(2, 6)),
+    ]
+    # The layouts are not strides here but the constexpr PLANES (NCHW planes, else rows of contiguous channels,
+    # 16 bytes a thread), each with its own autotuner and tile configs.
+    for tuned, pointers, constexprs, streaming in passes:
+        for planes in (False, True):
+            yield KernelCase(tuned[planes], pointers, {**constexprs, "PLANES": planes, "ACC": tl.float32},
+                             floats=("eps",), divisible=multiples_of_16(_launch(planes)), streaming=streaming,
+                             fills_16_bytes=not planes)
+    # Its N, C, HW and G, all multiples of 16 at that launch.
+    sizes = {name: value for name, value in _launch(False).items() if name in ("N", "C", "HW", "G")}
+    yield KernelCase(
+        kernels._running_stats_kernel,
+        {"running_mean_ptr": stats, "running_var_ptr": stats, "mean_ptr": stats, "var_ptr": stats},
+        {"ACC": tl.float32, "BLOCK_C": kernels._RUNNING_BLOCK_C, "BLOCK_K": kernels._RUNNING_BLOCK_K},
+        floats=("momentum_high", "momentum_low"), divisible=multiples_of_16(sizes),
+    )
+
+
 SPEC = KernelSpec(
     "ghost_batch_norm",
     lambda x, w, b, m, v: ghost_batch_norm(x, m, v, w, b, True, ghost_batch_size=32),
     # What a user runs instead, the reference: F.batch_norm on each chunk, then torch.cat.
     lambda x, w, b, m, v: ghost_batch_norm_reference(x, m, v, w, b, True, ghost_batch_size=32),
     _step_inputs, forward_launches=3, backward_launches=2, benchmark_cases=cases,
-    correctness_cases=correctness_cases,
+    correctness_cases=correctness_cases, compile_cases=_compile_cases,
     # Full-batch batch norm makes the same passes, so it bounds ours; the loop moves 1.5x the bytes and
     # reached 55% of an H200's bandwidth: 2x leaves room (docs/kernels.md).
     goals=(Goal("batch_norm", 1 / 1.15, "within 1.15x of one F.batch_norm over the whole batch"),
-           Goal("ref", 2.0, "at least 2x the per-chunk F.batch_norm loop")))
+           Goal("ref", 2.0, "at least 2x the per-chunk F.batch_norm loop")),
+    rival_text="`F.batch_norm` on each chunk, then `torch.cat`",
+    launches_text="forward: statistics, normalize, running statistics; backward: sums, gradients")

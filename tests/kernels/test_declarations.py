@@ -1,10 +1,13 @@
 """A kernel is declared once (benchmarks/kernels/registry.py) and every check and benchmark reads the
-declaration: a toy kernel declared in a test helper goes through all of them, no other file edited."""
+declaration: a toy kernel declared in a test helper goes through all of them, no other file edited (the sm_90
+compile check: tests/kernels/test_h100_compile.py)."""
+
+from pathlib import Path
 
 import torch
 
 from benchmarks.gpu_check.correctness import TOLERANCES, largest_errors
-from benchmarks.kernels import host_side
+from benchmarks.kernels import declarations, host_side
 from benchmarks.kernels.__main__ import measure
 from benchmarks.kernels.registry import KERNELS
 from tests.kernels import toy_kernel
@@ -36,3 +39,15 @@ def test_a_toy_kernel_goes_through_the_benchmark_and_the_correctness_check():
         assert row["ours_fwd_bwd_ms"] > 0 and row["ref_fwd_bwd_ms"] > 0
     for case in spec.correctness_cases(True):
         assert max(largest_errors(case, torch.float32, cpu)) <= TOLERANCES[torch.float32]
+
+
+def test_the_docs_table_is_the_declarations():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "kernels.md").read_text()
+    assert declarations.table(KERNELS) + "\n" in page, (
+        "docs/kernels.md's table of kernels differs from the declarations: paste over it what "
+        "python -m benchmarks.kernels.declarations prints")
+
+
+def test_a_toy_kernel_gets_its_row_in_the_docs_table():
+    row = declarations.table([toy_kernel.SPEC]).splitlines()[-1]
+    assert row == "| `double` | 1 forward, 1 backward | `x * 2` | as fast as doubling in PyTorch |"

@@ -7,6 +7,7 @@ declarations, to show that a new kernel needs its declaration and nothing else.
 import torch
 
 from benchmarks.kernels import Case, CorrectnessCase, Goal, KernelSpec, Traffic
+from benchmarks.kernels.compile_cases import KernelCase, Streaming, multiples_of_16
 from fastcore_ops.kernels import backend
 from fastcore_ops.kernels.backend import tl, triton
 from fastcore_ops.kernels.custom_op import kernel_op
@@ -59,6 +60,13 @@ def _correctness_cases(small):
     return [CorrectnessCase("double", "37", "contiguous", make, tuple, double, _reference)]
 
 
+def _compile_cases():
+    # fp32 in 4 warps of 1024 elements: 8 a thread, two 128-bit loads and stores; it reads and writes 4 bytes.
+    yield KernelCase(_double_kernel, {"x_ptr": "fp32", "out_ptr": "fp32"}, {"BLOCK": _BLOCK},
+                     divisible=multiples_of_16({"n": 2**24}), streaming=Streaming(4, 8), fills_16_bytes=True)
+
+
 SPEC = KernelSpec("double", double, _reference, _inputs, forward_launches=1, backward_launches=1,
                   benchmark_cases=_benchmark_cases, correctness_cases=_correctness_cases,
-                  goals=(Goal("ref", 1.0, "as fast as doubling in PyTorch"),))
+                  compile_cases=_compile_cases, goals=(Goal("ref", 1.0, "as fast as doubling in PyTorch"),),
+                  rival_text="`x * 2`", launches_text="")
