@@ -127,6 +127,16 @@ def nearest(name: str, known: list[str]) -> list[str]:
     return [match for match, ratio in zip(close, ratios) if ratio >= ratios[0] - 0.1]
 
 
+def shown(name: str) -> str:
+    """``name`` as an error line shows it: as it is, or quoted where it is empty, has spaces around it or
+    characters that do not print.
+
+        >>> shown("cifar_mild"), shown(" x"), shown("")
+        ('cifar_mild', "' x'", "''")
+    """
+    return name if name and name.isprintable() and name.strip() == name else repr(name)
+
+
 def check_name(flag: str, name: str, known: Iterable[str], kind: str) -> str:
     """``name`` when it is among ``known``; else ValueError naming ``flag`` and the closest known names.
     ``kind`` words the error ("recipe", "method").
@@ -138,8 +148,7 @@ def check_name(flag: str, name: str, known: Iterable[str], kind: str) -> str:
     """
     known = list(known)
     if name not in known:
-        shown = name if name.isprintable() and name.strip() == name and name else repr(name)
-        raise ValueError(f"{flag} {shown}: no such {kind}; {closest(name, known)}")
+        raise ValueError(f"{flag} {shown(name)}: no such {kind}; {closest(name, known)}")
     return name
 
 

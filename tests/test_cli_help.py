@@ -17,7 +17,7 @@ from tests.tool_module import load_tool
 COMMANDS = [
     "training.train", "training.tradeoff.cli", "training.ablate.cli", "training.alibi_extrapolation",
     "training.text.prepare", "fastcore_ops.data.prepare", "benchmarks.kernels.__main__", "benchmarks.kernels.retune",
-    "benchmarks.kernels.host_side", "benchmarks.surgery",
+    "benchmarks.kernels.host_side", "benchmarks.kernels.declarations", "benchmarks.surgery",
     "benchmarks.dataloader", "benchmarks.peers", "benchmarks.step_floor", "benchmarks.composer_job",
     "benchmarks.gpu_check.__main__", "tools/method_cards", "tools/readme_tables",
 ]

@@ -20,6 +20,7 @@ import torchvision
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -98,7 +99,7 @@ def _run_without_triton(script: str, **variables: str) -> subprocess.CompletedPr
     env = {k: v for k, v in os.environ.items() if k not in ("FASTCORE_OPS_INTERPRET", "TRITON_INTERPRET")}
     env.update(variables)
     return subprocess.run([sys.executable, "-c", _BLOCK_TRITON + script], env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=HANG_GUARD_S)
 
 
 def test_without_triton_every_kernel_runs_its_reference_on_the_cpu():

@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
+
 SCRIPT = Path(__file__).resolve().parent.parent / "tools" / "lent_gpu.sh"
 STEPS = ["setup", "correctness", "retune", "timing", "pytest", "cache"]
 CACHE = "compile-cache.tar.xz" if shutil.which("xz") else "compile-cache.tar.gz"  # xz where there is one
 OUTPUTS = {"run.log", "steps.jsonl", "correctness.json", "tuned_configs.json", "kernels.jsonl", "pytest.log", CACHE}
+OUT_MARKER = ".fastcore_ops-lent_gpu"  # an empty folder: OUT's files stay the 7 above
 
 # python3 for `run` and `prepare`: logs each call and does at once what the script needs of it.
 STUB_PYTHON = r"""#!/usr/bin/env bash
@@ -46,7 +49,7 @@ esac
 
 
 def _run(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, timeout=60,
+    return subprocess.run(["bash", str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, timeout=HANG_GUARD_S,
                           env={**os.environ, **(env or {})})
 
 
@@ -60,6 +63,15 @@ def _snapshot(root: Path, leave_out: tuple[str, ...] = ()) -> dict[str, bytes]:
     """Every file under ``root`` but those under the folders ``leave_out``, by path, with its bytes."""
     return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*"))
             if path.is_file() and not any(path.is_relative_to(root / folder) for folder in leave_out)}
+
+
+def _tree(root: Path) -> dict[str, bytes | str]:
+    """Everything under ``root``, links not followed: a file's bytes, a link's target, "folder" for a folder."""
+    def what(path: Path) -> bytes | str:
+        if path.is_symlink():
+            return f"link to {os.readlink(path)}"
+        return "folder" if path.is_dir() else path.read_bytes()
+    return {str(path.relative_to(root)): what(path) for path in sorted(root.rglob("*"))}
 
 
 class _AnyBytes(bytes):
@@ -91,8 +103,9 @@ def checkout(tmp_path: Path) -> Path:
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "fastcore_ops" / "kernels").mkdir(parents=True)
     (repo / "fastcore_ops" / "kernels" / "tuned_configs.json").write_text("{}\n")
-    for folder in ("cifar10-jpeg/train", "imagenet-sample"):
+    for folder in ("cifar10-jpeg/train", "cifar10-jpeg/test", "imagenet-sample"):
         (tmp_path / "shared" / "datasets" / folder).mkdir(parents=True)
+    (tmp_path / "shared" / "datasets" / "README.md").write_text("the images")
     return repo
 
 
@@ -165,8 +178,8 @@ def test_run_refuses_an_out_folder_with_files_and_bad_retune_kernels(checkout: P
     out = tmp_path / "out"
     out.mkdir()
     (out / "mine.txt").write_text("mine")
-    _refused(_run(checkout, "run", str(out)), "exists and is not an empty folder")
-    _refused(_run(checkout, "run", str(out / "mine.txt")), "exists and is not an empty folder")
+    _refused(_run(checkout, "run", str(out)), "holds files that tools/lent_gpu.sh run did not write")
+    _refused(_run(checkout, "run", str(out / "mine.txt")), "is a file, not a folder")
     assert [p.name for p in out.iterdir()] == ["mine.txt"] and (out / "mine.txt").read_text() == "mine"
     _refused(_run(checkout, "run", str(tmp_path / "new"), env={"RETUNE_KERNELS": "blurpool2d;rm"}),
              "RETUNE_KERNELS=blurpool2d;rm: kernel names and commas alone")
@@ -221,6 +234,118 @@ def test_prepare_carries_the_cache_beside_the_wheels_and_images(checkout: Path, 
     # Again without --cache: the folder it wrote is replaced, the cache with it.
     assert _run(checkout, "prepare", env=stubs).returncode == 0
     assert not (carry / "compile-cache.tar").exists() and (carry / ".written-by-lent_gpu").exists()
+    # Its marker lists every file it wrote (by SHA-256) and every folder, and nothing else.
+    listed = (carry / ".written-by-lent_gpu").read_text().splitlines()[1:]
+    assert sorted(line.split("  ", 1)[1] for line in listed) == sorted(
+        str(path.relative_to(carry)) for path in carry.rglob("*") if path.name != ".written-by-lent_gpu")
+
+
+def _prepared(checkout: Path, tmp_path: Path, stubs: dict) -> Path:
+    """The .gpu-carry a prepare wrote, from a ../shared/datasets of one image a split and class."""
+    datasets = tmp_path / "shared" / "datasets"
+    for folder in ("cifar10-jpeg/train/cat", "cifar10-jpeg/test/cat", "imagenet-sample/n01"):
+        (datasets / folder).mkdir(parents=True)
+        (datasets / folder / "1.jpg").write_bytes(b"jpeg")
+    result = _run(checkout, "prepare", env=stubs)
+    assert result.returncode == 0, result.stderr
+    return checkout / ".gpu-carry"
+
+
+def _foreign_carry(carry: Path, how: str) -> None:
+    """``carry``, as prepare wrote it or made by hand, with someone's file or change in it."""
+    if how == "their-marker":  # made by hand, marked as a guess at the script's marker
+        shutil.rmtree(carry)
+        (carry / "wheels").mkdir(parents=True)
+        (carry / "wheels" / "mine.whl").write_bytes(b"my wheel")
+        (carry / ".written-by-lent_gpu").touch()
+    elif how == "a-marker-listing-their-file":
+        (carry / "notes.txt").write_text("someone's notes")
+        with open(carry / ".written-by-lent_gpu", "a") as marker:  # listed, but not in prepare's own form
+            marker.write("0" * 64 + "  ../notes.txt\n")
+    elif how == "their-file-beside":
+        (carry / "datasets" / "notes.txt").write_text("someone's notes")
+    elif how == "their-folder-beside":
+        (carry / "mine").mkdir()
+    elif how == "a-file-changed":
+        (carry / "datasets" / "cifar10-jpeg" / "test" / "cat" / "1.jpg").write_bytes(b"edited")
+    elif how == "a-link":
+        (carry / "wheels" / "elsewhere").symlink_to(carry.parent.parent / "shared")
+    elif how == "a-link-to-it":
+        carry.rename(carry.parent.parent / "theirs")
+        carry.symlink_to(carry.parent.parent / "theirs")
+
+
+@pytest.mark.parametrize("how", ["their-marker", "a-marker-listing-their-file", "their-file-beside",
+                                 "their-folder-beside", "a-file-changed", "a-link", "a-link-to-it"])
+def test_prepare_replaces_only_a_carry_holding_nothing_but_what_it_wrote(checkout: Path, tmp_path: Path,
+                                                                         stubs: dict, how: str):
+    """A .gpu-carry with anything prepare did not write in it, or changed since, is refused: one error line, and
+    nothing anywhere changed (no file deleted, and not the checkout's .git/info/exclude either)."""
+    carry = _prepared(checkout, tmp_path, stubs)
+    _foreign_carry(carry, how)
+    before = _tree(tmp_path)
+    result = _run(checkout, "prepare", env=stubs)
+    _refused(result, "error: .gpu-carry")
+    assert "move it away and run prepare again" in result.stderr
+    assert _tree(tmp_path) == before
+
+
+def test_prepare_takes_an_empty_carry_folder(checkout: Path, tmp_path: Path, stubs: dict):
+    (checkout / ".gpu-carry").mkdir()
+    assert _prepared(checkout, tmp_path, stubs) / "wheels" / "stub-1.0-py3-none-any.whl"
+
+
+@pytest.mark.parametrize("how", ["their-file", "hidden-file", "their-marker-file", "link-to-nothing", "dash-name",
+                                 "run.log-a-folder", "run.log-a-link"])
+def test_run_refuses_an_out_it_did_not_take_and_touches_nothing(checkout: Path, tmp_path: Path, stubs: dict,
+                                                                how: str):
+    """OUT may be new, empty, or one an earlier run marked; anything else is one error line and nothing touched."""
+    (checkout / ".gpu-carry" / "wheels").mkdir(parents=True)
+    out = tmp_path / "out"
+    out.mkdir()
+    if how == "their-file":
+        (out / "machine.txt").write_text("my machine")
+    elif how == "hidden-file":
+        (out / ".run.log.tmp").write_text("mine")
+    elif how == "their-marker-file":  # the marker is a folder: a file of that name is someone else's
+        (out / OUT_MARKER).write_text("")
+        (out / "run.log").write_text("my log")
+    elif how == "link-to-nothing":
+        out.rmdir()
+        out.symlink_to(tmp_path / "nowhere")
+    elif how == "dash-name":
+        out = checkout / "-out"
+        out.mkdir()
+        (out / "machine.txt").write_text("my machine")
+    else:  # in an OUT a run took, a link or folder where a run's file goes is not that run's
+        (out / OUT_MARKER).mkdir()
+        if how == "run.log-a-folder":
+            (out / "run.log").mkdir()
+            (out / "run.log" / "mine.txt").write_text("mine")
+        else:
+            (out / "run.log").symlink_to(tmp_path / "shared" / "datasets" / "README.md")
+    before = _tree(tmp_path)
+    result = _run(checkout, "run", out.name if how == "dash-name" else str(out), env=stubs)
+    _refused(result, "pass an empty or new folder")
+    assert _tree(tmp_path) == before
+
+
+def test_run_again_in_its_own_out_replaces_its_files_alone(checkout: Path, tmp_path: Path, stubs: dict):
+    """A second run into the OUT of the first replaces that run's files (no two runs mixed in one file) and keeps
+    every other file there."""
+    (checkout / ".gpu-carry" / "wheels").mkdir(parents=True)
+    out = tmp_path / "out"
+    assert _run(checkout, "run", str(out), env=stubs).returncode == 0
+    (out / "notes.txt").write_text("my notes on the first run")
+    (out / "ubuntu.iso.partial").write_text("a download of mine")
+    (out / "correctness.json.partial").write_text("a part stopped mid-write")
+    result = _run(checkout, "run", str(out), env=stubs)
+    assert result.returncode == 0, result.stderr
+    assert (out / "notes.txt").read_text() == "my notes on the first run"
+    assert (out / "ubuntu.iso.partial").read_text() == "a download of mine"
+    assert {path.name for path in out.iterdir() if path.is_file()} == OUTPUTS | {"notes.txt", "ubuntu.iso.partial"}
+    steps = [json.loads(line)["step"] for line in (out / "steps.jsonl").read_text().splitlines()]
+    assert steps.count("setup") == 1 and len((out / "kernels.jsonl").read_text().splitlines()) == 2
 
 
 def test_run_follows_its_plan_and_writes_only_out_and_the_compile_cache(checkout: Path, tmp_path: Path, stubs: dict):
@@ -244,7 +369,10 @@ def test_run_follows_its_plan_and_writes_only_out_and_the_compile_cache(checkout
     assert (tmp_path / "calls.log").read_text().count(f"table in use: {json.dumps(table)}") == 2
     assert "binary only: 1" in (tmp_path / "calls.log").read_text()  # the cache without the kernels' IRs
 
-    assert {path.name for path in out.iterdir()} == OUTPUTS  # at most 8 come back from the device tool
+    # At most 8 files come back from the device tool; the folder marking OUT as this script's is empty.
+    assert {path.name for path in out.iterdir() if path.is_file()} == OUTPUTS
+    assert [path.name for path in out.iterdir() if not path.is_file()] == [OUT_MARKER]
+    assert not list((out / OUT_MARKER).iterdir())
     steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
     assert [step["step"] for step in steps] == ["setup", "correctness", "retune", "retune", "timing", "timing",
                                                 "pytest", "cache"]

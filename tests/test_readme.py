@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
@@ -33,7 +35,7 @@ def test_each_readme_example_runs_as_written(example):
     env = {name: value for name, value in os.environ.items()
            if name not in ("FASTCORE_OPS_INTERPRET", "TRITON_INTERPRET")}
     done = subprocess.run([sys.executable, "-c", example], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=HANG_GUARD_S)
     assert done.returncode == 0, done.stderr[-3000:]
 
 

@@ -41,17 +41,53 @@ def test_filling_copies_each_file_into_its_block_and_check_then_passes(tmp_path)
     assert subprocess.run(check).returncode == 0
 
 
-@pytest.mark.parametrize(("marker", "message"), [
-    ("<!-- table: reports/missing.md -->\n<!-- /table -->", "no such file"),
-    ("<!-- table: ../outside.md -->\n<!-- /table -->", "outside the repository"),
-    ("<!-- table: reports/a.md -->\nno end marker", "has no '<!-- /table -->'"),
-])
-def test_a_bad_marker_is_named_and_the_readme_is_left_alone(tmp_path, marker, message):
-    (tmp_path / "reports").mkdir()
-    (tmp_path / "reports" / "a.md").write_text("table\n")
-    (tmp_path.parent / "outside.md").write_text("not ours\n")
-    readme = tmp_path / "README.md"
-    readme.write_text(marker)
-    with pytest.raises((ValueError, FileNotFoundError), match=message):
-        readme_tables.main([str(readme)])
-    assert readme.read_text() == marker
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*"))
+            if path.is_file() and not path.is_symlink()}
+
+
+# A README's text (None: no README), and what its one error line says beside the README's name.
+BAD_READMES = {
+    "no-README": (None, "no such file; pass the Markdown file"),
+    "not-UTF-8": (b"\xff\xfe<!-- table: reports/a.md -->\n", "not UTF-8 text (byte 0)"),
+    "never-closed": (b"<!-- table: reports/a.md -->\nno end marker\n",
+                     "line 1: '<!-- table: reports/a.md -->' has no '<!-- /table -->'"),
+    "opened-twice": (b"<!-- table: reports/a.md -->\n<!-- table: reports/a.md -->\nx\n<!-- /table -->\n",
+                     "line 1: '<!-- table: reports/a.md -->' has no '<!-- /table -->'"),
+    "closed-unopened": (b"intro\n<!-- /table -->\n", "line 2: '<!-- /table -->' closes no"),
+    "malformed": (b"<!-- table: reports/a b.md -->\nx\n<!-- /table -->\n", "is not a marker this script reads"),
+    "missing-file": (b"<!-- table: reports/missing.md -->\nx\n<!-- /table -->\n",
+                     "line 1: '<!-- table: reports/missing.md -->': no such file"),
+    "folder": (b"<!-- table: reports -->\nx\n<!-- /table -->\n", "'<!-- table: reports -->': no such file"),
+    "dot-dot": (b"<!-- table: ../outside.md -->\nx\n<!-- /table -->\n",
+                "'<!-- table: ../outside.md -->' points outside the repository"),
+    "far-dot-dot": (b"<!-- table: ../../../../../../../../etc/passwd -->\nx\n<!-- /table -->\n",
+                    "'<!-- table: ../../../../../../../../etc/passwd -->' points outside the repository"),
+    "absolute": (b"<!-- table: /etc/passwd -->\nx\n<!-- /table -->\n",
+                 "'<!-- table: /etc/passwd -->' points outside the repository"),
+    "link-out": (b"<!-- table: reports/link.md -->\nx\n<!-- /table -->\n",
+                 "'<!-- table: reports/link.md -->' points outside the repository"),
+    "source-not-UTF-8": (b"<!-- table: reports/latin1.md -->\nx\n<!-- /table -->\n",
+                         "'<!-- table: reports/latin1.md -->': reports/latin1.md: not UTF-8 text"),
+}
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["fill", "check"])
+@pytest.mark.parametrize("case", BAD_READMES)
+def test_a_bad_readme_or_marker_is_one_error_line_naming_both_and_nothing_is_written(tmp_path, capsys, case, check):
+    root = tmp_path / "repo"
+    (root / "reports").mkdir(parents=True)
+    (root / "reports" / "a.md").write_text("table\n")
+    (root / "reports" / "latin1.md").write_bytes("caf\xe9\n".encode("latin-1"))
+    (tmp_path / "outside.md").write_text("not ours\n")
+    (root / "reports" / "link.md").symlink_to(tmp_path / "outside.md")
+    text, message = BAD_READMES[case]
+    readme = root / "README.md"
+    if text is not None:
+        readme.write_bytes(text)
+    before = _snapshot(tmp_path)
+    assert readme_tables.main([str(readme)] + (["--check"] if check else [])) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {readme}: ") and err.count("\n") == 1, err
+    assert message in err, err
+    assert _snapshot(tmp_path) == before

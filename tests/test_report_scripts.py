@@ -19,6 +19,7 @@ import torch
 
 from tests.conftest import torch_threads
 from tests.data.conftest import DATASETS
+from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
@@ -86,7 +87,7 @@ def test_host_memory_run_once(tmp_path, ten_jpegs, children_compute):
     command = [str(REPORTS / "cifar-host-memory-20261124/run_once.sh"), str(results), "--data", str(ten_jpegs),
                "--epochs", "1", "--eval-every", "0", "--set", "data.batch_size=10"]
     finished = subprocess.run(command, cwd=ROOT, env={**os.environ, "PYTHON": sys.executable}, capture_output=True,
-                              text=True, timeout=300)
+                              text=True, timeout=HANG_GUARD_S)
     assert finished.returncode == 0, finished.stderr
     assert set(json.loads(results.read_text())) == {"train_seconds", "top1"}
 
@@ -178,7 +179,7 @@ def test_demo_silences(capsys):
     assert load("demo-silence-20261128/silences.py").main(["--show", "1", "--", *command]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("exit status 0")
-    assert lines[1].endswith(": done") and 0.5 < float(lines[1].split()[0]) < 5
+    assert lines[1].endswith(": done") and float(lines[1].split()[0]) > 0.5  # at least the command's own silence
 
 
 def test_every_script_in_reports_is_tested():
@@ -215,17 +216,21 @@ def test_worker_niceness_measure_sh(tmp_path, ten_jpegs, children_compute):
                "1", "--epochs", "1", "--set", "data.batch_size=10"]
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
     finished = subprocess.run(command, cwd=ROOT, env={**os.environ, "PATH": path}, capture_output=True, text=True,
-                              timeout=300)
+                              timeout=HANG_GUARD_S)
     assert finished.returncode == 0, finished.stderr
     rows = list(csv.DictReader(finished.stdout.splitlines()))
     assert [row["niceness"] for row in rows] == ["0", "5", "10"]
     assert all(float(row["train_seconds"]) > 0 for row in rows)
 
 
-def test_mild_methods_tta_cost(ten_jpegs, capsys):
-    load("cifar-mild-methods-20261128/tta_cost.py").main([str(ten_jpegs), "--rounds", "1", "--threads", "1",
-                                                          "--set", "data.batch_size=5", "--set", "data.num_workers=0"])
-    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+def test_mild_methods_tta_cost(ten_jpegs, children_compute):
+    """Run as its command line says, in a child computing as a user's does: in this process cifar_mild's BlurPool
+    and loss run through Triton's interpreter, which took over a minute (their values are tested elsewhere)."""
+    command = [sys.executable, str(REPORTS / "cifar-mild-methods-20261128/tta_cost.py"), str(ten_jpegs),
+               "--rounds", "1", "--threads", "1", "--set", "data.batch_size=5", "--set", "data.num_workers=0"]
+    finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert finished.returncode == 0, finished.stderr
+    rows = list(csv.DictReader(finished.stdout.splitlines()))
     assert [row["evaluation"] for row in rows] == ["plain", "tta"]
     assert all(float(row["seconds"]) > 0 for row in rows)
 
@@ -282,6 +287,27 @@ def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys)
     (tmp_path / "sweep" / "runs" / "cifar_baseline-x0.25-s0" / "steps.json").write_text("[[99999, 1.0]]")
     assert by_epoch.main([str(tmp_path / "costs.json"), str(tmp_path / "sweep"), "--data", str(ten_jpegs)]) == 2
     assert "steps.json: expected [[step, seconds], ...]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "a/b", ".."])
+def test_cost_model_collect_refuses_a_run_whose_config_names_a_folder_outside_out(name, tmp_path, capsys):
+    """A finished run whose config.json names itself ../../escaped was copied to OUT/runs/../../escaped-x1-s0."""
+    from training.config import to_dict
+    from training.recipes import get_recipe
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({**to_dict(get_recipe("cifar_baseline")), "name": name}))
+    (run / "summary.json").write_text(json.dumps({
+        "metrics": {"top1": 0.5}, "metric": "top1", "higher_is_better": True, "metric_label": "top-1 (%)", "steps": 3,
+        "train_seconds": 3.0, "first_epoch_seconds": 1.0, "samples_per_second": 10.0, "sample_unit": "images"}))
+    for kept in ("run.json", "metrics.jsonl", "machine.txt", "steps.json"):
+        (run / kept).write_text("{}\n")
+    before = sorted(tmp_path.rglob("*"))
+    assert load("cifar-cost-model-20261129/collect.py").main([str(tmp_path / "a" / "sweep"), str(run)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: {run / 'config.json'}: name {name!r} ") and error.count("\n") == 1
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written, in OUT or beside it
 
 
 def test_frontier_machine_time(tmp_path, capsys):

@@ -22,8 +22,21 @@
 # Between leases: the compile cache comes back as OUT/compile-cache.tar.xz (.tar.gz where there is no xz);
 # `prepare --cache PATH/compile-cache.tar.xz` puts it in .gpu-carry, and `run` unpacks it where Triton and
 # Inductor look, so the next lease starts warm.
+#
+# What it may replace (a refusal is one `error:` line and exit 2, before anything is changed): `run` takes an OUT
+# that is new, empty, or taken by an earlier `run` (an empty folder .fastcore_ops-lent_gpu in it marks it), and in
+# that one replaces only the files a run writes. `prepare` replaces a .gpu-carry only when it is empty or holds
+# nothing but what an earlier prepare wrote, unchanged, as its .written-by-lent_gpu lists it (each file by path and
+# SHA-256, each folder by path).
 set -euo pipefail
 carry=.gpu-carry
+# The list of what prepare wrote in .gpu-carry: this line, then `sha256sum`'s line for each file and
+# "folder  PATH" for each folder.
+marker_name=.written-by-lent_gpu
+marker=$carry/$marker_name
+carry_header="# written by tools/lent_gpu.sh prepare, which replaces these and nothing else (SHA-256 or folder, path)"
+# OUT's mark that `run` took it: an empty folder, so that OUT's files stay the 7 that come back (see `plan`).
+out_marker=.fastcore_ops-lent_gpu
 # xz where there is one: half gzip's size on Triton's cubins (202 kernels built for sm_90 here: 2.0 MB, gzip 4.7).
 if command -v xz > /dev/null; then
     cache_name=compile-cache.tar.xz compress=-J
@@ -54,6 +67,13 @@ steps=(setup correctness retune timing pytest cache)
 declare -A budget outputs what
 outputs=([setup]=run.log [correctness]=correctness.json [retune]=tuned_configs.json [timing]=kernels.jsonl
          [pytest]=pytest.log [cache]=$cache_name)
+# The files a run may leave in OUT, and so replace in an OUT an earlier run took: its outputs (the cache by either
+# name), and the temporary files a run cut short can leave beside them.
+out_files=()
+for name in run.log steps.jsonl correctness.json tuned_configs.json kernels.jsonl pytest.log \
+        compile-cache.tar.xz compile-cache.tar.gz; do
+    out_files+=("$name" ".$name.tmp" "$name.partial")
+done
 what=([setup]="the machine, the carried wheels and test images, the carried compile cache unpacked"
       [correctness]="the GPU check's correctness part: every kernel against its reference (fp32, fp16, bf16)"
       [retune]="python -m benchmarks.kernels.retune, one kernel at a time (the table written after each)"
@@ -127,6 +147,90 @@ install() {  # install FILE NAME
     cp "$1" "$out/.$2.tmp" && mv -f "$out/.$2.tmp" "$out/$2"
 }
 
+# A name for the refusals: one line, odd characters shown as '?'.
+shown() {
+    echo "${1//[^[:print:]]/?}"
+}
+
+# Refuses unless .gpu-carry is absent, empty, or holds nothing but what an earlier prepare wrote, unchanged, as its
+# marker lists it: the one folder prepare may delete. Changes nothing.
+check_carry() {
+    [ -e "$carry" ] || [ -L "$carry" ] || return 0
+    local not_ours="$carry exists and was not written by tools/lent_gpu.sh" fix="move it away and run prepare again"
+    local line path entry name='[A-Za-z0-9_+-][A-Za-z0-9_.+-]*' lines entries hashes files=0
+    local -A listed=() folders=()
+    [ ! -L "$carry" ] || refuse "$not_ours (it is a link); $fix"
+    [ -d "$carry" ] || refuse "$not_ours (it is not a folder); $fix"
+    [ -n "$(find "$carry" -mindepth 1 -maxdepth 1 -print -quit)" ] || return 0
+    { [ -f "$marker" ] && [ ! -L "$marker" ] && [ -r "$marker" ]; } || refuse "$not_ours (it has no $marker_name); $fix"
+    mapfile -t lines < "$marker"
+    [ "${lines[0]:-}" = "$carry_header" ] || refuse "$not_ours (its $marker_name is not one prepare wrote); $fix"
+    for line in "${lines[@]:1}"; do
+        # A path under the folder, in plain characters: no absolute path, no '..', nothing sha256sum escapes.
+        [[ $line =~ ^([0-9a-f]{64}|folder)\ \ ($name(/$name)*)$ ]] && [ "${BASH_REMATCH[2]}" != "$marker_name" ] \
+            || refuse "$not_ours (its $marker_name is not one prepare wrote); $fix"
+        if [ "${BASH_REMATCH[1]}" = folder ]; then
+            folders[${BASH_REMATCH[2]}]=1
+        else
+            listed[${BASH_REMATCH[2]}]=${BASH_REMATCH[1]}
+        fi
+    done
+    # The files and folders it lists, nothing else: no link, no file or folder of someone else's.
+    mapfile -d '' entries < <(find "$carry" -mindepth 1 -printf '%y %P\0' 2> /dev/null)
+    for entry in "${entries[@]}"; do
+        path=${entry:2}
+        case ${entry:0:1} in
+        f) [ "$path" = "$marker_name" ] || { [ -n "${listed[$path]+listed}" ] && files=$((files + 1)); } ;;
+        d) [ -n "${folders[$path]+listed}" ] ;;
+        *) false ;;
+        esac || refuse "$carry holds $(shown "$path"), which tools/lent_gpu.sh prepare did not write; $fix"
+    done
+    # Each as prepare wrote it: one changed since is someone's work.
+    mapfile -t hashes < <(cd "$carry" && find . -type f ! -path "./$marker_name" -printf '%P\0' 2> /dev/null \
+                          | xargs -0 -r sha256sum -- 2> /dev/null)
+    ((${#hashes[@]} == files)) || refuse "$carry: not every file in it can be read; $fix"
+    for line in "${hashes[@]}"; do
+        path=${line#*  }
+        [ "${listed[$path]}" = "${line%%  *}" ] \
+            || refuse "$carry/$path changed since tools/lent_gpu.sh prepare wrote it; $fix"
+    done
+}
+
+# The marker of .gpu-carry: its header, then every file in it (all written by this prepare) with its SHA-256, and
+# every folder.
+list_carry() {
+    local listing
+    listing=$(cd "$carry" || exit 1
+              find . -type f ! -path "./$marker_name" -printf '%P\0' | sort -z | xargs -0 -r sha256sum --
+              find . -mindepth 1 -type d -printf 'folder  %P\n' | sort)
+    { echo "$carry_header"; [ -z "$listing" ] || echo "$listing"; } > "$marker"
+}
+
+# Refuses unless OUT is new, empty, or taken by an earlier run (its marker) with only files where a run's files go.
+# Changes nothing.
+check_out() {
+    local name
+    if [ -L "$out" ] && [ ! -e "$out" ]; then
+        refuse "$out is a link to nothing; pass an empty or new folder"
+    fi
+    [ -e "$out" ] || return 0
+    [ -d "$out" ] || refuse "$out is a file, not a folder; pass an empty or new folder"
+    [ -r "$out" ] && [ -w "$out" ] && [ -x "$out" ] \
+        || refuse "$out: this script may not read and write in it; pass an empty or new folder"
+    if [ -d "$out/$out_marker" ] && [ ! -L "$out/$out_marker" ]; then
+        for name in "${out_files[@]}"; do
+            if [ -L "$out/$name" ] || { [ -e "$out/$name" ] && [ ! -f "$out/$name" ]; }; then
+                refuse "$out/$name is not a file a run wrote; move it away, or pass an empty or new folder"
+            fi
+        done
+        return 0
+    fi
+    if [ -n "$(find "$out/" -mindepth 1 -maxdepth 1 -print -quit)" ]; then
+        refuse "$out holds files that tools/lent_gpu.sh run did not write (it has no $out_marker);" \
+            "pass an empty or new folder"
+    fi
+}
+
 case "${1:-}" in
 prepare)
     cache=""
@@ -135,8 +239,12 @@ prepare)
     elif [ $# -ne 1 ]; then
         refuse "usage: tools/lent_gpu.sh prepare [--cache FILE]"
     fi
+    # Everything is checked before anything changes: a refused prepare leaves the checkout as it was.
+    exclude=$(git rev-parse --git-path info/exclude 2> /dev/null) && [ -f "$table" ] \
+        || refuse "not the root of this project's git checkout; run prepare there"
     datasets=../shared/datasets
-    [ -d "$datasets/cifar10-jpeg/train" ] && [ -d "$datasets/imagenet-sample" ] \
+    [ -d "$datasets/cifar10-jpeg/train" ] && [ -d "$datasets/cifar10-jpeg/test" ] \
+        && [ -d "$datasets/imagenet-sample" ] && [ -f "$datasets/README.md" ] \
         || refuse "$datasets is missing; prepare runs beside the project's ../shared"
     if [ -n "$cache" ]; then
         [ -f "$cache" ] && [ -r "$cache" ] \
@@ -150,14 +258,14 @@ prepare)
             refuse "--cache $cache: holds more than triton/ and inductor/; pass the $cache_name a run brought back"
         fi
     fi
-    # Replace only a folder this script wrote (it leaves a marker), never one of the same name made otherwise.
-    marker="$carry/.written-by-lent_gpu"
-    if [ -e "$carry" ] && [ ! -f "$marker" ]; then
-        refuse "$carry exists and was not written by tools/lent_gpu.sh; move it away and run prepare again"
-    fi
-    grep -qx "/$carry/" "$(git rev-parse --git-dir)/info/exclude" 2>/dev/null \
-        || echo "/$carry/" >> "$(git rev-parse --git-dir)/info/exclude"
-    rm -rf "$carry" && mkdir -p "$carry/wheels" "$carry/datasets" && touch "$marker"
+    # Replace only a folder this script wrote, never one of the same name made otherwise or added to since.
+    check_carry
+    mkdir -p "$(dirname "$exclude")"
+    grep -qx "/$carry/" "$exclude" 2> /dev/null || echo "/$carry/" >> "$exclude"
+    rm -rf "$carry" && mkdir -p "$carry/wheels" "$carry/datasets"
+    # Whatever happens next, the marker lists what this prepare wrote, so the next one may replace it.
+    list_carry
+    trap list_carry EXIT
     # simplejpeg and webdataset: the suite imports them; that machine has neither.
     python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
@@ -193,13 +301,18 @@ run)
     [[ -z $retune_kernels || $retune_kernels =~ ^[a-z0-9_]+(,[a-z0-9_]+)*$ ]] \
         || refuse "RETUNE_KERNELS=$retune_kernels: kernel names and commas alone, e.g. blurpool2d,alibi_attention"
     out=$2
+    [ -n "$out" ] || refuse "run '': name the folder for the results"
+    [[ $out != -* ]] || out=./$out  # not an option to the commands below
     [ -d "$carry/wheels" ] || refuse "no $carry/wheels; run tools/lent_gpu.sh prepare here and carry $carry"
     [ -f "$table" ] || refuse "no $table; run from the repository root"
     # Its files are what comes back, at most 8: a folder with others in it would spill over, or mix two runs.
-    if [ -e "$out" ] && { [ ! -d "$out" ] || [ -n "$(ls -A "$out")" ]; }; then
-        refuse "$out exists and is not an empty folder; pass an empty or new one"
-    fi
-    mkdir -p "$out"
+    check_out
+    made=$(mkdir -p "$out" 2>&1) || refuse "$out: cannot be made (${made##*: }); pass a folder you may write in"
+    # In an OUT an earlier run took, that run's files go, so that the two do not mix; nothing else is touched.
+    for name in "${out_files[@]}"; do
+        rm -f "$out/$name"
+    done
+    mkdir -p "$out/$out_marker"
     print_plan | tee "$out/run.log"
 
     export PYTHONUNBUFFERED=1 FASTCORE_OPS_INTERPRET=0
@@ -316,7 +429,9 @@ print(",".join(spec.name for spec in KERNELS))' 2>> "$out/run.log") || kernels="
     say "compile cache: ${packed:-not brought back}"
 
     # A command stopped mid-write can leave its temporary file (a part's .partial, ours .tmp): not a result.
-    rm -f "$out"/*.partial "$out"/.*.tmp
+    for name in "${out_files[@]}"; do
+        case $name in *.tmp | *.partial) rm -f "$out/$name" ;; esac
+    done
     say "== done in $SECONDS s; in $out: $(cd "$out" && ls | tr '\n' ' ')"
     cat "$out/steps.jsonl"
     ;;

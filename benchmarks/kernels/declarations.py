@@ -35,10 +35,14 @@ def table(specs: Iterable[KernelSpec]) -> str:
     return "\n".join(lines)
 
 
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m benchmarks.kernels.declarations``: no options."""
+    return cli.ArgumentParser(prog="python -m benchmarks.kernels.declarations", description=cli.description(__doc__))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.ArgumentParser(prog="python -m benchmarks.kernels.declarations", description=cli.description(__doc__))
     try:
-        parser.parse_args(argv)
+        build_parser().parse_args(argv)
     except ValueError as error:
         return cli.refuse(error)
     from .registry import KERNELS  # imports every kernel: after the command line is parsed

@@ -12,10 +12,22 @@ import sys
 from pathlib import Path
 
 from training.config import load_config
-from training.tradeoff.planning import RUNS, PlannedRun
+from training.tradeoff.planning import RUNS, PlannedRun, name_problem
 from training.tradeoff.results import read_run, write_results
 
 KEPT = ("config.json", "run.json", "summary.json", "metrics.jsonl", "machine.txt", "steps.json")
+
+
+def planned_run(folder: Path) -> PlannedRun:
+    """The run ``folder`` trained, from its config.json (untrusted: its name becomes a folder's under ``OUT/runs/``, so
+    it must be a plain name); ValueError naming the file."""
+    path = folder / "config.json"
+    config = load_config(path)
+    problem = name_problem(config.name)
+    if problem is not None:
+        raise ValueError(f"{path}: name {config.name!r} {problem}; it names the run's folder under OUT/{RUNS}/, which "
+                         f"is never written outside OUT: pass folders step_times.py trained")
+    return PlannedRun(config.name, config.schedule.scale_schedule_ratio, config.seed, 0.0)
 
 
 def collect(out: Path, folders: list[Path]) -> None:
@@ -24,8 +36,7 @@ def collect(out: Path, folders: list[Path]) -> None:
         raise ValueError(f"{out} exists; name a new folder")
     planned = []
     for folder in folders:
-        config = load_config(folder / "config.json")
-        run = PlannedRun(config.name, config.schedule.scale_schedule_ratio, config.seed, 0.0)
+        run = planned_run(folder)
         read_run(folder, recipe=run.recipe, budget=run.budget, seed=run.seed)  # a finished run, its summary sound
         missing = [name for name in KEPT if not (folder / name).is_file()]
         if missing:

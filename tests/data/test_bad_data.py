@@ -16,6 +16,8 @@ from fastcore_ops.data.backends.decoded import NothingDecodesError
 from fastcore_ops.data.loader import SkippedImagesWarning, build_loader
 from fastcore_ops.data.sources import DatasetScanWarning
 
+from tests.hang_guard import HANG_GUARD_S
+
 from .conftest import class_of, huge_png_header
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -235,7 +237,7 @@ print(sum(len(labels) for _, labels in loader), len(loader))
 
 def test_refilling_a_batch_hands_torch_no_read_only_array(holey_tree):
     done = subprocess.run([sys.executable, "-c", _REFILL_IN_A_FRESH_PROCESS, str(holey_tree)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert done.returncode == 0, done.stderr[-3000:]
     images, batches = map(int, done.stdout.split())
     assert images == 5 * batches  # every batch was refilled to its full length, in this process

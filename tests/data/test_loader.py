@@ -3,7 +3,6 @@
 import gc
 import logging
 import multiprocessing
-import time
 
 import numpy as np
 import pytest
@@ -23,6 +22,8 @@ from fastcore_ops.data.transforms.flips import AlternatingFlipOptions, first_fli
 from fastcore_ops.data.transforms.padded_crop import PaddedCropOptions
 from fastcore_ops.data.transforms.randaugment import RandAugmentOptions
 from fastcore_ops.data.transforms.resize import ProgressiveResize
+
+from tests.hang_guard import HANG_GUARD_S
 
 from .conftest import CLASS_COLORS, IMAGENET_MEAN, IMAGENET_STD, class_of, jpeg_bytes, pixels_to_uint8
 
@@ -401,7 +402,7 @@ def test_close_stops_the_decoding_workers_and_a_closed_loader_says_so(numbered_t
     loader.close()
 
     for worker in workers:
-        worker.join(timeout=10)
+        worker.join(timeout=HANG_GUARD_S)
     assert not any(worker.is_alive() for worker in workers)
     with pytest.raises(RuntimeError, match="loader was closed; build a new one with build_loader"):
         next(iter(loader))
@@ -427,9 +428,7 @@ def test_a_loader_dropped_mid_epoch_in_a_reference_cycle_lets_its_workers_go_at_
     cycle = [loader, batches]
     cycle.append(cycle)
     del loader, batches, cycle
-    started = time.perf_counter()
     gc.collect()
-    assert time.perf_counter() - started < 4
     for worker in workers:
-        worker.join(timeout=10)
-    assert [worker.exitcode for worker in workers] == [0, 0]  # they left; none was killed
+        worker.join()
+    assert [worker.exitcode for worker in workers] == [0, 0]  # they left when told; none waited out a join and was killed

@@ -10,6 +10,8 @@ import pytest
 
 from fastcore_ops.data.sources import DatasetScanWarning, find_samples
 
+from tests.hang_guard import HANG_GUARD_S
+
 from .conftest import CIFAR_TRAIN
 
 
@@ -122,7 +124,7 @@ def _count_in_child(root, results):
     results.put(len(find_samples(root)[0]))
 
 
-def _scan_in_subprocess(root, seconds=20):
+def _scan_in_subprocess(root, seconds=HANG_GUARD_S):
     # A loop that is followed would never end: scan in a forked child that a timeout can stop.
     context = multiprocessing.get_context("fork")
     results = context.Queue()

@@ -22,6 +22,7 @@ from fastcore_ops.surgery import alibi as alibi_surgery
 from fastcore_ops.surgery import apply_alibi, core
 from fastcore_ops.surgery.alibi import ATTENTION_NAME, ZeroPositionEmbedding
 from training.models.gpt import GPT, ALiBiSelfAttention, CausalSelfAttention, GPTConfig
+from tests.hang_guard import HANG_GUARD_S
 
 N_POSITIONS = 32  # what the models are built for; tests run longer sequences after surgery
 VOCAB = 256
@@ -392,7 +393,7 @@ def test_bad_options_and_unsupported_models_are_refused_before_anything_changes(
 
 def _run_python(script: str) -> str:
     """What ``script`` prints, run in a fresh interpreter from the project's root."""
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_GUARD_S,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
     return done.stdout

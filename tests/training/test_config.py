@@ -14,7 +14,7 @@ from fastcore_ops.data import ColOutOptions, ProgressiveResize, RandAugmentOptio
 from fastcore_ops.surgery.blurpool import BlurPoolOptions
 from fastcore_ops.surgery.stochastic_depth import StochasticDepthOptions
 from training.config import (DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, TextConfig, TrainConfig,
-                             config_hash, from_dict, override, to_dict, validate)
+                             config_hash, from_dict, load_config, override, to_dict, validate)
 from training.methods import EMAOptions, MixUpOptions, SAMOptions, SeqLengthWarmupOptions
 from training.methods.registry import all_methods
 
@@ -360,3 +360,13 @@ def test_every_float_field_refuses_inf_and_nan_in_validate_and_from_json(value):
 def test_a_set_value_that_overflows_to_inf_is_refused(assignment):
     with pytest.raises(ValueError, match=r"must be a finite number, got -?inf \(a number past 1.8e308, such as 1e999"):
         override(TrainConfig(), [assignment])
+
+
+def test_a_config_file_with_a_whole_number_no_float_holds_is_refused_naming_the_field(tmp_path):
+    values = to_dict(TrainConfig())
+    values["schedule"]["epochs"] = 10**400
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(values))
+    with pytest.raises(ValueError, match=r"config.json is not usable: schedule.epochs must be a number a float "
+                                         r"holds, got a whole number of 401 digits"):
+        load_config(path)

@@ -17,6 +17,7 @@ from training.assemble import build_trainer, lr_scaling_note
 from training.config import override
 from training.recipes import get_recipe, list_recipes
 from training.train import child_environment, main
+from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.train runs from here
 
@@ -86,7 +87,7 @@ def torchrun_runs(odd_cifar, micro_text, tmp_path_factory):
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={PROCESSES}",
                "-m", "tests.training.test_distributed", str(odd_cifar), str(micro_text), str(out), *RUNS]
     finished = subprocess.run(command, cwd=ROOT, env=child_environment(OMP_NUM_THREADS="1"),
-                              capture_output=True, text=True, timeout=400)
+                              capture_output=True, text=True, timeout=HANG_GUARD_S)
     return finished, out
 
 

@@ -22,6 +22,7 @@ import torch
 
 from tests.training.recipe_fingerprint import PINNED_ENVIRONMENT
 from training.recipes import get_recipe, list_recipes
+from tests.hang_guard import HANG_GUARD_S
 
 FINGERPRINTS = json.loads((Path(__file__).parent / "recipe_fingerprints.json").read_text())
 RECORDED = FINGERPRINTS["recipes"]
@@ -37,7 +38,7 @@ def _fingerprints(recipes, folders, *, extra_environment=(), emulator=()) -> tup
     environment = os.environ | PINNED_ENVIRONMENT | {"FASTCORE_OPS_CACHE": str(token_cache)} | dict(extra_environment)
     run = subprocess.run([*emulator, sys.executable, "-m", "tests.training.recipe_fingerprint", str(micro_cifar),
                           str(micro_text), *recipes], check=False, capture_output=True, text=True, env=environment,
-                         timeout=900)
+                         timeout=HANG_GUARD_S)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.splitlines()
     return next(line for line in lines if line.startswith("cpu offers:")), json.loads(lines[-1])

@@ -16,6 +16,7 @@ from tests.training.test_train import _wait_for_mid_epoch_checkpoint
 from training import checkpoint
 from training.checkpoint import StopRequests
 from training.train import child_environment
+from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.train runs from here
 
@@ -49,7 +50,7 @@ def start():
                 os.kill(pid, signal.SIGKILL)
 
 
-def _finish(process, timeout=240) -> tuple[int, str]:
+def _finish(process, timeout=HANG_GUARD_S) -> tuple[int, str]:
     _, err = process.communicate(timeout=timeout)
     return process.returncode, err
 

@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from training import torchrun
 from training.torchrun import main as torchrun_main
 from training.train import child_environment, main
+from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.torchrun runs from here
 
@@ -26,7 +30,7 @@ def test_two_processes_resuming_a_run_of_one_refuse_before_joining_and_the_comma
                                "-m", "training.train", "--resume", "--no-progress", "--data", str(micro_cifar),
                                "--out", str(out)],
                               cwd=ROOT, env=child_environment(OMP_NUM_THREADS="1"), capture_output=True, text=True,
-                              timeout=120)
+                              timeout=HANG_GUARD_S)
     assert finished.returncode == 2, finished.stderr[-3000:]
     errors = [line for line in finished.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "was trained by 1 process(es), this command starts 2" in errors[0], finished.stderr
@@ -38,3 +42,40 @@ def test_a_command_line_torchrun_cannot_parse_is_one_error_line_and_exit_2(capsy
     assert torchrun_main(["--nproc_per_node=2"]) == 2  # no training command
     err = capsys.readouterr().err
     assert err.startswith("error: the following arguments are required: training_script") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--nproc_per_node=abc"], "--nproc_per_node 'abc': not a number of processes; give a whole number >= 1"),
+    (["--nproc_per_node=0"], "--nproc_per_node '0': starts 0 processes; give a whole number >= 1"),
+    (["--nnodes=0"], "--nnodes '0': must be a number of nodes >= 1, or MIN:MAX"),
+    (["--nnodes=2:1"], "--nnodes '2:1': must be a number of nodes >= 1, or MIN:MAX"),
+    (["--max-restarts=-1"], "--max-restarts -1: must be a whole number >= 0"),
+], ids=["nproc-word", "nproc-0", "nnodes-0", "nnodes-min-above-max", "max-restarts"])
+def test_a_process_or_node_count_torchrun_cannot_use_is_refused_before_any_process_starts(
+        args, message, monkeypatch, capsys):
+    # Plain torchrun ended each with its own ValueError or AssertionError traceback and status 1.
+    monkeypatch.setattr(torchrun.torchrun, "run", _no_run)
+    assert torchrun_main([*args, "-m", "training.train"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-m", "training.no_such_module"], "-m training.no_such_module: no such module; name a module on the Python path"),
+    (["-m", "no_such_package.train"], "-m no_such_package.train: cannot be found (ModuleNotFoundError: No module "
+                                      "named 'no_such_package')"),
+    (["-m", "training"], "-m training: a package without a __main__ module"),
+    (["no_such_script.py"], "no_such_script.py: no such script"),
+], ids=["module", "package", "package-without-main", "script"])
+def test_a_training_command_that_does_not_exist_is_refused_before_any_process_starts(
+        args, message, monkeypatch, capsys):
+    # Plain torchrun started the processes, each failed with python's "No module named", and it ended with
+    # its ChildFailedError traceback and status 1.
+    monkeypatch.setattr(torchrun.torchrun, "run", _no_run)
+    assert torchrun_main(["--standalone", "--nproc_per_node=1", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1, err
+
+
+def _no_run(args):
+    raise AssertionError("torchrun started processes for a command line it should have refused")

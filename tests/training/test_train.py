@@ -20,6 +20,7 @@ from training import train as train_module
 from training.config import override, to_dict
 from training.recipes import get_recipe
 from training.train import child_environment, main, parse_args, resumed_run
+from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.train runs from here
 
@@ -36,7 +37,7 @@ def _run(*args, **popen):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
-def _finish(process, timeout=240):
+def _finish(process, timeout=HANG_GUARD_S):
     out, err = process.communicate(timeout=timeout)
     return process.returncode, out, err
 
@@ -70,7 +71,7 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
     assert stdout.rstrip().endswith(f"in {out}: config.json, run.json, metrics.jsonl, summary.json, curves.png, "
                                     f"checkpoint.pt"), "its last line says where everything went"
     assert f"precision: {summary['precision']} (" in stdout, "the summary records what amp resolved to here"
-    assert 0 < summary["eval_seconds"] < 60, "the final evaluation's time (TTA's cost shows there)"
+    assert summary["eval_seconds"] > 0, "the final evaluation's time (TTA's cost shows there)"
 
 
 def test_training_reads_prepared_shards_as_it_reads_image_folders(micro_cifar, tmp_path):
@@ -103,7 +104,7 @@ def hot_reference(micro_cifar, tmp_path_factory):
     return out
 
 
-def _wait_for_mid_epoch_checkpoint(out: Path, process, timeout=180, *, within_epoch=True) -> dict:
+def _wait_for_mid_epoch_checkpoint(out: Path, process, timeout=HANG_GUARD_S, *, within_epoch=True) -> dict:
     """The first checkpoint written within an epoch (the process keeps running); any before the last
     with ``within_epoch=False``."""
     deadline = time.monotonic() + timeout
@@ -177,7 +178,7 @@ def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
     environment = child_environment(OMP_NUM_THREADS="1")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                "-m", "training.train", *QUICK, "--epochs", "1", "--data", str(tiny_cifar), "--out", str(out)]
-    finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300)
+    finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert finished.returncode == 0, finished.stderr[-3000:]
     summary = _summary(out)
     assert summary["steps"] == (600 // 2) // 32, "each rank trains on its half of the data"

@@ -92,7 +92,11 @@ def canonical(path: str, value, kind):
         return None
     kind = optional or kind
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # a whole number no float holds (a file's 400 digits): not a value any field takes
+            raise ValueError(f"{path} must be a number a float holds, got a whole number of {len(str(value))} "
+                             f"digits") from None
     if typing.get_origin(kind) is tuple and isinstance(value, (list, tuple)):
         items = _tuple_items(kind, len(value))
         if items is None:

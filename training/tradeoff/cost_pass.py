@@ -25,6 +25,7 @@ afresh. What a method does once at the end of training (SWA's BatchNorm pass) is
 from __future__ import annotations
 
 import json
+import math
 import platform
 import random
 import statistics
@@ -39,7 +40,7 @@ from tqdm import tqdm
 from fastcore_ops.data.shards import JsonFields
 from training.config import TrainConfig
 from training.tradeoff.results import device_name
-from training.tradeoff.step_kinds import RunPlan, StepKind, kind_function
+from training.tradeoff.step_kinds import MAX_PLANNED_STEPS, RunPlan, StepKind, kind_function
 
 WARMUP_STEPS = 8  # a window's first steps: pipeline filling, kernels built for a new shape
 TIMED_STEPS = 32  # the steps of a window that are timed, at least
@@ -76,8 +77,12 @@ def choose_windows(kind_at: Callable[[int], StepKind], plan: RunPlan, config: Tr
     for kind, first in sorted(plan.first_steps.items(), key=lambda item: item[1]):
         if covered.get(kind, 0) >= MIN_SAMPLES:
             continue
+        # A window is at least min(warmup + timed, the steps left) long: where the epoch has fewer left, none fits,
+        # and its length is not worked out (with epochs shorter than a window, that is every step of the run).
         candidates = ((step, window_length(kind_at, kind, step, plan.total_steps, warmup, timed))
-                      for step in range(first, plan.total_steps) if kind_at(step) == kind)
+                      for step in range(first, plan.total_steps)
+                      if per_epoch - step % per_epoch >= min(warmup + timed, plan.total_steps - step)
+                      and kind_at(step) == kind)
         start, length = next(((step, length) for step, length in candidates if per_epoch - step % per_epoch >= length),
                              (first, window_length(kind_at, kind, first, plan.total_steps, warmup, timed)))
         window = Window(config, setup, start, length, min(warmup, length // 2))
@@ -277,22 +282,44 @@ def write_costs(costs: StepCosts, path: Path) -> None:
     path.write_text(json.dumps(document, indent=1) + "\n")
 
 
+# More decoding workers than any machine runs: a costs.json naming more is not a cost pass's (and 1 / workers, in
+# step_kinds.decode_share, overflows for an int past 1.8e308).
+MAX_DECODING_WORKERS = 1 << 16
+
+
 def read_costs(path: Path) -> StepCosts:
-    """The costs a cost pass wrote to ``path``, every field checked (the file is untrusted); ValueError naming it."""
+    """The costs a cost pass wrote to ``path``, every field checked (the file is untrusted); ValueError naming it.
+
+    Every time must be a finite number: a step's seconds > 0 (a step takes time: zero prices a run at nothing),
+    what a setup does before its first step >= 0 (0: nothing), and the starts' excess over steady steps, which may
+    come out below zero, no lower than the pass could measure: every step of a window (at most ``warmup + timed``)
+    taking no time at all.
+    """
     fields = JsonFields(path, "pass a costs.json that python -m training.tradeoff --cost wrote")
     document = fields.keys("", fields.parse(fields.text()), ("machine", "threads", "rounds", "warmup", "timed",
                                                              "kinds", "setups", "library"))
 
-    def seconds(where: str, value) -> float:
-        if type(value) not in (int, float) or not value >= 0:
-            fields.fail(where, f"must be a number of seconds >= 0, got {value!r}")
-        return float(value)
+    def finite(where: str, value, accepted: str) -> float:
+        # JSON gives 1e400 as inf, and a 400-digit integer overflows float(): neither is a time.
+        try:
+            seconds = float(value) if type(value) in (int, float) else math.nan
+        except OverflowError:
+            seconds = math.inf
+        if not math.isfinite(seconds):
+            fields.fail(where, f"must be {accepted}, got {_shown(value)}")
+        return seconds
 
-    def signed_seconds(where: str, value) -> float:  # an excess over steady steps may come out below zero
-        if type(value) not in (int, float):
-            fields.fail(where, f"must be a number of seconds, got {value!r}")
-        return float(value)
+    def seconds(where: str, value, *, zero: bool) -> float:
+        accepted = "a finite number of seconds " + (">= 0" if zero else "> 0 (a step takes time)")
+        result = finite(where, value, accepted)
+        if not (result >= 0 if zero else result > 0):
+            fields.fail(where, f"must be {accepted}, got {_shown(value)}")
+        return result
 
+    warmup, timed = fields.integer("warmup", document["warmup"]), fields.integer("timed", document["timed"], low=1)
+    for key, steps in (("warmup", warmup), ("timed", timed)):  # a window's steps, inside a run a plan can walk
+        if steps > MAX_PLANNED_STEPS:
+            fields.fail(key, f"must be <= {MAX_PLANNED_STEPS} steps, got {steps}")
     kinds = {}
     for number, entry in enumerate(fields.kind("kinds", document["kinds"], list)):
         where = f"kinds[{number}]"
@@ -303,27 +330,46 @@ def read_costs(path: Path) -> StepCosts:
         methods = tuple(fields.kind(f"{where}.methods[{index}]", state, str)
                         for index, state in enumerate(fields.kind(f"{where}.methods", entry["methods"], list)))
         kind = StepKind(fields.kind(f"{where}.setup", entry["setup"], str), size, methods)
-        kinds[kind] = KindCost(kind, seconds(f"{where}.decoded_seconds", entry["decoded_seconds"]),
-                               seconds(f"{where}.kept_seconds", entry["kept_seconds"]),
+        kinds[kind] = KindCost(kind, seconds(f"{where}.decoded_seconds", entry["decoded_seconds"], zero=False),
+                               seconds(f"{where}.kept_seconds", entry["kept_seconds"], zero=False),
                                fields.integer(f"{where}.samples", entry["samples"], low=1))
+
+    def start(where: str, value, setup: str, attribute: str) -> float:
+        # The median over windows of (a window's first steps' seconds - the same steps' steady seconds): never below
+        # minus the steady seconds of a whole window of the setup's slowest kind.
+        excess = finite(where, value, "a finite number of seconds")
+        lowest = -(warmup + timed) * max((getattr(cost, attribute) for kind, cost in kinds.items()
+                                          if kind.setup == setup), default=0.0)
+        if excess < lowest * (1 + 1e-9):
+            fields.fail(where, f"must be a number of seconds >= {lowest:.6g} (no window of {warmup + timed} steps of "
+                               f"setup {setup} starts faster than in no time), got {_shown(value)}")
+        return excess
+
     setups = {}
     for number, entry in enumerate(fields.kind("setups", document["setups"], list)):
         where = f"setups[{number}]"
         fields.keys(where, entry, ("setup", "recipe", "precision", "setup_seconds", "size_start_seconds",
                                    "epoch_start_seconds"))
+        name = fields.kind(f"{where}.setup", entry["setup"], str)
         workers = entry.get("decoding_workers")  # absent from the files of earlier passes
-        setup = SetupCost(*(fields.kind(f"{where}.{key}", entry[key], str) for key in ("setup", "recipe", "precision")),
-                          seconds(f"{where}.setup_seconds", entry["setup_seconds"]),
-                          signed_seconds(f"{where}.size_start_seconds", entry["size_start_seconds"]),
-                          signed_seconds(f"{where}.epoch_start_seconds", entry["epoch_start_seconds"]),
-                          None if workers is None else fields.integer(f"{where}.decoding_workers", workers, low=0))
+        if workers is not None and fields.integer(f"{where}.decoding_workers", workers) > MAX_DECODING_WORKERS:
+            fields.fail(f"{where}.decoding_workers", f"must be <= {MAX_DECODING_WORKERS}, got {workers}")
+        setup = SetupCost(name, *(fields.kind(f"{where}.{key}", entry[key], str) for key in ("recipe", "precision")),
+                          seconds(f"{where}.setup_seconds", entry["setup_seconds"], zero=True),
+                          start(f"{where}.size_start_seconds", entry["size_start_seconds"], name, "decoded_seconds"),
+                          start(f"{where}.epoch_start_seconds", entry["epoch_start_seconds"], name, "kept_seconds"),
+                          workers)
         setups[setup.setup] = setup
     library = fields.kind("library", document["library"], dict)
     for key, value in library.items():
         fields.kind(f"library.{key}", value, str)
     return StepCosts(machine=fields.kind("machine", document["machine"], str),
                      threads=fields.integer("threads", document["threads"], low=1),
-                     rounds=fields.integer("rounds", document["rounds"], low=1),
-                     warmup=fields.integer("warmup", document["warmup"]),
-                     timed=fields.integer("timed", document["timed"], low=1), kinds=kinds, setups=setups,
-                     library=library)
+                     rounds=fields.integer("rounds", document["rounds"], low=1), warmup=warmup, timed=timed,
+                     kinds=kinds, setups=setups, library=library)
+
+
+def _shown(value) -> str:
+    """``value`` as an error shows it: its type and repr, cut short (a 400-digit integer)."""
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,10 +40,11 @@ from training.tasks.classification import split_folders
 from training.tradeoff.analysis import choose_baseline
 from training.tradeoff.cost_pass import (COSTS_JSON, ModelledTime, StepCosts, Window, choose_windows, measure,
                                          read_costs, write_costs)
-from training.tradeoff.planning import RUNS, PlannedRun, claim_out, run_config
+from training.tradeoff.planning import RUNS, PlannedRun, claim_out, name_problem, run_config
 from training.tradeoff.report import build_report
-from training.tradeoff.results import Run, RunRecord, common_metric, merge_records, read_results, split_runs
-from training.tradeoff.step_kinds import RunPlan, kind_function, plan_run
+from training.tradeoff.results import (RESULTS_JSON, Run, RunRecord, common_metric, merge_records, read_results,
+                                       split_runs)
+from training.tradeoff.step_kinds import MAX_PLANNED_STEPS, RunPlan, kind_function, plan_run
 from training.tradeoff.tables import markdown_table
 
 MEASURED = "measured"  # OUT's subfolder for the report on measured times
@@ -50,25 +52,64 @@ COSTS_MD = "costs.md"
 CHECK_MD = "modelled-vs-measured.md"
 
 
+def read_priced_runs(folder: Path) -> list[Run]:
+    """The runs of ``folder``'s results.json (:func:`read_results`), with what the cost pass takes from them checked:
+    each run's recipe names its folder under ``runs/`` (:func:`record_config`), so it must be a plain name
+    (:func:`training.tradeoff.planning.name_problem`), and each finished run's steps are walked one by one
+    (:func:`plan_run`), so they are at most :data:`MAX_PLANNED_STEPS`. ValueError naming the file and the run.
+    """
+    runs, path = read_results(folder), folder / RESULTS_JSON
+    for number, run in enumerate(runs):
+        problem = name_problem(run.recipe)
+        if problem is not None:
+            raise ValueError(f"{path}: row {number}: the recipe {run.recipe!r} {problem}; it names the run's folder "
+                             f"under {RUNS}/, which is never looked for outside {folder}: pass folders written by "
+                             f"python -m training.tradeoff or python -m training.ablate")
+        if isinstance(run, RunRecord) and run.steps > MAX_PLANNED_STEPS:
+            raise ValueError(f"{path}: run {run.label} gives {run.steps} steps, more than the {MAX_PLANNED_STEPS} a "
+                             f"cost plan walks; pass folders written by python -m training.tradeoff or "
+                             f"python -m training.ablate")
+    return runs
+
+
+def _check_length(config: TrainConfig, record: RunRecord, source: str) -> TrainConfig:
+    """``config`` if it can be what ``record`` trained, by its length: its epochs (scale schedule applied) fewer than
+    one more than the run's steps, as an epoch is a step at least; ValueError naming ``source`` otherwise (an epoch
+    count from elsewhere, 1e300, would make a plan with no end)."""
+    schedule = config.schedule
+    epochs = schedule.epochs * schedule.scale_schedule_ratio
+    if not epochs < record.steps + 1:
+        raise ValueError(f"{source} plans {epochs:g} epochs (schedule.epochs {schedule.epochs:g} x "
+                         f"scale_schedule_ratio {schedule.scale_schedule_ratio:g}), but run {record.label} trained "
+                         f"{record.steps} steps, and an epoch is one step at least: it is not the configuration the "
+                         f"run trained; restore the run's folder as training wrote it")
+    return config
+
+
 def record_config(record: RunRecord, folders: Sequence[Path], assignments: Sequence[str] = ()) -> TrainConfig:
     """The configuration ``record`` trained: from a folder's ``runs/`` when one holds it, else its recipe rebuilt,
     as it is or with ``assignments`` (the ``--set`` overrides the run trained with).
 
     ValueError when none hashes to the record's ``config_hash`` (the recipe changed since, or the
-    run was a variant whose folder is gone and whose overrides were not given).
+    run was a variant whose folder is gone and whose overrides were not given), when the record's recipe is no
+    plain name (it names the run's folder: :func:`read_priced_runs`), and when the one that does hash plans more
+    epochs than the run trained steps (naming the file it came from).
     """
+    problem = name_problem(record.recipe)
+    if problem is not None:
+        raise ValueError(f"run {record.label}: the recipe {record.recipe!r} {problem}; it names the run's folder")
     name = PlannedRun(record.recipe, record.budget, record.seed, 0.0).folder_name
     for folder in folders:
         path = folder / RUNS / name / CONFIG_NAME
         if path.is_file():
             config = load_config(path)
             if config_hash(config) == record.config_hash:
-                return config
+                return _check_length(config, record, f"the configuration {path}")
     if record.recipe in list_recipes():
         for overrides in dict.fromkeys([(), tuple(assignments)]):
             config = run_config(PlannedRun(record.recipe, record.budget, record.seed, 0.0), overrides)
             if config_hash(config) == record.config_hash:
-                return config
+                return _check_length(config, record, f"run {record.label}'s recipe at its budget")
     sets = "".join(f" --set {assignment}" for assignment in assignments)
     raise ValueError(f"run {record.label}: no configuration hashing to its {record.config_hash} was found (neither "
                      f"runs/{name}/{CONFIG_NAME} in {', '.join(map(str, folders))} nor its recipe as it is now"
@@ -104,6 +145,7 @@ def plan_records(records: Sequence[RunRecord], configs: dict[tuple, TrainConfig]
         if shared not in by_config:
             trainer = build(config)
             try:
+                _check_steps(record, trainer.state.total_steps)  # before its steps are walked
                 plan = plan_run(trainer, setup, timed_workers(costs, setup))
                 windows += choose_windows(kind_function(trainer, setup), plan, config, setup, covered)
             finally:
@@ -111,11 +153,15 @@ def plan_records(records: Sequence[RunRecord], configs: dict[tuple, TrainConfig]
                 trainer.task.close()
             by_config[shared] = plan
         plan = by_config[shared]
-        if plan.total_steps != record.steps:
-            raise ValueError(f"run {record.label} trained {record.steps} steps, but on this data it would train "
-                             f"{plan.total_steps}; pass the --data (and --subset) it trained on")
+        _check_steps(record, plan.total_steps)
         plans[record.key] = plan
     return plans, windows
+
+
+def _check_steps(record: RunRecord, total_steps: int) -> None:
+    if total_steps != record.steps:
+        raise ValueError(f"run {record.label} trained {record.steps} steps, but on this data it would train "
+                         f"{total_steps}; pass the --data (and --subset) it trained on")
 
 
 def modelled_record(record: RunRecord, modelled: ModelledTime, machine: str) -> RunRecord:
@@ -209,12 +255,11 @@ machine, is not expected to match (the machine column names where each run was m
     return written
 
 
-def time_records(records: Sequence[RunRecord], folders: Sequence[Path], build: Callable[[TrainConfig], object], *,
-                 costs: StepCosts | None, rounds: int, threads: int, progress: bool,
-                 assignments: Sequence[str] = ()) -> tuple[dict[tuple, RunPlan], StepCosts | None]:
-    """Plan every run and, without ``costs`` (an earlier pass's step times), time every kind of their steps here
-    (see :func:`measure`)."""
-    configs = {record.key: record_config(record, folders, assignments) for record in records}
+def time_records(records: Sequence[RunRecord], configs: dict[tuple, TrainConfig],
+                 build: Callable[[TrainConfig], object], *, costs: StepCosts | None, rounds: int, threads: int,
+                 progress: bool) -> tuple[dict[tuple, RunPlan], StepCosts | None]:
+    """Plan every run (``configs``: each one's, by key: :func:`record_config`) and, without ``costs`` (an earlier
+    pass's step times), time every kind of their steps here (see :func:`measure`)."""
     plans, windows = plan_records(records, configs, build, costs)
     if costs is not None:
         return plans, None
@@ -222,15 +267,31 @@ def time_records(records: Sequence[RunRecord], folders: Sequence[Path], build: C
     return plans, measure(windows, build, rounds=rounds, threads=threads, recipes=recipes, progress=progress)
 
 
-def model_runs(records: Sequence[RunRecord], plans: dict[tuple, RunPlan],
-               costs: StepCosts) -> dict[tuple, ModelledTime]:
-    """Each run's modelled time; ValueError naming the first run that takes a kind of step ``costs`` never timed."""
+def model_runs(records: Sequence[RunRecord], plans: dict[tuple, RunPlan], costs: StepCosts,
+               source: str = "the step times timed here") -> dict[tuple, ModelledTime]:
+    """Each run's modelled time; ValueError naming the first run that takes a kind of step ``costs`` never timed, or
+    whose modelled time is no finite number of seconds > 0 (``source``, where ``costs`` came from, named): a run
+    takes time, and its measured throughput is rescaled by it."""
     for record in records:
         missing = costs.missing(plans[record.key])
         if missing:
             raise ValueError(f"run {record.label} takes steps the step times never cover ({missing[0].describe()} "
                              f"of setup {missing[0].setup}); time them: leave --times out")
-    return {record.key: costs.modelled(plans[record.key]) for record in records}
+    modelled = {record.key: costs.modelled(plans[record.key]) for record in records}
+    for record in records:
+        parts = modelled[record.key]
+        problem = None if math.isfinite(parts.seconds) and parts.seconds > 0 else "a run takes a finite time > 0"
+        if problem is None:
+            try:  # the record the report writes (its throughput rescaled by the time), before anything is written
+                modelled_record(record, parts, costs.machine)
+            except (TypeError, ValueError) as error:
+                problem = str(error)
+        if problem is not None:
+            raise ValueError(f"run {record.label}: {source} give it a modelled time of {parts.seconds:g} s (steps "
+                             f"{parts.steps_seconds:g}, decoding {parts.decoding_seconds:g}, starts "
+                             f"{parts.starts_seconds:g}, setup {parts.setup_seconds:g}), which cannot be: {problem}; "
+                             f"time the steps again (leave --times out)")
+    return modelled
 
 
 def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset: int | None, device: str,
@@ -244,7 +305,7 @@ def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset:
     chooses), ``rounds``: how many times each window of steps is timed, ``assignments``: the ``--set``
     overrides of runs whose folders no longer hold their configuration (see :func:`record_config`).
     """
-    runs = merge_records(read_results(folder) for folder in folders)
+    runs = merge_records(read_priced_runs(folder) for folder in folders)
     records, left_out = split_runs(runs)
     if not records:
         raise ValueError(f"--cost {' '.join(map(str, folders))}: the folders hold no finished run to price")
@@ -257,6 +318,7 @@ def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset:
         if data is None:
             raise ValueError("--data is required to price image-classification runs: the data they trained on")
         split_folders(data)
+    configs = {record.key: record_config(record, folders, assignments) for record in records}
     check_claimable(out, "tradeoff")
     check_claimable(out / MEASURED, "tradeoff")
     if backend.INTERPRETING:  # the last check: the suite runs the others under the interpreter
@@ -268,10 +330,11 @@ def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset:
         keep_freed_memory()  # as python -m training.train does, so the steps run as the runs' did
     build = functools.partial(build_trainer, data=data, out=None, device=on, subset=subset, progress=False,
                               eval_every=0)
-    plans, timed = time_records(records, folders, build, costs=costs, rounds=rounds,
-                                threads=torch.get_num_threads(), progress=progress, assignments=assignments)
+    plans, timed = time_records(records, configs, build, costs=costs, rounds=rounds, threads=torch.get_num_threads(),
+                                progress=progress)
     costs = costs or timed
-    modelled = model_runs(records, plans, costs)
+    modelled = model_runs(records, plans, costs, f"the step times in {times}" if times is not None else
+                          "the step times timed here")
     claim_out(out, "tradeoff")
     claim_out(out / MEASURED, "tradeoff")
     write_cost_report(records, left_out, modelled, costs, out, baseline, timed_here=times is None)

@@ -92,12 +92,31 @@ class PlannedRun:
 
     @property
     def folder_name(self) -> str:
+        """The run's folder under ``runs/``; its recipe must be a plain name (:func:`name_problem`) where it was read
+        from a file."""
         return f"{self.recipe}-x{self.budget:g}-s{self.seed}"
 
     @property
     def trains(self) -> Variant:
         """What the run trains: its recipe and the assignments that change it."""
         return self.variant or Variant.of(self.recipe)
+
+
+def name_problem(name) -> str | None:
+    """Why ``name``, a recipe's name read from a file (results.json, a run's config.json), cannot name a run's folder
+    (:attr:`PlannedRun.folder_name`); None when it can. A name from a file is never followed out of its folder: it
+    must be a non-empty, printable str without a path separator or "..".
+
+        >>> name_problem("cifar_mild+cutout"), name_problem("../x")
+        (None, "holds a path separator or '..'")
+    """
+    if not isinstance(name, str) or not name:
+        return "is empty or not a str"
+    if not name.isprintable():
+        return "holds a control character"
+    if "/" in name or "\\" in name or ".." in name:
+        return "holds a path separator or '..'"
+    return None
 
 
 @dataclass(frozen=True)

@@ -319,7 +319,7 @@ def read_run(folder: Path, *, recipe: str, budget: float, seed: int) -> RunRecor
                          phase_seconds=summary.get("phase_seconds", {}), setup_hash=setup_hash(config),
                          compile_seconds=summary.get("compile_seconds", 0.0),
                          precision=summary.get("precision", ""), eval_seconds=summary.get("eval_seconds", 0.0))
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, OverflowError) as error:  # OverflowError: an int past a float's range (10**400)
         raise ValueError(f"{summary_path} is not a run summary ({error}); delete the folder {folder} "
                          f"to train the run again") from None
 
@@ -374,7 +374,8 @@ def read_results(folder: Path) -> list[Run]:
         if not isinstance(rows, list):
             raise TypeError(f"it holds a JSON {type(rows).__name__}")
         return [_run_from_row(row) for row in rows]
-    except (ValueError, TypeError) as error:  # bad JSON, missing or unknown fields, a record that contradicts itself
+    except (ValueError, TypeError, OverflowError) as error:  # bad JSON, missing or unknown fields, a record that
+        # contradicts itself, an int past a float's range (a 400-digit budget)
         raise ValueError(f"{path} is not a list of run records ({error}); pass folders written by "
                          f"python -m training.tradeoff or python -m training.ablate") from None
 

@@ -27,6 +27,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+# The most steps a plan walks, one by one: some ten times the longest run of the recipes here, ResNet-50's 90 epochs
+# of ImageNet at batch 256 on one process (about 450,000 steps) at budget 2. A run said to be longer (its config.json's
+# epochs and its results.json's steps come from elsewhere) is refused rather than walked.
+MAX_PLANNED_STEPS = 10_000_000
 
 
 @dataclass(frozen=True, order=True)
@@ -76,6 +80,23 @@ def decode_share(workers: int, passes: int) -> float:
     return (1.0 - 1.0 / max(workers, 1)) ** passes
 
 
+def check_planned_steps(total_steps: int, where: str = "the run") -> int:
+    """``total_steps`` if a plan may walk them: an int in [1, :data:`MAX_PLANNED_STEPS`]; ValueError otherwise.
+
+        >>> check_planned_steps(10**300)
+        Traceback (most recent call last):
+        ...
+        ValueError: the run would train about 2**996 steps, more than the 10000000 a cost plan walks; ...
+    """
+    if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps < 1:
+        raise ValueError(f"{where} would train {total_steps!r} steps; a plan needs a whole number of steps >= 1")
+    if total_steps > MAX_PLANNED_STEPS:
+        count = str(total_steps) if total_steps.bit_length() <= 64 else f"about 2**{total_steps.bit_length() - 1}"
+        raise ValueError(f"{where} would train {count} steps, more than the {MAX_PLANNED_STEPS} a cost plan walks; "
+                         f"its configuration (schedule.epochs, scale_schedule_ratio) or record is not a real run's")
+    return total_steps
+
+
 def kind_function(trainer, setup: str) -> Callable[[int], StepKind]:
     """The kind of each step of ``trainer``'s run, as a function of the step's index."""
     state, loader = trainer.state, trainer.train_loader
@@ -95,8 +116,10 @@ def kind_function(trainer, setup: str) -> Callable[[int], StepKind]:
 def step_shares(trainer, setup: str, workers: int | None = None) -> Iterator[tuple[StepKind, float]]:
     """Each step of the run ``trainer`` would train, in order: its kind and the share of its images decoded
     afresh rather than copied from a worker's crop cache (see the module's docstring). ``workers``: the
-    decoding workers to plan with (the cost pass's, where it recorded them); default the trainer's own."""
+    decoding workers to plan with (the cost pass's, where it recorded them); default the trainer's own.
+    ValueError for a run longer than :data:`MAX_PLANNED_STEPS` (:func:`check_planned_steps`), before any step."""
     state = trainer.state
+    check_planned_steps(state.total_steps)
     if workers is None:
         workers = getattr(trainer.train_loader, "decoding_workers", 0)
     kind_at = kind_function(trainer, setup)
@@ -109,8 +132,8 @@ def step_shares(trainer, setup: str, workers: int | None = None) -> Iterator[tup
 
 def plan_run(trainer, setup: str, workers: int | None = None) -> RunPlan:
     """Every step of the run ``trainer`` would train, counted by kind (nothing is trained); ``workers`` as in
-    :func:`step_shares`."""
-    per_epoch, total = trainer.state.steps_per_epoch, trainer.state.total_steps
+    :func:`step_shares` (ValueError for a run longer than :data:`MAX_PLANNED_STEPS`, before any step)."""
+    per_epoch, total = trainer.state.steps_per_epoch, check_planned_steps(trainer.state.total_steps)
     steps: Counter[StepKind] = Counter()
     decodes: dict[StepKind, float] = {}
     first_steps: dict[StepKind, int] = {}

@@ -13,13 +13,14 @@ import torch
 
 from training import checkpoint
 from training.train import child_environment
+from tests.hang_guard import HANG_GUARD_S
 
 IMPORT = ["--import", "tests.training.tasks.toy_task"]
 
 
 def _command(module: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, check=False,
-                          env=child_environment(), timeout=300)
+                          env=child_environment(), timeout=HANG_GUARD_S)
 
 
 def _train(*args: str, expect: int = 0) -> str:

@@ -140,7 +140,8 @@ def test_prices_from_an_earlier_pass_are_planned_with_the_decoding_workers_it_ti
 
 
 @pytest.mark.parametrize("change, problem", [
-    (lambda d: d["kinds"][0].update(kept_seconds=-1), r"kinds\[0\].kept_seconds must be a number of seconds >= 0"),
+    (lambda d: d["kinds"][0].update(kept_seconds=-1), r"kinds\[0\].kept_seconds must be a finite number of "
+                                                       r"seconds > 0"),
     (lambda d: d["kinds"][0].update(image_size="16"), r"kinds\[0\].image_size must be an int"),
     (lambda d: d["kinds"][0]["methods"].append(7), r"kinds\[0\].methods\[0\] must be a string"),
     (lambda d: d["setups"][0].pop("setup_seconds"), r"setups\[0\] lacks 'setup_seconds'"),

@@ -16,6 +16,7 @@ from tests.training.conftest import link_cifar_subset
 from training.tradeoff.cli import main
 from training.tradeoff.results import machine_label
 from training.train import child_environment
+from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[3]
 # Tiny on purpose: 200 training images at batch 32 over 4 epochs is 6 steps per epoch, so
@@ -79,7 +80,7 @@ def test_rerunning_the_sweep_resumes_the_unfinished_run_and_redoes_nothing(sweep
 def _cost(args, cwd):
     """The cost pass as a user runs it: a process of its own, without the suite's Triton interpreter."""
     command = [sys.executable, "-m", "training.tradeoff", "--cost", *args, "--no-progress", "--threads", "1"]
-    return subprocess.run(command, cwd=cwd, env=child_environment(), capture_output=True, text=True, timeout=600)
+    return subprocess.run(command, cwd=cwd, env=child_environment(), capture_output=True, text=True, timeout=HANG_GUARD_S)
 
 
 def test_the_cost_pass_prices_every_run_of_the_sweep_and_its_times_can_be_reused(sweep, tmp_path):
