@@ -21,8 +21,8 @@ from fastcore_ops.kernels.alibi import alibi_attention_reference, alibi_slopes
 from fastcore_ops.surgery import alibi as alibi_surgery
 from fastcore_ops.surgery import apply_alibi, core
 from fastcore_ops.surgery.alibi import ATTENTION_NAME, ZeroPositionEmbedding
-from training.models.gpt import GPT, ALiBiSelfAttention, CausalSelfAttention, GPTConfig
 from tests.hang_guard import HANG_GUARD_S
+from training.models.gpt import GPT, ALiBiSelfAttention, CausalSelfAttention, GPTConfig
 
 N_POSITIONS = 32  # what the models are built for; tests run longer sequences after surgery
 VOCAB = 256

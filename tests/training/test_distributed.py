@@ -11,13 +11,13 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from tests.hang_guard import HANG_GUARD_S
 from tests.training.conftest import link_cifar_subset
 from training import checkpoint
 from training.assemble import build_trainer, lr_scaling_note
 from training.config import override
 from training.recipes import get_recipe, list_recipes
 from training.train import child_environment, main
-from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.train runs from here
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from tests.training.test_train import _wait_for_mid_epoch_checkpoint
 from training import checkpoint
 from training.checkpoint import StopRequests
 from training.train import child_environment
-from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.train runs from here
 

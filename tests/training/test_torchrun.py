@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from training import torchrun
 from training.torchrun import main as torchrun_main
 from training.train import child_environment, main
-from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.torchrun runs from here
 

@@ -15,12 +15,12 @@ import pytest
 import torch
 
 from fastcore_ops.data.prepare import PrepareSettings, prepare_shards
+from tests.hang_guard import HANG_GUARD_S
 from training import checkpoint
 from training import train as train_module
 from training.config import override, to_dict
 from training.recipes import get_recipe
 from training.train import child_environment, main, parse_args, resumed_run
-from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.train runs from here
 

@@ -11,9 +11,9 @@ import sys
 
 import torch
 
+from tests.hang_guard import HANG_GUARD_S
 from training import checkpoint
 from training.train import child_environment
-from tests.hang_guard import HANG_GUARD_S
 
 IMPORT = ["--import", "tests.training.tasks.toy_task"]
 

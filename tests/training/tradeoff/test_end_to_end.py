@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.hang_guard import HANG_GUARD_S
 from tests.training.conftest import link_cifar_subset
 from training.tradeoff.cli import main
 from training.tradeoff.results import machine_label
 from training.train import child_environment
-from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[3]
 # Tiny on purpose: 200 training images at batch 32 over 4 epochs is 6 steps per epoch, so
