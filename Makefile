@@ -5,7 +5,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test peers gpu-check clean FORCE
+.PHONY: demo data test peers gpu-check clean FORCE
 
 $(INSTALLED): setup.py fastcore_ops/data/backends/workers/_jpeg_region.c
 	test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -32,9 +32,15 @@ $(PEERS): benchmarks/peers-requirements.txt $(INSTALLED)
 	touch $@
 peers: $(PEERS)
 
+# CIFAR-10 as the JPEG ImageFolder the recipes read, into data/cifar10-jpeg: downloaded (163 MB), or from a copy
+# of cifar-10-python.tar.gz you have (make data ARCHIVE=path/to/it).
+data: $(INSTALLED)
+	$(PYTHON) -m fastcore_ops.data.datasets cifar10 data/cifar10-jpeg $(if $(ARCHIVE),--archive $(ARCHIVE))
+
 # The main job: the Mild recipe tuned for 500 CIFAR-10 images per class, on them (about 5 minutes on 2 CPU cores).
-# Each demo writes a new run folder, so nothing earlier is overwritten.
-DATA ?= ../shared/datasets/cifar10-jpeg
+# Each demo writes a new run folder, so nothing earlier is overwritten. Its data: what make data made, else the
+# project machines' copy.
+DATA ?= $(or $(wildcard data/cifar10-jpeg),../shared/datasets/cifar10-jpeg)
 demo: $(INSTALLED)
 	$(PYTHON) -m training.train --recipe cifar_mild_small --data $(DATA) --subset 500 --eval-every 2 \
 		--out runs/demo/$$(date +%Y%m%d-%H%M%S)

@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 
 MARKER_PREFIX = ".fastcore_ops-"
-_COMMANDS = {"prepare": "fastcore_ops.data.prepare", "tradeoff": "training.tradeoff", "ablate": "training.ablate",
+_COMMANDS = {"prepare": "fastcore_ops.data.prepare", "datasets": "fastcore_ops.data.datasets", "tradeoff": "training.tradeoff", "ablate": "training.ablate",
              "alibi_extrapolation": "training.alibi_extrapolation",
              "text_prepare": "training.text.prepare", "benchmarks": "benchmarks", "peers": "benchmarks.peers"}
 
