@@ -229,8 +229,9 @@ def checked_start(args: argparse.Namespace) -> CheckedRun:
 REFUSALS = (*cli.REFUSALS, CheckpointError)
 
 
-# How long a rank other than 0 that refuses waits for torchrun to end it (below).
-RANK_0_GRACE_SECONDS = 10.0
+# How long a rank other than 0 that refuses waits for torchrun to end it (below): torchrun ends it as soon as
+# rank 0 has said why and exited, so this is only a guard, long enough for a slow rank 0 on a busy machine.
+RANK_0_GRACE_SECONDS = 120.0
 
 
 def refuse(error: BaseException) -> int:
