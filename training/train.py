@@ -44,6 +44,7 @@ from training.recipes import get_recipe, list_recipes
 from training.run_folder import (CONFIG_NAME, RUN_FILES, SUMMARY_NAME, NewRunFiles, RunSettings, check_out_outside_data,
                                  check_resume, check_run_folder, check_same_inputs, check_settings)
 from training.parallel import STRATEGIES
+from training.tasks.base import metric_phrase
 from training.tasks.registry import all_tasks, task_named
 from training.tensorboard_events import tensorboard_missing
 from training.trainer import FitResult, TrainingInterrupted
@@ -189,10 +190,7 @@ def describe_metric(result: FitResult) -> str:
         ...     samples_per_second=1.0, sample_unit="images"))
         'top-1 61.20%'
     """
-    value = result.metrics[result.metric]
-    if result.metric_label.endswith("(%)"):
-        return f"{result.metric_label[:-4]} {100 * value:.2f}%"
-    return f"{result.metric_label} {value:.4f}"
+    return metric_phrase(result.metric_label, result.metrics[result.metric])
 
 
 @dataclasses.dataclass

@@ -34,6 +34,7 @@ from training.metrics import MetricsLog
 from training.precision import choose_precision
 from training.schedule import warmup_cosine
 from training.tasks import Task
+from training.tasks.base import metric_phrase
 
 CHECKPOINT_NAME = checkpoint.CHECKPOINT_NAME
 PHASES = ("data", "forward", "backward", "optimizer", "methods")
@@ -420,6 +421,14 @@ class Trainer:
         return self.samples_seen / max(self.train_seconds, 1e-9)
 
     def _record(self, metrics: dict[str, float]) -> None:
+        """Say an evaluation's result in a line (the progress bars clear themselves) and log it with the run's."""
+        if self.is_main:
+            state = self.state
+            epochs = math.ceil(state.total_steps / state.steps_per_epoch)
+            headline = metric_phrase(self.task.metric_label, metrics[self.task.metric])
+            evaluation_loss = f", evaluation loss {metrics['eval_loss']:.4f}" if "eval_loss" in metrics else ""
+            print(f"epoch {state.epoch + 1}/{epochs}: {headline}{evaluation_loss}, training loss "
+                  f"{self.epoch_train_loss:.4f}, {self.train_seconds:.1f} s of training", flush=True)
         if self.log is None:
             return
         self.log.append({

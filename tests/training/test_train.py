@@ -61,6 +61,10 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
     assert summary["steps"] == 3 * (600 // 32)
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [row["epoch"] for row in rows] == [1, 2, 3]
+    said = [line for line in stdout.splitlines() if line.startswith("epoch ")]
+    assert [line.split(":")[0] for line in said] == ["epoch 1/3", "epoch 2/3", "epoch 3/3"], "a line an evaluation"
+    assert f"top-1 {100 * rows[-1]['top1']:.2f}%, evaluation loss {rows[-1]['eval_loss']:.4f}" in said[-1]
+    assert said[-1].endswith(f"{rows[-1]['train_seconds']:.1f} s of training")
     assert rows[-1]["train_seconds"] == pytest.approx(summary["train_seconds"])
     assert (out / "curves.png").stat().st_size > 10_000
     assert json.loads((out / "config.json").read_text())["schedule"]["epochs"] == 3.0

@@ -12,6 +12,17 @@ import torch
 from torch import nn
 
 
+def metric_phrase(label: str, value: float) -> str:
+    """A task's metric as one phrase, from its ``metric_label``: a percentage where the label says so.
+
+        >>> metric_phrase("top-1 (%)", 0.612), metric_phrase("validation loss (nats/token)", 1.2345)
+        ('top-1 61.20%', 'validation loss (nats/token) 1.2345')
+    """
+    if label.endswith("(%)"):
+        return f"{label[:-4]} {100 * value:.2f}%"
+    return f"{label} {value:.4f}"
+
+
 class Task(abc.ABC):
     """Base class of the training tasks.
 
