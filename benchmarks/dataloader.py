@@ -255,8 +255,10 @@ def _plot(rows: list[dict], path: Path, title: str) -> None:
 def build_parser() -> cli.ArgumentParser:
     """The command line of ``python -m benchmarks.dataloader``."""
     parser = cli.ArgumentParser(prog="python -m benchmarks.dataloader", description=cli.description(__doc__))
-    parser.add_argument("--data", type=Path, default=IMAGENET_SAMPLE,
-                        help="an ImageFolder tree; the default holds 500 ImageNet photos")
+    cli.machine_default(parser.add_argument(
+        "--data", type=Path, default=IMAGENET_SAMPLE,
+        help="an ImageFolder tree (default: ../shared/datasets/imagenet-sample beside the repository: 500 ImageNet "
+             "photos)"))
     cli.add_device_option(parser)
     parser.add_argument("--image-size", type=cli.positive_int, default=176, help="the side of the images delivered")
     parser.add_argument("--batch-size", type=cli.positive_int, default=64, help="images per batch")

@@ -165,13 +165,16 @@ def build_parser() -> cli.ArgumentParser:
     """The command line of ``python -m benchmarks.peers``."""
     parser = cli.ArgumentParser(prog="python -m benchmarks.peers", description=cli.description(__doc__))
     parser.add_argument("--recipe", default="cifar_mild", help="an image-classification recipe")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a folder with train/ and val/ (or test/)")
+    cli.machine_default(parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA,
+        help="a folder with train/ and val/ (or test/) (default: ../shared/datasets/cifar10-jpeg beside the repository)"))
     parser.add_argument("--pairs", type=cli.positive_int, default=3, help="alternating pairs of runs")
     parser.add_argument("--subset", type=cli.positive_int, help="train on the first N images of each class")
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="configuration override for both trainers; repeatable")
-    parser.add_argument("--peers", type=Path, default=REPOSITORY / ".peers",
-                        help="the folder Composer is installed in; make peers fills the default")
+    cli.machine_default(parser.add_argument(
+        "--peers", type=Path, default=REPOSITORY / ".peers",
+        help="the folder Composer is installed in (default: .peers in the repository, which make peers fills)"))
     parser.add_argument("--composer-loader", choices=LOADERS, default="torchvision",
                         help="Composer's training images through torchvision's DataLoader, as its users write it, "
                              "or through our loader, which leaves the two trainers alone to compare")

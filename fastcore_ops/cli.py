@@ -34,7 +34,7 @@ REFUSALS = (ValueError, TypeError, OSError)
 
 
 # The help text of the shared options, one wording for every command.
-DEVICE_HELP = "where to compute: cpu, cuda or cuda:N; the default picks cuda where this machine has it, else cpu"
+DEVICE_HELP = "where to compute: cpu, cuda or cuda:N (default: cuda where this machine has it, else cpu)"
 NO_PROGRESS_HELP = "no progress bars (for logs)"
 
 
@@ -43,9 +43,23 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     (False), an option whose help says what leaving it out does (None), or a repeatable one (an empty list)."""
 
     def _get_help_string(self, action):
-        if action.default is None or action.default is False or action.default == []:
+        if action.default is None or action.default is False or action.default == [] or \
+                getattr(action, "machine_default", False):
             return action.help
         return super()._get_help_string(action)
+
+
+def machine_default(action: argparse.Action) -> argparse.Action:
+    """Mark ``action``'s default as this machine's or this checkout's (a device, an absolute path): --help then
+    shows the rule its help text states, not the value the default has here.
+
+        >>> parser = ArgumentParser(prog="tool")
+        >>> _ = machine_default(parser.add_argument("--where", default="/home/me/x", help="x (default: beside y)"))
+        >>> "/home/me" in parser.format_help()
+        False
+    """
+    action.machine_default = True
+    return action
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -89,8 +103,8 @@ def description(docstring: str) -> str:
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:
     """``--device``, as every command that computes takes it: a device this machine has, by name."""
-    parser.add_argument("--device", type=device_name, default="cuda" if torch.cuda.is_available() else "cpu",
-                        help=DEVICE_HELP)
+    machine_default(parser.add_argument("--device", type=device_name,
+                                        default="cuda" if torch.cuda.is_available() else "cpu", help=DEVICE_HELP))
 
 
 def add_no_progress_option(parser: argparse.ArgumentParser) -> None:

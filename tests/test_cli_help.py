@@ -80,8 +80,16 @@ def test_every_default_is_shown_once(parser):
     for action in options(parser):
         text = shown_help(parser, action)
         assert text.count("(default") <= 1, f"{parser.prog} {action.dest}: the default is given twice: {text}"
-        if has_default(action):
+        if getattr(action, "machine_default", False):  # this machine's value: the help states the rule instead
+            assert "(default: " in text and f"(default: {action.default})" not in text, text
+        elif has_default(action):
             assert f"(default: {action.default})" in text, f"{parser.prog} {action.dest}: no default shown: {text}"
+
+
+def test_no_help_shows_a_default_only_this_machine_has(parser):
+    """Not this checkout's absolute paths, nor the device this machine picks: the rule that picks them."""
+    text = " ".join(parser.format_help().split())
+    assert "(default: /" not in text and "(default: cpu)" not in text and "(default: cuda)" not in text, text
 
 
 def test_descriptions_are_plain_text(parser):

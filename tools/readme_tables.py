@@ -128,8 +128,9 @@ def _read(readme: Path) -> str:
 def build_parser() -> cli.ArgumentParser:
     """The command line of ``python tools/readme_tables.py``."""
     parser = cli.ArgumentParser(prog="python tools/readme_tables.py", description=cli.description(__doc__))
-    parser.add_argument("readme", nargs="?", type=Path, default=ROOT / "README.md",
-                        help="the Markdown file whose tables to fill or check")
+    cli.machine_default(parser.add_argument("readme", nargs="?", type=Path, default=ROOT / "README.md",
+                                            help="the Markdown file whose tables to fill or check (default: the "
+                                                 "repository's README.md)"))
     parser.add_argument("--root", type=Path, help="the folder the markers' paths start from (default: the README's)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table is out of date")
     return parser
