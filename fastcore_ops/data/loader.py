@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Sequence
 
 import torch
 
@@ -28,7 +29,7 @@ from fastcore_ops.data.order import (
 )
 from fastcore_ops.data.shards import verify_shards
 from fastcore_ops.data.sources import Source, find_samples
-from fastcore_ops.data.transforms.device_stage import DeviceAugment
+from fastcore_ops.data.transforms.device_stage import IMAGENET_MEAN, IMAGENET_STD, DeviceAugment
 from fastcore_ops.data.transforms.flips import AlternatingFlipOptions
 from fastcore_ops.data.transforms.resize import ProgressiveResize
 
@@ -202,6 +203,8 @@ def build_loader(
     shard: Shard | None = None,
     crop_cache_mb: int = CROP_CACHE_MB,
     worker_niceness: int | None = None,
+    mean: Sequence[float] = IMAGENET_MEAN,
+    std: Sequence[float] = IMAGENET_STD,
     **augmentations: object,
 ) -> Loader:
     """A loader of normalized ``(images, labels)`` batches on ``device`` for one rank.
@@ -230,6 +233,8 @@ def build_loader(
     worker_niceness: how far below this process (Unix niceness, 0-19) the pil backend's decoding
         workers run; default 10 for batches on the CPU, where the workers share the cores with
         the training step and would otherwise stall it, 0 otherwise (backends/pil.py says why).
+    mean, std: the per-channel (R, G, B) statistics images are normalized with, on the 0-1 scale
+        of their pixels; default ImageNet's.
 
     >>> loader = build_loader("/data/imagenet/train", batch_size=64, train=True, image_size=176)  # doctest: +SKIP
     >>> for epoch in range(16):                                                                   # doctest: +SKIP
@@ -258,7 +263,7 @@ def build_loader(
     device = torch.device("cpu") if device is None else check_device("device", device)
     rank, world_size = _this_shard(shard)
     stage = DeviceAugment(train=train, flip=flip and alternating_flip is None, channels_last=channels_last,
-                          **augmentations)
+                          mean=mean, std=std, **augmentations)
 
     samples, classes = find_samples(source)
     drop_last = train if drop_last is None else drop_last

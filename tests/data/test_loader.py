@@ -84,6 +84,17 @@ def test_batches_are_normalized_float_images_with_int64_labels(coded_tree, backe
         assert (colours - expected).abs().max() < 8
 
 
+def test_images_are_normalized_with_the_statistics_given(coded_tree):
+    """Another dataset's mean and std (here none: the pixels' own 0-1 scale), as the batches' normalization."""
+    tree = coded_tree(classes=3, per_class=2)
+    plain = _loader(tree, "pil", train=False, batch_size=6, image_size=24, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+    images, labels = _epoch(plain)
+    expected = torch.tensor([CLASS_COLORS[label] for label in labels[0].tolist()], dtype=torch.float32)
+    assert ((images[0] * 255).mean(dim=(2, 3)) - expected).abs().max() < 8
+    with pytest.raises(ValueError, match="std"):
+        _loader(tree, "pil", train=False, batch_size=6, image_size=24, std=(0.2, 0.0, 0.2))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_every_image_carries_its_own_files_label(coded_tree, backend):
     loader = _loader(coded_tree(classes=4, per_class=5), backend, batch_size=6)
