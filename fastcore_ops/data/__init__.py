@@ -10,7 +10,7 @@ decoders and the pil workers' machinery; shards/ the prepared-shard format that
     ...                       device="cuda", randaugment=RandAugmentOptions(depth=1))   # doctest: +SKIP
 """
 
-from .loader import Loader, SkippedImagesWarning, build_loader
+from .loader import Loader, RepeatedEpochWarning, SkippedImagesWarning, build_loader
 from .loader_options import Crops, Shard
 from .sources import DatasetScanWarning
 from .transforms import (AlternatingFlipOptions, ColOutOptions, DeviceAugment, PaddedCropOptions, ProgressiveResize,
@@ -18,7 +18,7 @@ from .transforms import (AlternatingFlipOptions, ColOutOptions, DeviceAugment, P
                          resize_batch)
 
 __all__ = [
-    "build_loader", "Crops", "Shard", "Loader", "SkippedImagesWarning", "DatasetScanWarning",
+    "build_loader", "Crops", "Shard", "Loader", "SkippedImagesWarning", "RepeatedEpochWarning", "DatasetScanWarning",
     "randaugment_batch", "colout_batch", "resize_batch", "flip_batch", "padded_crop_batch",
     "RandAugmentOptions", "ColOutOptions", "PaddedCropOptions", "ProgressiveResize", "DeviceAugment",
     "AlternatingFlipOptions",

@@ -52,6 +52,10 @@ class SkippedImagesWarning(UserWarning):
     """Some image files could not be decoded and were left out of this epoch."""
 
 
+class RepeatedEpochWarning(UserWarning):
+    """A training loader was iterated again without ``set_epoch``: the same order and augmentations again."""
+
+
 class Loader:
     """Iterates one epoch of ``(images, labels)`` for this rank; made by ``build_loader``.
 
@@ -78,6 +82,8 @@ class Loader:
         self._progressive, self._epochs = progressive_resize, epochs
         self.epoch = 0
         self.first_batch = 0
+        # Whether set_epoch was called since the last iteration began (None: never iterated), to warn once.
+        self._epoch_set: bool | None = None
         self._shards_verified = False
         # Every file skipped so far, by path, with its latest reason: what a run reports at its end.
         self.skipped_files: dict[str, str] = {}
@@ -110,6 +116,7 @@ class Loader:
         """Use ``epoch``'s order and augmentation draws for the next iteration, starting at batch ``first_batch``."""
         check_epoch_position(epoch, first_batch, len(self))
         self.epoch, self.first_batch = epoch, first_batch
+        self._epoch_set = True
 
     def close(self) -> None:
         """Stop the backend's decoding workers now; the loader cannot be iterated afterwards.
@@ -125,6 +132,11 @@ class Loader:
     def __iter__(self):
         if self._backend is None:
             raise RuntimeError("this loader was closed; build a new one with build_loader")
+        if self._epoch_set is False and (self.shuffle or self._stage.train):
+            warnings.warn(f"this loader is iterated again at epoch {self.epoch} without set_epoch, so it repeats "
+                          f"that epoch's order and augmentations; call loader.set_epoch(epoch) before each epoch",
+                          RepeatedEpochWarning, stacklevel=2)
+        self._epoch_set = False
         if not self._shards_verified:
             # Here, before the workers read anything: a changed shard stops the run with one clear
             # error, instead of an error inside a worker or images skipped and mislabelled.

@@ -3,6 +3,7 @@
 import gc
 import logging
 import multiprocessing
+import warnings
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from fastcore_ops.data import loader as loader_module
 from fastcore_ops.data.backends import pil as pil_backend
 from fastcore_ops.data.backends.dali import dali_available
 from fastcore_ops.data.backends.pil import PilBackend
-from fastcore_ops.data.loader import build_loader
+from fastcore_ops.data.loader import RepeatedEpochWarning, build_loader
 from fastcore_ops.data.loader_options import Crops, Shard
 from fastcore_ops.data.order import epoch_order
 from fastcore_ops.data.transforms.colout import ColOutOptions
@@ -82,6 +83,20 @@ def test_batches_are_normalized_float_images_with_int64_labels(coded_tree, backe
         colours = pixels_to_uint8(x).mean(dim=(2, 3))
         expected = torch.tensor([CLASS_COLORS[label] for label in y.tolist()], dtype=torch.float32)
         assert (colours - expected).abs().max() < 8
+
+
+def test_a_training_loader_iterated_again_without_set_epoch_says_so(coded_tree):
+    tree = coded_tree(classes=2, per_class=3)
+    training = _loader(tree, "pil", batch_size=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _epoch(training)
+        training.set_epoch(1)
+        _epoch(training)
+        evaluation = _loader(tree, "pil", train=False, batch_size=2)
+        _epoch(evaluation), _epoch(evaluation)  # the same images every time, as evaluation should
+    with pytest.warns(RepeatedEpochWarning, match=r"iterated again at epoch 1 without set_epoch.*set_epoch\(epoch\)"):
+        _epoch(training)
 
 
 def test_images_are_normalized_with_the_statistics_given(coded_tree):
