@@ -675,10 +675,10 @@ def _check_inputs(q, k, v, attn_mask, dropout_p, causal, scale, slopes) -> None:
         )
     if v.shape != k.shape:
         raise ValueError(f"value must have key's shape {tuple(k.shape)}, got {tuple(v.shape)}")
-    if not _MIN_HEAD_DIM <= D <= _MAX_HEAD_DIM:
+    if backend.use_triton(q) and not _MIN_HEAD_DIM <= D <= _MAX_HEAD_DIM:  # the PyTorch reference takes any
         raise ValueError(
-            f"the head dim D = query.shape[-1] must be between {_MIN_HEAD_DIM} and {_MAX_HEAD_DIM}, got {D}; "
-            f"split or pad heads to a size in that range"
+            f"the Triton kernel takes a head dim D = query.shape[-1] between {_MIN_HEAD_DIM} and {_MAX_HEAD_DIM}, "
+            f"got {D}; split or pad heads to a size in that range"
         )
     check_bool("is_causal", causal)
     if causal and Tq > Tk:
@@ -716,7 +716,8 @@ def alibi_attention(
     ``dropout_p`` must be 0: a ported call that relies on either is refused, not ignored.
 
     Args:
-        query: (B, H, Tq, D); float16, bfloat16 or float32; 16 <= D <= 128, any strides.
+        query: (B, H, Tq, D); float16, bfloat16 or float32; any strides. Where the Triton kernel
+            runs (CUDA tensors, or Triton's interpreter) 16 <= D <= 128; the CPU reference takes any D.
         key, value: (B, H, Tk, D), query's dtype and device. Queries are aligned to the end
             of the keys (query i at key position i + Tk - Tq), as when decoding with a cached
             prefix; causal attention needs Tq <= Tk.

@@ -1,6 +1,9 @@
 """ALiBi attention against its PyTorch reference: slopes, values, gradients, shapes, dtypes, errors."""
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -13,6 +16,7 @@ from fastcore_ops.kernels import alibi_attention, alibi_slopes
 from fastcore_ops.kernels import alibi as alibi_module
 from fastcore_ops.kernels.alibi import alibi_attention_reference
 from tests.conftest import DEVICE, FLOAT_DTYPES, TOLERANCES
+from tests.hang_guard import HANG_GUARD_S
 
 # (B, H, Tq, Tk, D). Lengths 37 and 70 are not multiples of any tile size; Tq < Tk puts
 # the queries after a cached prefix; every D from 16 to 128 is allowed, 40 pads to 64.
@@ -258,7 +262,8 @@ def _t(*shape, dtype=torch.float32, device="cpu"):
         ((_t(1, 2, 5, 16), _t(1, 2, 5, 32), _t(1, 2, 5, 32)), {}, ValueError, r"\(1, 2, Tk, 16\)"),
         ((_t(1, 2, 5, 16), _t(1, 2, 5, 16), _t(1, 2, 6, 16)), {}, ValueError,
          r"value must have key's shape \(1, 2, 5, 16\)"),
-        ((_t(1, 2, 5, 8),) * 3, {}, ValueError, "head dim D = query.shape\\[-1\\] must be between 16 and 128, got 8"),
+        ((_t(1, 2, 5, 8),) * 3, {}, ValueError,
+         "kernel takes a head dim D = query.shape\\[-1\\] between 16 and 128, got 8"),
         ((_t(1, 2, 5, 129),) * 3, {}, ValueError, "between 16 and 128, got 129"),
         ((_t(1, 2, 6, 16), _t(1, 2, 5, 16), _t(1, 2, 5, 16)), {"is_causal": True}, ValueError,
          "needs Tq <= Tk; got Tq = 6 > Tk = 5; pass more keys or is_causal=False"),
@@ -323,3 +328,15 @@ def test_custom_op_passes_torch_library_opcheck(device):
     q, k, v = _qkv(1, 2, 7, 9, 16, torch.float32, device)
     torch.library.opcheck(torch.ops.fastcore_ops.alibi_attention, (q, k, v, alibi_slopes(2, device), True, 0.25))
     torch.library.opcheck(torch.ops.fastcore_ops.alibi_attention, (q, k, v, None, False, 0.25))
+
+
+def test_the_cpu_reference_takes_any_head_dim():
+    """Only the Triton kernel needs 16 <= D <= 128; on a CPU without the interpreter the reference runs (this
+    process interprets the kernels, so a child that does not)."""
+    script = ("import torch; from fastcore_ops.kernels import alibi_attention; "
+              "q, k, v = (torch.randn(1, 2, 5, 8, requires_grad=True) for _ in range(3)); "
+              "out = alibi_attention(q, k, v, is_causal=True); out.sum().backward(); print(tuple(out.shape))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "FASTCORE_OPS_INTERPRET": "0", "TRITON_INTERPRET": "0"},
+                          timeout=HANG_GUARD_S)
+    assert done.returncode == 0 and done.stdout.strip() == "(1, 2, 5, 8)", done.stderr[-2000:]
