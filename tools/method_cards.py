@@ -96,7 +96,8 @@ SOURCES: dict[str, CardSource] = {method.name: _method_source(method) for method
 
 
 def card_section(source: CardSource) -> tuple[str, list[tuple[str, str]]]:
-    """The module docstring's first line and its card's (label, text) fields, in order."""
+    """The card's one line and its (label, text) fields, in order. The one line is the module docstring's first,
+    or where the module holds several cards (``source.section``), the first sentence of the card's "What"."""
     path = ROOT / source.module
     docstring = ast.get_docstring(ast.parse(path.read_text()))
     if not docstring:
@@ -114,7 +115,13 @@ def card_section(source: CardSource) -> tuple[str, list[tuple[str, str]]]:
             fields.append((match["label"], match["text"]))
         elif fields:
             fields[-1] = (fields[-1][0], f"{fields[-1][1]} {line.strip()}")
-    return lines[0], fields
+    if not source.section:
+        return lines[0], fields
+    what = dict(fields).get("What")
+    if not what:
+        raise ValueError(f"{source.module}: the card {source.section!r} has no 'What:' field to take its line from")
+    sentence = re.split(r"(?<=[.;])\s", what, maxsplit=1)[0].rstrip(".;")
+    return sentence[0].upper() + sentence[1:] + ".", fields
 
 
 def measured_rows(name: str) -> tuple[Ablation | None, list[dict[str, str]]]:
