@@ -15,6 +15,16 @@ setup(
     name="fastcore_ops",
     version="0.1.0",
     description="Cheaper neural-network training: Triton kernels, model surgery, GPU data loading and efficient recipes",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="MIT",
+    license_files=["LICENSE"],
+    classifiers=[
+        "License :: OSI Approved :: MIT License",
+        "Programming Language :: Python :: 3",
+        "Operating System :: POSIX :: Linux",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
     python_requires=">=3.10",
     # The library only: training/, benchmarks/ and tools/ run from the repository (python -m training.train
     # from its root), so a wheel puts no generic name such as `training` beside a user's own packages.

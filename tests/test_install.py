@@ -181,3 +181,8 @@ def test_a_built_wheel_holds_the_library_only(tmp_path):
     (metadata,) = {name.split("/")[0] for name in names} - {"fastcore_ops"}
     assert metadata.startswith("fastcore_ops-") and metadata.endswith(".dist-info")
     assert "fastcore_ops/kernels/bce.py" in names and not any(name.endswith("conftest.py") for name in names)
+    # A licence anyone adopting the code can read: the file itself, and named in the metadata.
+    metadata_text = zipfile.ZipFile(wheel).read(f"{metadata}/METADATA").decode()
+    assert any(line in ("License: MIT", "License-Expression: MIT") for line in metadata_text.splitlines())
+    assert any(name.endswith("LICENSE") for name in names if name.startswith(metadata))
+    assert "Permission is hereby granted, free of charge" in (ROOT / "LICENSE").read_text()
