@@ -6,10 +6,11 @@ from training.methods import LayerFreezing, TrainState, freeze_layers
 
 def small_convnet():
     torch.manual_seed(0)
-    # Parameterised layers in order: conv, bn, conv, bn, linear (ReLU and Flatten have none).
+    # Parameterised layers in order: conv, bn, conv, bn, linear (ReLU and Flatten have none). The convs have no
+    # bias: BatchNorm removes it, so its gradient is rounding noise, which moves it on one CPU and not another.
     return torch.nn.Sequential(
-        torch.nn.Conv2d(1, 2, 3, padding=1), torch.nn.BatchNorm2d(2), torch.nn.ReLU(),
-        torch.nn.Conv2d(2, 2, 3, padding=1), torch.nn.BatchNorm2d(2), torch.nn.Flatten(),
+        torch.nn.Conv2d(1, 2, 3, padding=1, bias=False), torch.nn.BatchNorm2d(2), torch.nn.ReLU(),
+        torch.nn.Conv2d(2, 2, 3, padding=1, bias=False), torch.nn.BatchNorm2d(2), torch.nn.Flatten(),
         torch.nn.Linear(2 * 4 * 4, 3),
     )
 
