@@ -675,11 +675,8 @@ def _check_inputs(q, k, v, attn_mask, dropout_p, causal, scale, slopes) -> None:
         )
     if v.shape != k.shape:
         raise ValueError(f"value must have key's shape {tuple(k.shape)}, got {tuple(v.shape)}")
-    if backend.use_triton(q) and not _MIN_HEAD_DIM <= D <= _MAX_HEAD_DIM:  # the PyTorch reference takes any
-        raise ValueError(
-            f"the Triton kernel takes a head dim D = query.shape[-1] between {_MIN_HEAD_DIM} and {_MAX_HEAD_DIM}, "
-            f"got {D}; split or pad heads to a size in that range"
-        )
+    if backend.use_triton(q):  # the PyTorch reference takes any head dim
+        check_kernel_head_dim(D)
     check_bool("is_causal", causal)
     if causal and Tq > Tk:
         raise ValueError(
@@ -695,6 +692,19 @@ def _check_inputs(q, k, v, attn_mask, dropout_p, causal, scale, slopes) -> None:
             raise ValueError("slopes requires grad, but ALiBi slopes are fixed data; pass slopes.detach()")
     if scale is not None and not math.isfinite(check_number("scale", scale, low=0, low_open=True)):
         raise ValueError(f"scale must be a finite number > 0, got {scale}")
+
+
+def check_kernel_head_dim(head_dim: int) -> None:
+    """ValueError unless the Triton kernel computes heads of ``head_dim`` (16 to 128): ``alibi_attention`` asks
+    where the kernel runs, the alibi surgery of every model it operates (it may run on a GPU later).
+
+        >>> check_kernel_head_dim(64)
+    """
+    if not _MIN_HEAD_DIM <= head_dim <= _MAX_HEAD_DIM:
+        raise ValueError(
+            f"the Triton kernel takes a head dim D = query.shape[-1] between {_MIN_HEAD_DIM} and {_MAX_HEAD_DIM}, "
+            f"got {head_dim}; split or pad heads to a size in that range"
+        )
 
 
 def alibi_attention(

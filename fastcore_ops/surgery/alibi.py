@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from ..checks import check_int
-from ..kernels.alibi import alibi_attention
+from ..kernels.alibi import alibi_attention, check_kernel_head_dim
 from .core import Plan, Replacement, Site, Step, apply_surgery, count_modules, find_sites, register_surgery
 
 ATTENTION_NAME = "fastcore_alibi"  # the name under which transformers' interfaces know our functions
@@ -202,11 +202,12 @@ def _register_with_transformers() -> None:
 def _check_kernel_accepts(path: str, head_dim: int, dtype: torch.dtype) -> None:
     """Refuse, before anything changes, a model whose heads the kernel cannot compute.
 
-    Asks the kernel itself, through its public function on empty inputs (which launch
-    nothing), so its own limits on head size and dtype stay in one place.
+    Asks the kernel itself: its head sizes (wherever the model will run), and its public function
+    on empty inputs (which launch nothing) for the rest, so its limits stay in one place.
     """
     empty = torch.empty(1, 1, 0, head_dim, dtype=dtype)
     try:
+        check_kernel_head_dim(head_dim)
         alibi_attention(empty, empty, empty)
     except (TypeError, ValueError) as error:
         raise type(error)(f"the alibi surgery cannot operate on {path or 'the model'}: {error}") from error

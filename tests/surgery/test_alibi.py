@@ -381,8 +381,8 @@ def test_bad_options_and_unsupported_models_are_refused_before_anything_changes(
     with pytest.raises(TypeError, match="option 'max_sequence_length' of surgery 'alibi' must be an int, got float"):
         apply_alibi(tiny_gpt(), max_sequence_length=8192.0)
     for model, match in [
-        (tiny_gpt(n_embd=32, n_head=4), "cannot operate on the model: the head dim D .* got 8"),
-        (tiny_gpt2(n_embd=32, n_head=4), "cannot operate on transformer: the head dim D .* got 8"),
+        (tiny_gpt(n_embd=32, n_head=4), "cannot operate on the model: the Triton kernel takes a head dim D .* got 8"),
+        (tiny_gpt2(n_embd=32, n_head=4), "cannot operate on transformer: the Triton kernel takes a head dim D .* got 8"),
         (tiny_gpt2(add_cross_attention=True), "transformer has add_cross_attention=True"),
     ]:
         before = _snapshot(model)
