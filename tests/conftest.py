@@ -1,7 +1,5 @@
 """Shared test fixtures. Kernels run through Triton's interpreter (see the root conftest.py) unless a GPU is present."""
 
-from contextlib import contextmanager
-
 import pytest
 import torch
 
@@ -31,17 +29,6 @@ TOLERANCES = {
 @pytest.fixture
 def device():
     return DEVICE
-
-
-@contextmanager
-def torch_threads(count: int):
-    """PyTorch computes on ``count`` threads inside the block, on its previous count after it."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def pytest_collection_modifyitems(items):

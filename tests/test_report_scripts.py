@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import torch_threads
 from tests.data.conftest import DATASETS
 from tests.hang_guard import HANG_GUARD_S
+from training.compute_threads import torch_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"

@@ -18,8 +18,10 @@ images on (``training/tasks/classification.py``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +113,22 @@ def cpus_left_over() -> int:
         True
     """
     return max(0, default_num_workers() - torch.get_num_threads())
+
+
+@contextlib.contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """PyTorch computes on ``count`` threads inside the block, on its previous count after it.
+
+        >>> with torch_threads(1):
+        ...     torch.get_num_threads()
+        1
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def use_threads(requested: int | None = None) -> ThreadChoice:

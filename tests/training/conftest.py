@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import torch_threads
+from training.compute_threads import torch_threads
 from tests.data.conftest import DATASETS
 
 CIFAR = DATASETS / "cifar10-jpeg"
