@@ -1,5 +1,5 @@
 # Two entry points for a fresh machine: `make demo` (the main job) and `make test`.
-# Each creates .venv/ on first use and reinstalls only when setup.py or the C extension changes.
+# Each creates .venv/ on first use and reinstalls only when pyproject.toml, setup.py or the C extension changes.
 
 VENV := .venv
 PYTHON := $(VENV)/bin/python
@@ -7,10 +7,10 @@ INSTALLED := $(VENV)/.installed
 
 .PHONY: demo data test peers gpu-check clean FORCE
 
-$(INSTALLED): setup.py fastcore_ops/data/backends/workers/_jpeg_region.c
+$(INSTALLED): pyproject.toml setup.py fastcore_ops/data/backends/workers/_jpeg_region.c
 	test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	# The exact releases this project is tested with; setup.py itself accepts a range.
+	# The exact releases this project is tested with; pyproject.toml itself accepts a range.
 	$(PYTHON) -m pip install --quiet torch==2.14.1 torchvision==0.29.1
 	$(PYTHON) -m pip install --quiet -e ".[dev,gpt,text,data,optim,tensorboard]"
 	# After every project install: pip may have put plain Pillow back (see the script).

@@ -7,10 +7,10 @@ interpreter in which ``import triton`` fails, as it does there.
 import ast
 import importlib.metadata
 import os
-import re
 import subprocess
 import sys
 import textwrap
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -117,19 +117,16 @@ def test_asking_for_the_interpreter_without_triton_is_a_clear_error(variable):
     assert "pip install triton" in result.stdout and "unset FASTCORE_OPS_INTERPRET" in result.stdout
 
 
-def _declared_requirements(tmp_path) -> tuple[list[Requirement], dict[str, list[Requirement]]]:
-    """install_requires and extras_require as setuptools writes them (requires.txt) for pip."""
-    subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(tmp_path)], cwd=ROOT,
-                   check=True, capture_output=True)
-    text = (tmp_path / "fastcore_ops.egg-info" / "requires.txt").read_text()
-    sections = re.split(r"^\[(.*)\]$", text, flags=re.M)
-    parse = lambda block: [Requirement(line) for line in block.splitlines() if line.strip()]  # noqa: E731
-    extras = {name: parse(block) for name, block in zip(sections[1::2], sections[2::2])}
-    return parse(sections[0]), extras
+def _declared_requirements() -> tuple[list[Requirement], dict[str, list[Requirement]]]:
+    """The dependencies and optional dependencies pyproject.toml declares."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    parse = lambda lines: [Requirement(line) for line in lines]  # noqa: E731
+    return parse(project["dependencies"]), {name: parse(lines) for name, lines in
+                                            project["optional-dependencies"].items()}
 
 
-def test_setup_declares_a_pytorch_range_that_keeps_the_installed_one(tmp_path):
-    required, extras = _declared_requirements(tmp_path)
+def test_the_package_declares_a_pytorch_range_that_keeps_the_installed_one():
+    required, extras = _declared_requirements()
     by_name = {r.name: r for r in required}
     for name, module in (("torch", torch), ("torchvision", torchvision)):
         specifier = by_name[name].specifier
@@ -155,8 +152,8 @@ def _imported_modules() -> set[str]:
     return names
 
 
-def test_every_declared_dependency_installed_here_is_used(tmp_path):
-    required, extras = _declared_requirements(tmp_path)
+def test_every_declared_dependency_installed_here_is_used():
+    required, extras = _declared_requirements()
     modules_of = {}  # distribution -> the top-level modules it installs
     for module, distributions in importlib.metadata.packages_distributions().items():
         for distribution in distributions:
@@ -168,7 +165,7 @@ def test_every_declared_dependency_installed_here_is_used(tmp_path):
     assert declared - installed == {"nvidia-dali-cuda120"}  # make installs the rest: DALI for CUDA 13 only
     unused = [name for name in sorted(installed) if not modules_of[name] & imported
               and not (name in plugins and f"--{plugins[name]}" in pytest_options)]
-    assert not unused, f"declared in setup.py but never imported (nor a pytest plugin that pytest.ini uses): {unused}"
+    assert not unused, f"declared in pyproject.toml but never imported (nor a pytest plugin that pytest.ini uses): {unused}"
     assert {"dev", "gpt", "data"} <= set(extras)  # what the Makefile installs
 
 
@@ -181,6 +178,8 @@ def test_a_built_wheel_holds_the_library_only(tmp_path):
     (metadata,) = {name.split("/")[0] for name in names} - {"fastcore_ops"}
     assert metadata.startswith("fastcore_ops-") and metadata.endswith(".dist-info")
     assert "fastcore_ops/kernels/bce.py" in names and not any(name.endswith("conftest.py") for name in names)
+    # The tuned configs the kernels read at import, and the mark that tells type checkers to read the annotations.
+    assert {"fastcore_ops/kernels/tuned_configs.json", "fastcore_ops/py.typed"} <= set(names)
     # A licence anyone adopting the code can read: the file itself, and named in the metadata.
     metadata_text = zipfile.ZipFile(wheel).read(f"{metadata}/METADATA").decode()
     assert any(line in ("License: MIT", "License-Expression: MIT") for line in metadata_text.splitlines())
