@@ -46,6 +46,7 @@ setup(
         "simplejpeg>=1.9",
         "tqdm",
         "matplotlib",
+        "safetensors>=0.4",  # python -m training.export's weights file (safetensors.torch.save_file, load_file)
     ],
     extras_require={
         # NVIDIA DALI decodes JPEGs on the GPU; its wheels are built per CUDA major version.
