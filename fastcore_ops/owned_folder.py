@@ -30,7 +30,7 @@ from pathlib import Path
 
 MARKER_PREFIX = ".fastcore_ops-"
 _COMMANDS = {"prepare": "fastcore_ops.data.prepare", "datasets": "fastcore_ops.data.datasets", "tradeoff": "training.tradeoff", "ablate": "training.ablate",
-             "alibi_extrapolation": "training.alibi_extrapolation",
+             "alibi_extrapolation": "training.alibi_extrapolation", "export": "training.export",
              "text_prepare": "training.text.prepare", "benchmarks": "benchmarks", "peers": "benchmarks.peers"}
 
 

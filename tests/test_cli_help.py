@@ -16,6 +16,7 @@ from tests.tool_module import load_tool
 # Each command, by the module that builds its parser (tools/ scripts are not a package: "tools/name").
 COMMANDS = [
     "training.train", "training.tradeoff.cli", "training.ablate.cli", "training.alibi_extrapolation",
+    "training.export.cli",
     "training.text.prepare", "fastcore_ops.data.prepare", "fastcore_ops.data.datasets", "benchmarks.kernels.__main__", "benchmarks.kernels.retune",
     "benchmarks.kernels.host_side", "benchmarks.kernels.declarations", "benchmarks.surgery",
     "benchmarks.dataloader", "benchmarks.peers", "benchmarks.step_floor", "benchmarks.composer_job",

@@ -126,9 +126,31 @@ class Method:
         if state:
             raise ValueError(f"{type(self).__name__} keeps no state, but the checkpoint has {sorted(state)}")
 
+    def evaluated_weights(self, saved: dict[str, Any], finished: bool) -> dict[str, Any] | None:
+        """The weights of the model this method had the run evaluate (``state.eval_model``), from its checkpointed
+        ``saved`` state (``finished``: the run's last checkpoint); None where it left evaluation to the model.
+
+        What ``python -m training.export`` writes. Where several methods give weights, the last in the run's order
+        wins, as the last to set ``state.eval_model`` does (EMA from the start, SWA at the end).
+        """
+        return None
+
     def __repr__(self) -> str:
         options = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({options})"
+
+
+def averaged_module_weights(averaged: object) -> dict[str, Any]:
+    """The weights of the module that a saved ``torch.optim.swa_utils.AveragedModel`` state dict averages: its
+    ``module.`` entries, without that prefix (its ``n_averaged`` count left out).
+
+        >>> averaged_module_weights({"module.weight": torch.ones(1), "n_averaged": torch.tensor(3)})
+        {'weight': tensor([1.])}
+    """
+    if not isinstance(averaged, dict):
+        raise ValueError(f"an averaged model's state must be a dict of its weights, got {type(averaged).__name__}")
+    return {key.removeprefix("module."): value for key, value in averaged.items()
+            if isinstance(key, str) and key.startswith("module.")}
 
 
 class SeededMethod(Method):

@@ -29,7 +29,7 @@ import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from fastcore_ops.checks import check_int
-from training.methods.base import Method, TrainState
+from training.methods.base import Method, TrainState, averaged_module_weights
 from training.methods.registry import register_method
 
 
@@ -95,3 +95,7 @@ class EMA(Method):
             self._pending_state = state["averaged_model"]
         else:
             self._averaged.load_state_dict(state["averaged_model"])
+
+    def evaluated_weights(self, saved: dict[str, Any], finished: bool) -> dict[str, Any] | None:
+        # The average is the evaluation model from the run's start on (on_fit_start), so at every checkpoint.
+        return averaged_module_weights(saved.get("averaged_model")) if saved else None

@@ -33,7 +33,7 @@ import torch
 from torch.optim.swa_utils import AveragedModel, update_bn
 
 from fastcore_ops.checks import check_choice, check_int, check_number
-from training.methods.base import Method, TrainState
+from training.methods.base import Method, TrainState, averaged_module_weights
 from training.methods.registry import register_method
 
 ANNEAL_STRATEGIES = ("cos", "linear")
@@ -154,6 +154,10 @@ class SWA(Method):
             self._pending_state = state
         else:
             self._load(state)
+
+    def evaluated_weights(self, saved: dict[str, Any], finished: bool) -> dict[str, Any] | None:
+        # The average becomes the evaluation model at the run's end only (on_fit_end, after its BatchNorm pass).
+        return averaged_module_weights(saved.get("averaged_model")) if saved and finished else None
 
     def _load(self, state: dict[str, Any]) -> None:
         self._averaged.load_state_dict(state["averaged_model"])

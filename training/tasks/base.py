@@ -46,6 +46,8 @@ class Task(abc.ABC):
     shards_model: ClassVar[bool] = False  # whether ``--strategy fsdp`` can shard its models
     ablation_assignments: ClassVar[tuple[str, ...]] = ()  # ``--set`` values every ablation of its recipes adds
     num_classes: int = 0  # classes of the targets, for methods that mix labels; 0: not a classification
+    # What the data decides of the model (build_model's size), as an export's model.json names it: num_classes.
+    model_size_name: ClassVar[str]
     # Seconds of training work done while the task was built (patch whitening reads images before the first
     # step): the trainer counts them in train_seconds, as the methods' time.
     setup_seconds: float = 0.0
@@ -92,6 +94,17 @@ class Task(abc.ABC):
         plan: the run's methods (:func:`training.methods.registry.plan_methods`). found: what
         :meth:`check_data` found, when the caller has it (None: look again). strategy: "ddp" or "fsdp".
         """
+
+    @classmethod
+    def build_model(cls, config, size: int, surgeries) -> nn.Module:
+        """``config``'s model with ``size`` outputs (``model_size_name``), the run's ``surgeries`` applied
+        (:attr:`~training.methods.registry.MethodPlan.surgeries`), on the default device: the model :meth:`build`
+        trains, and what ``training.export.load_model`` rebuilds to load a run's weights into.
+
+        A task without it trains, but its runs cannot be exported.
+        """
+        raise ValueError(f"task {cls.name!r} does not say how to rebuild its model (Task.build_model), so its runs "
+                         f"cannot be exported; define build_model on its class")
 
     @classmethod
     def keep_run_files(cls, out: Path, data: Path | None, *, resume: bool, write: bool = True) -> None:

@@ -23,13 +23,14 @@ from fastcore_ops.data import Crops, build_loader
 from fastcore_ops.data.loader import Loader
 from fastcore_ops.data.order import samples_per_rank
 from fastcore_ops.data.sources import find_samples
+from training import models
 from training.compute_threads import cpus_left_over
 from training.config import TrainConfig
 from training.data_identity import image_fingerprint
 from training.losses import LossChoice, LossFunction
 from training.methods.library import apply_surgery_methods
 from training.methods.registry import IMAGES, MethodPlan, active
-from training.models import build_model, is_known_model, model_names
+from training.models import is_known_model, model_names
 from training.tasks.base import Task
 from training.tasks.registry import register_task
 
@@ -56,6 +57,7 @@ class ImageClassification(Task):
     higher_is_better = True
     metric_label = "top-1 (%)"
     sample_unit = "images"
+    model_size_name = "num_classes"
     traits = IMAGES
     takes_subset = True
     # Every ablation of an image recipe also scores test-time augmentation (reported beside top1, not instead).
@@ -99,6 +101,13 @@ class ImageClassification(Task):
     @classmethod
     def build(cls, config, plan, *, data, device, subset=None, found=None, strategy="ddp"):
         return build_image_classification(config, plan, data=data, device=device, subset=subset, train_samples=found)
+
+    @classmethod
+    def build_model(cls, config, size, surgeries):
+        model = models.build_model(config.model.name, size)
+        loss_choice(config).init_head_(model, size)
+        apply_surgery_methods(model, surgeries)
+        return model
 
     def __init__(self, *, eval_loader: Iterable, num_classes: int, loss_fn: LossFunction, device: torch.device,
                  evaluations: dict[str, object] | None = None, train_loader: Iterable | None = None,
@@ -291,10 +300,7 @@ def build_image_classification(config: TrainConfig, plan: MethodPlan, *, data: P
     evaluations = {method.name: options for method, options in active(config.methods, "evaluation")}
     task = ImageClassification(eval_loader=evaluation, num_classes=num_classes, device=device,
                                loss_fn=loss.function(), evaluations=evaluations, train_loader=train, data_root=data)
-    model = build_model(config.model.name, num_classes)
-    loss.init_head_(model, num_classes)
-    apply_surgery_methods(model, plan.surgeries)
-    model.to(device)
+    model = ImageClassification.build_model(config, num_classes, plan.surgeries).to(device)
     d = config.data
     for _, options in active(config.methods, "model"):
         task.setup_seconds += options.set_up_model(model, train_samples[0], image_size=d.train_size, **common)

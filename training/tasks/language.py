@@ -75,6 +75,7 @@ class CausalLanguageModeling(Task):
     higher_is_better = False
     metric_label = "validation loss (nats/token)"
     sample_unit = "tokens"
+    model_size_name = "vocab_size"
     traits = TEXT
     shards_model = True
 
@@ -98,6 +99,13 @@ class CausalLanguageModeling(Task):
     def build(cls, config, plan, *, data, device, subset=None, found=None, strategy="ddp"):
         # A sharded model's forward passes are collective: every process evaluates all the validation text.
         return build_language_modeling(config, plan, data=data, device=device, shard_evaluation=strategy != "fsdp")
+
+    @classmethod
+    def build_model(cls, config, size, surgeries):
+        model = build_language_model(config.model.name, vocab_size=size, sequence_length=config.text.sequence_length,
+                                     options=config.model.options)
+        apply_surgery_methods(model, surgeries)
+        return model
 
     @classmethod
     def keep_run_files(cls, out, data, *, resume, write=True):
@@ -251,10 +259,7 @@ def build_language_modeling(config: TrainConfig, plan: MethodPlan, *, data: Path
     prepared: PreparedTokens = load_prepared(data)
     check_evaluation_text(config, prepared)
     text = config.text
-    model = build_language_model(config.model.name, vocab_size=prepared.vocab_size,
-                                 sequence_length=text.sequence_length, options=config.model.options)
-    apply_surgery_methods(model, plan.surgeries)
-    model.to(device)
+    model = CausalLanguageModeling.build_model(config, prepared.vocab_size, plan.surgeries).to(device)
     rank, world_size = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     train = TokenWindows(prepared.train, sequence_length=text.sequence_length, batch_size=config.data.batch_size,
                          seed=config.seed, rank=rank, world_size=world_size, device=device,
