@@ -133,6 +133,11 @@ class SWA(Method):
                 raise ValueError(
                     "state.train_loader is None; SWA needs the training batches to recompute BatchNorm statistics"
                 )
+            # A pass over one more epoch of the training batches, asked for as such: a loader iterated
+            # again without set_epoch warns that it repeats an epoch by accident.
+            set_epoch = getattr(state.train_loader, "set_epoch", None)
+            if set_epoch is not None:
+                set_epoch(state.epoch)
             update_bn(state.train_loader, self._averaged, device=state.device)
         state.eval_model = self._averaged.module
 
