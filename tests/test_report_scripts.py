@@ -1,4 +1,4 @@
-"""Every script in reports/ runs on a tiny input, so that none of them rots.
+"""Every script in reports/ runs on a tiny input and uses only the project's public names, so that none of them rots.
 
 Python scripts run in this process through their main(argv), so imports are paid once. The shell
 script and the children some scripts start run as processes of their own. Everything runs on one
@@ -6,6 +6,7 @@ thread: on a busy 2-core machine spinning OpenMP threads make each small step hu
 slower.
 """
 
+import ast
 import csv
 import importlib.util
 import json
@@ -180,6 +181,70 @@ def test_demo_silences(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("exit status 0")
     assert lines[1].endswith(": done") and float(lines[1].split()[0]) > 0.5  # at least the command's own silence
+
+
+PROJECT_PACKAGES = ("fastcore_ops", "training", "benchmarks", "tools")
+PYTHON_SCRIPTS = sorted(path.relative_to(REPORTS).as_posix() for path in REPORTS.rglob("*.py"))
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_names(source: str) -> list[str]:
+    """Where ``source`` reaches a private name of the project (``_name``): a private module or name imported from
+    fastcore_ops, training, benchmarks or tools, or an attribute ``_name`` of what it imported from them."""
+    found, project_names = [], set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PROJECT_PACKAGES:
+                    project_names.add(alias.asname or alias.name.split(".")[0])
+                    if any(map(_private, alias.name.split("."))):
+                        found.append(f"line {node.lineno}: import {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module.split(".")[0] in PROJECT_PACKAGES:
+            for alias in node.names:
+                project_names.add(alias.asname or alias.name)
+                if any(map(_private, [*node.module.split("."), alias.name])):
+                    found.append(f"line {node.lineno}: from {node.module} import {alias.name}")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in project_names:
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return sorted(set(found), key=lambda where: int(where.split()[1].rstrip(":")))
+
+
+@pytest.mark.parametrize("script", PYTHON_SCRIPTS)
+def test_every_script_in_reports_imports_and_uses_only_public_names(script):
+    """A refactor that renames a private name must not break a report's script silently: they use public ones."""
+    assert private_names((REPORTS / script).read_text()) == [], (
+        f"reports/{script} uses private names of the project: make what it needs public (and documented), or "
+        "measure through a public function")
+    assert callable(load(script).main)
+
+
+def test_the_private_name_check_finds_each_way_in():
+    source = """
+import fastcore_ops.kernels.blurpool as blurpool
+import training.trainer
+from fastcore_ops.data.backends.workers import _jpeg_region
+from fastcore_ops.data.backends.workers._jpeg_region import decode_region
+from training.tradeoff.results import _record, read_results
+from fastcore_ops import __version__
+import os
+
+blurpool._blurpool2d_eager = blurpool.blurpool2d_reference
+training.trainer.Trainer._next_step = None
+read_results._cache, os._exit, blurpool.__name__
+"""
+    assert private_names(source) == [
+        "line 4: from fastcore_ops.data.backends.workers import _jpeg_region",
+        "line 5: from fastcore_ops.data.backends.workers._jpeg_region import decode_region",
+        "line 6: from training.tradeoff.results import _record", "line 10: blurpool._blurpool2d_eager",
+        "line 11: training.trainer.Trainer._next_step", "line 12: read_results._cache"]
 
 
 def test_every_script_in_reports_is_tested():

@@ -331,7 +331,7 @@ class Trainer:
         epoch_started = time.perf_counter()
         batches = iter(self.train_loader)
         while state.step < state.total_steps:
-            if self._next_step(batches) is None:
+            if self.next_step(batches) is None:
                 break
             bar.update()
             if self.epoch_losses % 10 == 0:  # .item() waits for the device: not every step
@@ -349,7 +349,7 @@ class Trainer:
         self.epoch_train_loss = (self.epoch_loss_sum / max(self.epoch_losses, 1)).item()
         self.epoch_seconds = time.perf_counter() - epoch_started
 
-    def _next_step(self, batches) -> float | None:
+    def next_step(self, batches) -> float | None:
         """Take the next batch of ``batches`` and train on it; the step's seconds as ``train_seconds`` counts them
         (waiting for data included, compilation not), or None when the epoch has no batch left."""
         state = self.state
@@ -400,7 +400,7 @@ class Trainer:
             self.train_loader.set_epoch(state.epoch, self.batch_in_epoch)
             batches, taken = iter(self.train_loader), len(seconds)
             while len(seconds) < count and state.step < state.total_steps:
-                elapsed = self._next_step(batches)
+                elapsed = self.next_step(batches)
                 if elapsed is None:
                     break
                 seconds.append(elapsed)

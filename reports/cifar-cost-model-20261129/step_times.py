@@ -22,7 +22,7 @@ STEPS_JSON = "steps.json"
 
 
 def recording(next_step, steps: list):
-    """``Trainer._next_step`` that also appends (step, seconds) to ``steps``."""
+    """``Trainer.next_step`` that also appends (step, seconds) to ``steps``."""
     def next_step_recorded(trainer, batches):
         step = trainer.state.step
         elapsed = next_step(trainer, batches)
@@ -35,12 +35,12 @@ def recording(next_step, steps: list):
 def main(argv: list[str]) -> int:
     """``python -m training.train``'s exit status; on success, its --out also holds steps.json and machine.txt."""
     steps: list = []
-    original = training.trainer.Trainer._next_step
-    training.trainer.Trainer._next_step = recording(original, steps)
+    original = training.trainer.Trainer.next_step
+    training.trainer.Trainer.next_step = recording(original, steps)
     try:
         code = train_main(argv)
     finally:
-        training.trainer.Trainer._next_step = original
+        training.trainer.Trainer.next_step = original
     if code == 0:  # training.train checked the arguments: --out is there
         parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
         parser.add_argument("--out", type=Path)
