@@ -40,6 +40,7 @@ from fastcore_ops import cli
 from fastcore_ops.host_memory import keep_freed_memory
 from training.compute_threads import use_threads
 from training.plugins import add_import_option, import_modules
+from training.models.timm_models import is_timm_name
 from training.recipes import get_recipe, list_recipes
 from training.run_folder import (CONFIG_NAME, RUN_FILES, SUMMARY_NAME, NewRunFiles, RunSettings, check_out_outside_data,
                                  check_resume, check_run_folder, check_same_inputs, check_settings)
@@ -73,7 +74,7 @@ def build_parser() -> cli.ArgumentParser:
                              "library's source)")
     parser.add_argument("--out", type=Path, required=True, help="the run's folder (checkpoint, metrics, plot)")
     parser.add_argument("--model", help="override model.name (cifar_resnet20, resnet50, any torchvision classifier, "
-                                         "gpt, ...)")
+                                         "timm:resnet18 or any timm model, gpt, ...)")
     parser.add_argument("--epochs", type=cli.finite_float, help="override schedule.epochs")
     parser.add_argument("--scale-schedule", type=cli.finite_float, help="override schedule.scale_schedule_ratio")
     parser.add_argument("--seed", type=int, help="override seed")
@@ -158,7 +159,8 @@ def check_arguments(args: argparse.Namespace) -> None:
     validate)."""
     if args.recipe is not None:
         cli.check_name("--recipe", args.recipe, list_recipes(), "recipe")
-    if args.model is not None:
+    # A timm name is checked with the configuration, by its task: listing timm's models would import timm.
+    if args.model is not None and not is_timm_name(args.model):
         cli.check_name("--model", args.model, [name for task in all_tasks() for name in task.model_names()], "model")
     missing = tensorboard_missing() if args.tensorboard else None
     if missing is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping, Sequence
@@ -30,12 +31,16 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Site:
-    """One place a module sits in the tree: ``getattr(parent, name) is module``."""
+    """One place a module sits in the tree: ``getattr(parent, name) is module``.
+
+    ``module`` is None for an empty slot that a block leaves for an optional module (timm's
+    ``drop_path``): a replacement fills that one place.
+    """
 
     path: str
     parent: nn.Module
     name: str
-    module: nn.Module
+    module: nn.Module | None
 
 
 @dataclass
@@ -61,6 +66,20 @@ class Plan:
     steps: list[Step] = field(default_factory=list)
     already_applied: int = 0  # modules this surgery made in an earlier call
     removed_parameters: list[nn.Parameter] = field(default_factory=list)  # beyond those of swapped modules
+    skipped: list[Site] = field(default_factory=list)  # found by the policy but left as they are
+    skip_reason: str = ""  # why: what the model already has, where, and what to do instead
+
+
+def skip_for_existing(sites: Sequence[Site], feature: str, holders: Sequence[str], fix: str,
+                      already_applied: int = 0) -> Plan:
+    """A plan that leaves every site as it is, because the model already has ``feature`` at ``holders`` (paths).
+
+    A model built with the feature its authors placed (squeeze-excite gates, drop paths) would
+    otherwise get it a second time; the report and a warning name where it is, and ``fix``.
+    """
+    named = ", ".join(holders[:3]) + (f" and {len(holders) - 3} more" if len(holders) > 3 else "")
+    return Plan(skipped=list(sites), skip_reason=f"the model already has {feature}, at {named}; {fix}",
+                already_applied=already_applied)
 
 
 @dataclass
@@ -119,6 +138,22 @@ def find_sites(
 
 def count_modules(model: nn.Module, types: tuple[type, ...]) -> int:
     return sum(isinstance(m, types) for m in model.modules())
+
+
+def imported_classes(names: Mapping[str, Sequence[str]]) -> tuple[type, ...]:
+    """The classes ``names`` lists (module name -> class names), from those modules already imported.
+
+    For another library's classes a surgery recognizes (timm's blocks): a model can only hold
+    one if its module is imported, so nothing is imported here and a library that is not
+    installed is no error.
+
+    Example:
+        >>> imported_classes({"torch.nn": ["ReLU"], "no_such_library.layers": ["Block"]})
+        (<class 'torch.nn.modules.activation.ReLU'>,)
+    """
+    found = (getattr(sys.modules[module], name, None) for module, classes in names.items()
+             if module in sys.modules for name in classes)
+    return tuple(cls for cls in found if cls is not None)
 
 
 def first_tensor(module: nn.Module) -> torch.Tensor | None:
@@ -250,8 +285,16 @@ def _all_places(model: nn.Module, target: nn.Module) -> Iterator[tuple[nn.Module
                 yield parent, name
 
 
+def _places(model: nn.Module, site: Site) -> list[tuple[nn.Module, str]]:
+    """Where a replacement goes: everywhere the module sits, or the site alone when it is an empty slot."""
+    if site.module is None:
+        return [(site.parent, site.name)]
+    return list(_all_places(model, site.module))
+
+
 def _inherit_mode(new: nn.Module, old: nn.Module) -> None:
-    """Modules the surgery created take the train/eval mode of what they replace; reused ones keep theirs."""
+    """Modules the surgery created take the train/eval mode of what they replace (of the block, for an
+    empty slot); reused ones keep theirs."""
     reused = {id(m) for m in old.modules()}
     for module in new.modules():
         if id(module) not in reused:
@@ -263,12 +306,14 @@ def _apply_plan(model: nn.Module, plan: Plan, journal: list[Callable[[], None]])
     done: list[Replacement] = []
     seen: set[int] = set()
     for replacement in plan.replacements:
-        old = replacement.site.module
-        if id(old) in seen:
-            continue
-        seen.add(id(old))
-        _inherit_mode(replacement.new, old)
-        for parent, name in list(_all_places(model, old)):
+        site = replacement.site
+        old = site.module
+        if old is not None:
+            if id(old) in seen:
+                continue
+            seen.add(id(old))
+        _inherit_mode(replacement.new, site.parent if old is None else old)
+        for parent, name in _places(model, site):
             setattr(parent, name, replacement.new)
             journal.append(lambda parent=parent, name=name, old=old: setattr(parent, name, old))
         done.append(replacement)
@@ -283,10 +328,12 @@ def _parameter_changes(done: Sequence[Replacement], plan: Plan):
     removed: dict[int, nn.Parameter] = {id(p): p for p in plan.removed_parameters}
     added: list[tuple[nn.Parameter, nn.Parameter | None]] = []
     for replacement in done:
-        old = {id(p): p for p in replacement.site.module.parameters()}
+        site = replacement.site
+        old = {} if site.module is None else {id(p): p for p in site.module.parameters()}
         new = {id(p): p for p in replacement.new.parameters()}
         removed.update({k: p for k, p in old.items() if k not in new})
-        anchor = next(iter(old.values()), None)
+        # An empty slot's new parameters join the group of its block's.
+        anchor = next((site.parent if site.module is None else site.module).parameters(), None)
         added.extend((p, anchor) for k, p in new.items() if k not in old)
     return list(removed.values()), added
 
@@ -401,7 +448,7 @@ def apply_surgery(model: nn.Module, surgeries, optimizers=None) -> SurgeryReport
 
     report = SurgeryReport(records)
     for record in records:
-        if record.nothing_found:
+        if record.nothing_found or record.skipped:
             warnings.warn(f"surgery {record.name!r}: {record.note}", stacklevel=2)
     log.info("%s", report)
     return report

@@ -1,9 +1,10 @@
 """Ghost BatchNorm surgery (Hoffer et al., 2017): batch statistics over small chunks of the batch.
 
 Method card
-    What: every BatchNorm1d/2d normalizes each chunk of ``ghost_batch_size`` samples of the batch
-        with that chunk's own mean and variance, as if the batch were several small ones; the
-        running statistics, weights and evaluation are the BatchNorm's as before.
+    What: every BatchNorm1d/2d (and timm's BatchNormAct2d, keeping its dropout and activation)
+        normalizes each chunk of ``ghost_batch_size`` samples of the batch with that chunk's own
+        mean and variance, as if the batch were several small ones; the running statistics,
+        weights and evaluation are the BatchNorm's as before.
     When it helps: large batches (thousands of images), whose statistics are so exact that
         BatchNorm stops regularizing; small chunks bring back the noise of a small batch.
     Cost: one fused kernel per norm on a GPU, as a BatchNorm; nothing at evaluation.
@@ -18,7 +19,10 @@ from torch import nn
 
 from ..checks import check_int
 from ..kernels import ghost_batch_norm
-from .core import Plan, Replacement, apply_surgery, count_modules, find_sites, register_surgery
+from .core import Plan, Replacement, apply_surgery, count_modules, find_sites, imported_classes, register_surgery
+
+# timm's norms that normalize as a BatchNorm2d and then apply their own dropout and activation.
+_TIMM_NORM_ACTS = {"timm.layers.norm_act": ("BatchNormAct2d",)}
 
 
 class GhostBatchNorm(nn.Module):
@@ -59,6 +63,32 @@ class GhostBatchNorm(nn.Module):
         return f"{self.num_features}, ghost_batch_size={self.ghost_batch_size}, eps={self.eps}, momentum={self.momentum}"
 
 
+class GhostBatchNormAct(GhostBatchNorm):
+    """A GhostBatchNorm followed by the dropout and activation of the timm ``BatchNormAct2d`` it replaces.
+
+    It holds the very same modules (state_dict keys ``drop.*`` and ``act.*`` included) and
+    applies them in timm's order.
+    """
+
+    def __init__(self, norm: nn.BatchNorm2d, ghost_batch_size: int):
+        super().__init__(norm, ghost_batch_size)
+        self.drop, self.act = norm.drop, norm.act
+
+    def forward(self, x):
+        return self.act(self.drop(super().forward(x)))
+
+
+def _ghosts() -> dict[type, type]:
+    """The ghost module that replaces each kind of norm.
+
+    Exact types, not subclasses: a subclass may compute more than its base, as timm's
+    BatchNormAct2d (a BatchNorm2d) does, and a ghost that dropped that part would change the model.
+    """
+    ghosts = {nn.BatchNorm1d: GhostBatchNorm, nn.BatchNorm2d: GhostBatchNorm}
+    ghosts.update(dict.fromkeys(imported_classes(_TIMM_NORM_ACTS), GhostBatchNormAct))
+    return ghosts
+
+
 @dataclass
 class GhostBatchNormOptions:
     ghost_batch_size: int = 32  # samples per chunk; the last chunk of a batch may be smaller
@@ -72,12 +102,16 @@ class GhostBatchNormOptions:
 
 @register_surgery(
     "ghost_batchnorm",
-    "replace BatchNorm1d/2d with Ghost BatchNorm: statistics per chunk of ghost_batch_size samples",
+    "replace BatchNorm1d/2d (and timm's BatchNormAct2d) with Ghost BatchNorm: statistics per chunk of "
+    "ghost_batch_size samples",
     GhostBatchNormOptions,
 )
 def plan_ghost_batchnorm(model: nn.Module, options: GhostBatchNormOptions) -> Plan:
-    sites = find_sites(model, lambda m: type(m) in (nn.BatchNorm1d, nn.BatchNorm2d), skip=(GhostBatchNorm,))
-    replacements = [Replacement(site, GhostBatchNorm(site.module, options.ghost_batch_size)) for site in sites]
+    ghosts = _ghosts()
+    sites = find_sites(model, lambda m: type(m) in ghosts, skip=(GhostBatchNorm,))
+    replacements = [
+        Replacement(site, ghosts[type(site.module)](site.module, options.ghost_batch_size)) for site in sites
+    ]
     return Plan(replacements, already_applied=count_modules(model, (GhostBatchNorm,)))
 
 

@@ -14,7 +14,7 @@ class Change:
 
 @dataclass
 class SurgeryRecord:
-    """One surgery's changes: modules swapped, model-wide steps, parameters added and removed."""
+    """One surgery's changes: modules swapped, model-wide steps, parameters added and removed, places skipped."""
 
     name: str
     changes: list[Change] = field(default_factory=list)
@@ -22,26 +22,34 @@ class SurgeryRecord:
     parameters_added: int = 0  # elements, not tensors
     parameters_removed: int = 0
     note: str = ""
+    skipped: list[str] = field(default_factory=list)  # paths found but left as they are; the note says why
 
     @property
     def nothing_found(self) -> bool:
-        return not self.changes and not self.steps and "already applied" not in self.note
+        return not self.changes and not self.steps and not self.skipped and "already applied" not in self.note
 
     @classmethod
     def from_plan(cls, name, done, plan, removed, added) -> "SurgeryRecord":
         record = cls(
             name,
-            [Change(r.site.path, type(r.site.module).__name__, type(r.new).__name__) for r in done],
+            [Change(r.site.path, _class_name(r.site.module), type(r.new).__name__) for r in done],
             [step.description for step in plan.steps],
             sum(p.numel() for p, _ in added),
             sum(p.numel() for p in removed),
+            skipped=[site.path for site in plan.skipped],
         )
-        if not done and not plan.steps:
+        if plan.skipped:
+            record.note = f"skipped {len(plan.skipped)} places: {plan.skip_reason}"
+        elif not done and not plan.steps:
             record.note = (
                 f"already applied: nothing left to change ({plan.already_applied} places operated earlier)"
                 if plan.already_applied else "found nothing to change in this model"
             )
         return record
+
+
+def _class_name(module) -> str:
+    return "None" if module is None else type(module).__name__  # None: an empty slot filled
 
 
 @dataclass
@@ -66,4 +74,5 @@ class SurgeryReport:
                 width = max(len(c.path) for c in record.changes)
                 lines += [f"  {c.path.ljust(width)}  {c.old} -> {c.new}" for c in record.changes]
             lines += [f"  {step}" for step in record.steps]
+            lines += [f"  {path}  skipped" for path in record.skipped]
         return "\n".join(lines)

@@ -3,6 +3,8 @@
 Method card
     What: after each wide convolution, a gate computed from the global average of its output
         channels (two 1x1 convolutions, ReLU, sigmoid) rescales every channel.
+        A model that already has squeeze-excite gates (EfficientNet, MobileNetV3, RegNetY, SE-ResNet,
+        from torchvision or timm) is left as it is, and the report says so.
     When it helps: larger CNNs, where the extra channel mixing buys accuracy per FLOP; none of the
         recipe study's ResNet-50 recipes uses it.
     Cost: two small 1x1 convolutions and a global pool per gated layer, and their parameters.
@@ -18,7 +20,16 @@ import torch
 from torch import nn
 
 from ..checks import check_int, check_number
-from .core import Plan, Replacement, apply_surgery, count_modules, find_sites, place_like, register_surgery
+from .core import (Plan, Replacement, apply_surgery, count_modules, find_sites, imported_classes, place_like,
+                   register_surgery, skip_for_existing)
+
+# The squeeze-excite gates of the libraries whose models the surgeries meet, by module.
+_LIBRARY_GATES = {
+    "torchvision.ops.misc": ("SqueezeExcitation",),
+    "timm.layers.squeeze_excite": ("SEModule", "EffectiveSEModule", "SqueezeExciteCl"),
+    "timm.models._efficientnet_blocks": ("SqueezeExcite",),
+    "timm.models.senet": ("SEModule",),
+}
 
 
 class SqueezeExcite2d(nn.Module):
@@ -84,12 +95,21 @@ def plan_squeeze_excite(model: nn.Module, options: SqueezeExciteOptions) -> Plan
             and min(module.in_channels, module.out_channels) >= options.min_channels
         )
 
+    sites = find_sites(model, wanted, skip=(SqueezeExciteConv2d,))
+    already = count_modules(model, (SqueezeExciteConv2d,))
+    gate_types = imported_classes(_LIBRARY_GATES)
+    gates = [path for path, module in model.named_modules() if isinstance(module, gate_types)]
+    if gates:
+        # Its authors placed the gates where the model needs them; more on the convolutions between
+        # (or on a shortcut's projection) would gate the same channels twice.
+        return skip_for_existing(sites, "squeeze-excite gates", gates,
+                                 "a second gate is not added; leave squeeze_excite out for this model", already)
     replacements = []
-    for site in find_sites(model, wanted, skip=(SqueezeExciteConv2d,)):
+    for site in sites:
         conv = site.module
         excite = place_like(SqueezeExcite2d(conv.out_channels, options.latent_for(conv.out_channels)), conv)
         replacements.append(Replacement(site, SqueezeExciteConv2d(conv, excite)))
-    return Plan(replacements, already_applied=count_modules(model, (SqueezeExciteConv2d,)))
+    return Plan(replacements, already_applied=already)
 
 
 def apply_squeeze_excite(model: nn.Module, optimizers=None, **options):

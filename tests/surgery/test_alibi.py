@@ -19,7 +19,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 from fastcore_ops import apply_surgery
 from fastcore_ops.kernels.alibi import alibi_attention_reference, alibi_slopes
 from fastcore_ops.surgery import alibi as alibi_surgery
-from fastcore_ops.surgery import apply_alibi, core
+from fastcore_ops.surgery import apply_alibi
 from fastcore_ops.surgery.alibi import ATTENTION_NAME, ZeroPositionEmbedding
 from tests.hang_guard import HANG_GUARD_S
 from training.models.gpt import GPT, ALiBiSelfAttention, CausalSelfAttention, GPTConfig
@@ -343,7 +343,7 @@ def test_second_application_changes_nothing_and_says_so(kind, reference_kernels)
     assert not record.changes and not record.steps and "already applied" in record.note
 
 
-def test_failure_midway_puts_everything_back(monkeypatch):
+def test_failure_midway_puts_everything_back(failing_surgery):
     """Both kinds of GPT in one model, operated by alibi, then a surgery that fails: all undone."""
     model = nn.ModuleDict({"hf": tiny_gpt2(), "own": tiny_gpt()})
     optimizer = torch.optim.AdamW(model.parameters())
@@ -351,14 +351,8 @@ def test_failure_midway_puts_everything_back(monkeypatch):
     (loss_of(model["hf"], idx) + loss_of(model["own"], idx)).backward()
     optimizer.step()  # AdamW state exists (for both wpe tables too) and must survive
     before = _snapshot(model, optimizer)
-
-    def failing_plan(model, options):
-        raise RuntimeError("planned failure")
-
-    broken = core.Surgery("broken", "fails", core._REGISTRY["channels_last"].options, failing_plan)
-    monkeypatch.setitem(core._REGISTRY, "broken", broken)
     with pytest.raises(RuntimeError, match="planned failure"):
-        apply_surgery(model, ["alibi", "broken"], optimizer)
+        apply_surgery(model, ["alibi", failing_surgery], optimizer)
     _assert_unchanged(before, model, optimizer)
     assert model["hf"].config._attn_implementation == "sdpa" and model["hf"].config.n_positions == N_POSITIONS
     assert type(model["own"].blocks[0].attn) is CausalSelfAttention and model["own"].wpe is not None

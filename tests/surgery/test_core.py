@@ -137,20 +137,14 @@ def test_ddp_nested_in_a_container_is_refused(tmp_path):
         dist.destroy_process_group()
 
 
-def test_failure_midway_puts_everything_back(monkeypatch):
+def test_failure_midway_puts_everything_back(failing_surgery):
     model = build("resnet18")
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     model(images()).sum().backward()
     optimizer.step()  # momentum state exists and must survive
     before = _snapshot(model, optimizer)
-
-    def failing_plan(model, options):
-        raise RuntimeError("planned failure")
-
-    broken = core.Surgery("broken", "fails", core._REGISTRY["channels_last"].options, failing_plan)
-    monkeypatch.setitem(core._REGISTRY, "broken", broken)
     with pytest.raises(RuntimeError, match="planned failure"):
-        apply_surgery(model, ["blurpool", "squeeze_excite", "channels_last", "broken"], optimizer)
+        apply_surgery(model, ["blurpool", "squeeze_excite", "channels_last", failing_surgery], optimizer)
     _assert_unchanged(before, model, optimizer)
     assert all(p.is_contiguous() for p in model.parameters())  # channels_last was undone too
 

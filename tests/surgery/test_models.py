@@ -25,14 +25,16 @@ CNN_SURGERIES = ["blurpool", "squeeze_excite", "stochastic_depth", ("ghost_batch
 def _expected_counts(model: nn.Module) -> dict[str, int]:
     """What each surgery should find, counted independently of its policy code."""
     from torchvision.models.resnet import BasicBlock, Bottleneck
+    from torchvision.ops.misc import SqueezeExcitation
 
     modules = list(model.modules())
+    has_gates = any(isinstance(m, SqueezeExcitation) for m in modules)  # EfficientNet, MobileNetV3, RegNetY
     return {
         "blurpool": sum(
             (type(m) is nn.Conv2d and max(m.stride) > 1 and m.in_channels >= 16) or type(m) is nn.MaxPool2d
             for m in modules
         ),
-        "squeeze_excite": sum(
+        "squeeze_excite": 0 if has_gates else sum(
             type(m) is nn.Conv2d and m.in_channels >= 128 and m.out_channels >= 128 for m in modules
         ),
         "stochastic_depth": sum(type(m) in (BasicBlock, Bottleneck) for m in modules),
@@ -138,16 +140,17 @@ def _operated_module_kinds(model: nn.Module) -> frozenset[str]:
 
 
 # torch.compile and torch.export meet torchvision's layers, which PyTorch tests, and the modules
-# the surgeries put in, which only we do: one model per combination of those covers ours at a
-# third of the cost of tracing all nine. MobileNet's blurred convolutions are grouped.
-TRACED_MODELS = ["resnet18", "mobilenet_v3_large", "vgg16_bn"]
+# the surgeries put in, which only we do: models whose operated modules hold every other model's
+# combination cover ours at a third of the cost of tracing all nine. MobileNet's blurred
+# convolutions are grouped. (MobileNetV3, EfficientNet and RegNetY have squeeze-excite gates of
+# their own, so the surgery adds none: MobileNetV2 is the MobileNet that holds ours.)
+TRACED_MODELS = ["resnet18", "mobilenet_v2", "vgg16_bn"]
 
 
 def test_the_traced_models_hold_every_combination_of_operated_modules(operated):
-    def combinations(names):
-        return {_operated_module_kinds(operated(name)[0]) for name in names}
-
-    assert combinations(TRACED_MODELS) == combinations(CNN_MODELS)
+    traced = [_operated_module_kinds(operated(name)[0]) for name in TRACED_MODELS]
+    for name in CNN_MODELS:
+        assert any(_operated_module_kinds(operated(name)[0]) <= kinds for kinds in traced), name
 
 
 @pytest.mark.parametrize("name", TRACED_MODELS)
@@ -178,11 +181,11 @@ def test_stochastic_depth_drops_rising_with_depth_and_per_sample():
     model = build("resnet50")
     apply_surgery(model, [("stochastic_depth", {"drop_rate": 0.4, "mode": "sample"})])
     blocks = [m for m in model.modules() if isinstance(m, StochasticDepthBlock)]
-    rates = [b.drop_rate for b in blocks]
+    rates = [b.drop.drop_rate for b in blocks]
     assert rates == sorted(rates) and rates[-1] == pytest.approx(0.4) and rates[0] == pytest.approx(0.4 / 16)
     # Per-sample mode: in training, some samples of a batch skip the last block's branch and others don't.
     last = blocks[-1].train()
-    last.drop_rate = 0.5
+    last.drop.drop_rate = 0.5
     x = torch.randn(64, last.block.conv1.in_channels, 2, 2)
     torch.manual_seed(0)
     out = last(x)

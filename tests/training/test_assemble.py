@@ -79,7 +79,7 @@ def test_the_model_gets_the_configured_surgeries_with_their_options():
     kinds = {type(module) for module in model.modules()}
     assert {BlurConv2d, StochasticDepthBlock, GhostBatchNorm} <= kinds
     blocks = [module for module in model.modules() if isinstance(module, StochasticDepthBlock)]
-    assert blocks[-1].drop_rate == pytest.approx(0.2) and blocks[-1].mode == "sample"
+    assert blocks[-1].drop.drop_rate == pytest.approx(0.2) and blocks[-1].drop.mode == "sample"
     assert all(p.is_contiguous(memory_format=torch.channels_last) for p in model.parameters() if p.dim() == 4)
     plain = _resnet20_with_surgeries(get_recipe("cifar_baseline"))
     assert not {BlurConv2d, StochasticDepthBlock, GhostBatchNorm} & {type(module) for module in plain.modules()}

@@ -7,12 +7,27 @@ import torch
 
 from training.assemble import build_trainer
 from training.config import override
+from training.models import IMAGE_CLASSIFIER, cifar_resnet, registry
 from training.recipes import get_recipe
+
+
+def _resnet8(num_classes: int = 10, **kwargs):
+    """ResNet-8: one block a stage, so that Inductor compiles a third of ResNet-20's graph."""
+    return cifar_resnet(8, num_classes, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def resnet8(monkeypatch):
+    """ResNet-8 registered for this module's tests only: the registry is left as it was."""
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    registry.register_model(IMAGE_CLASSIFIER, "compile_test_resnet8")(_resnet8)
+
 
 # cifar_mild's BlurPool and BCE custom ops at one input size (no progressive resizing: one compilation).
 # Tiny images, so that the interpreted Triton kernels take little time (at 16 px, 30 s a run).
 SETTINGS = ["data.batch_size=10", "schedule.epochs=1", "methods.progressive_resize=None", "methods.ema=None",
-            "precision=fp32", "data.train_size=8", "data.eval_size=8", "data.eval_resize=8"]
+            "precision=fp32", "data.train_size=8", "data.eval_size=8", "data.eval_resize=8",
+            "model.name=compile_test_resnet8"]
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,7 @@
 """Models the recipes train that torchvision does not provide: a small GPT and CIFAR-sized ResNets.
 
 :func:`build_model` turns a recipe's ``model.name`` into a freshly initialized model, from
-this package or from torchvision's classification models.
+this package, from torchvision's classification models, or from timm's (``timm:resnet18``).
 
     >>> build_model("cifar_resnet20", num_classes=10).fc.out_features
     10
@@ -18,10 +18,11 @@ from . import language  # noqa: F401  (registers the language models)
 from .cifar_resnet import CifarResNet, cifar_resnet, cifar_resnet20, cifar_resnet56
 from .gpt import GPT, GPTConfig
 from .registry import IMAGE_CLASSIFIER, get, names, register_model
+from .timm_models import build_timm_model, check_timm_name, is_timm_name
 
 __all__ = [
-    "GPT", "GPTConfig", "CifarResNet", "build_model", "cifar_resnet", "cifar_resnet20", "cifar_resnet56",
-    "is_known_model", "model_names", "register_model",
+    "GPT", "GPTConfig", "CifarResNet", "build_model", "check_timm_name", "cifar_resnet", "cifar_resnet20",
+    "cifar_resnet56", "is_known_model", "is_timm_name", "model_names", "register_model",
 ]
 
 
@@ -34,6 +35,8 @@ def _torchvision_classifiers() -> list[str]:
 def model_names() -> list[str]:
     """Every name :func:`build_model` accepts: this package's models, then torchvision's classifiers.
 
+    timm's models (``timm:<name>``) are accepted too, and not listed: listing them would import timm.
+
     Example:
         >>> "resnet50" in model_names() and "cifar_resnet56" in model_names()
         True
@@ -44,9 +47,15 @@ def model_names() -> list[str]:
 def is_known_model(name: str) -> bool:
     """Whether :func:`build_model` accepts ``name`` (cheap: no model is built).
 
-    >>> is_known_model("cifar_resnet20"), is_known_model("resnet5O")
-    (True, False)
+    >>> is_known_model("cifar_resnet20"), is_known_model("resnet5O"), is_known_model("timm:resnet18")
+    (True, False, True)
     """
+    if is_timm_name(name):
+        try:
+            check_timm_name(name)
+        except ValueError:
+            return False
+        return True
     return name in names(IMAGE_CLASSIFIER) or name in _torchvision_classifiers()
 
 
@@ -54,8 +63,9 @@ def build_model(name: str, num_classes: int) -> nn.Module:
     """A randomly initialized classifier with ``num_classes`` outputs.
 
     Args:
-        name: ``cifar_resnet20`` or ``cifar_resnet56`` (this package), or any torchvision
-            classification model (``resnet50``, ``convnext_tiny``, ...); never pretrained.
+        name: ``cifar_resnet20`` or ``cifar_resnet56`` (this package), any torchvision
+            classification model (``resnet50``, ``convnext_tiny``, ...), or any timm model as
+            ``timm:<name>`` (``timm:resnet18``); never pretrained.
 
     Example:
         >>> build_model("resnet18", num_classes=100).fc.out_features
@@ -69,8 +79,10 @@ def build_model(name: str, num_classes: int) -> nn.Module:
         return registered.build(num_classes=num_classes)
     if name in _torchvision_classifiers():
         return torchvision.models.get_model(name, weights=None, num_classes=num_classes)
-    examples = names(IMAGE_CLASSIFIER) + ["resnet18", "resnet50", "convnext_tiny", "vit_b_16"]
+    if is_timm_name(name):
+        return build_timm_model(name, num_classes)
+    examples = names(IMAGE_CLASSIFIER) + ["resnet18", "resnet50", "convnext_tiny", "vit_b_16", "timm:resnet18"]
     raise ValueError(
-        f"name must be one of this package's models or a torchvision classification model, got {name!r}; "
-        f"for example {', '.join(examples)} (model_names() lists all {len(model_names())})"
+        f"name must be one of this package's models, a torchvision classification model or timm:<a timm model>, "
+        f"got {name!r}; for example {', '.join(examples)} (model_names() lists all {len(model_names())} but timm's)"
     )

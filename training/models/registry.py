@@ -4,8 +4,8 @@ A builder registers under its family, the arguments it takes: image classifiers
 (``IMAGE_CLASSIFIER``) take ``num_classes``, causal language models (``CAUSAL_LM``)
 ``vocab_size``, ``sequence_length`` and their ``options``; a task of your own may name a
 family of its own. A task names the families it trains (:mod:`training.tasks`); image
-classification also accepts any torchvision classifier by name
-(:func:`training.models.build_model`).
+classification also accepts any torchvision classifier by name, and any timm model as
+``timm:<name>`` (:func:`training.models.build_model`).
 
     >>> "cifar_resnet20" in names(IMAGE_CLASSIFIER), names(CAUSAL_LM)
     (True, ['gpt', 'hf_gpt2'])

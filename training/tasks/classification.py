@@ -30,7 +30,7 @@ from training.data_identity import image_fingerprint
 from training.losses import LossChoice, LossFunction
 from training.methods.library import apply_surgery_methods
 from training.methods.registry import IMAGES, MethodPlan, active
-from training.models import is_known_model, model_names
+from training.models import check_timm_name, is_known_model, is_timm_name, model_names
 from training.tasks.base import Task
 from training.tasks.registry import register_task
 
@@ -69,10 +69,12 @@ class ImageClassification(Task):
 
     @classmethod
     def check_model(cls, model) -> None:
-        if not is_known_model(model.name):
-            raise ValueError(f"model.name must be one of training.models' models or a torchvision classifier "
-                             f"(cifar_resnet20, resnet50, ...; training.models.model_names() lists them), "
-                             f"got {model.name!r}")
+        if is_timm_name(model.name):
+            check_timm_name(model.name)  # its own error says what is wrong: timm missing, or a name it lacks
+        elif not is_known_model(model.name):
+            raise ValueError(f"model.name must be one of training.models' models, a torchvision classifier or "
+                             f"timm:<a timm model> (cifar_resnet20, resnet50, timm:resnet18, ...; "
+                             f"training.models.model_names() lists all but timm's), got {model.name!r}")
         if model.options:
             raise ValueError(f"model.options must be {{}} for an image classifier (training.models.build_model "
                              f"takes no options), got {model.options!r}")
