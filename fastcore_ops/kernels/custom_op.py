@@ -5,7 +5,7 @@ implementation, so every kernel is a ``torch.library`` custom op. In eager mode 
 machinery is pure host cost: measured on a 2-core Xeon with launches stubbed, the fused BCE's
 forward and backward took 77 µs through its two ops, 48 µs through a plain
 ``torch.autograd.Function`` around the same Python code, and PyTorch's own loss 60 µs
-(reports/kernels-host-side-20261201/dispatch-cost.md). On a GPU those 29 µs outweigh a kernel that runs for 10. So :class:`KernelOp` calls the implementation
+(reports/kernels-host-side-20261202/dispatch-cost.md). On a GPU those 29 µs outweigh a kernel that runs for 10. So :class:`KernelOp` calls the implementation
 directly, under an ``autograd.Function``, on plain tensors in eager mode, and the registered op
 wherever a compiler, an exporter, a fake-tensor mode or a tensor subclass is looking.
 
