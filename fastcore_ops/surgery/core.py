@@ -439,7 +439,7 @@ def apply_surgery(model: nn.Module, surgeries, optimizers=None) -> SurgeryReport
             plan_removed, plan_added = _parameter_changes(done, plan)
             removed += plan_removed
             added += plan_added
-            records.append(SurgeryRecord.from_plan(surgery.name, done, plan, plan_removed, plan_added))
+            records.append(SurgeryRecord.from_plan(surgery, done, plan, plan_removed, plan_added))
     except BaseException:
         for undo in reversed(journal):
             undo()

@@ -29,9 +29,10 @@ class SurgeryRecord:
         return not self.changes and not self.steps and not self.skipped and "already applied" not in self.note
 
     @classmethod
-    def from_plan(cls, name, done, plan, removed, added) -> "SurgeryRecord":
+    def from_plan(cls, surgery, done, plan, removed, added) -> "SurgeryRecord":
+        """The record of ``surgery`` (its name and description) having applied ``done`` of ``plan``."""
         record = cls(
-            name,
+            surgery.name,
             [Change(r.site.path, _class_name(r.site.module), type(r.new).__name__) for r in done],
             [step.description for step in plan.steps],
             sum(p.numel() for p, _ in added),
@@ -43,7 +44,9 @@ class SurgeryRecord:
         elif not done and not plan.steps:
             record.note = (
                 f"already applied: nothing left to change ({plan.already_applied} places operated earlier)"
-                if plan.already_applied else "found nothing to change in this model"
+                if plan.already_applied else
+                f"found nothing to change in this model, which holds none of what it operates on: it would "
+                f"{surgery.description}"
             )
         return record
 

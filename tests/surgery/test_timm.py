@@ -149,3 +149,33 @@ def test_a_failed_surgery_on_a_timm_model_puts_every_slot_and_norm_back(failing_
         apply_surgery(model, ["stochastic_depth", "ghost_batchnorm", failing_surgery], optimizer)
     _assert_unchanged(before, model, optimizer)
     assert all(block.drop_path is None for block in model.modules() if isinstance(block, timm.models.resnet.BasicBlock))
+
+
+# What each CNN surgery does to the three timm families the issue names: ResNet (BatchNorm, BasicBlock),
+# EfficientNet (BatchNormAct2d, its own squeeze-excite gates), ConvNeXt (LayerNorm, no BatchNorm, drop
+# paths as Identity): it changes what it claims, or leaves the model with a warning that says why.
+TIMM_OUTCOMES = {
+    "resnet18": {"blurpool": "changes", "squeeze_excite": "changes", "stochastic_depth": "changes",
+                 "ghost_batchnorm": "changes", "channels_last": "changes"},
+    "efficientnet_b0": {"blurpool": "changes", "squeeze_excite": "the model already has squeeze-excite gates",
+                        "stochastic_depth": "holds none of what it operates on: it would drop the residual branch",
+                        "ghost_batchnorm": "changes", "channels_last": "changes"},
+    "convnext_atto": {"blurpool": "changes", "squeeze_excite": "changes",
+                      "stochastic_depth": "holds none of what it operates on: it would drop the residual branch",
+                      "ghost_batchnorm": "holds none of what it operates on: it would replace BatchNorm1d/2d",
+                      "channels_last": "changes"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(TIMM_OUTCOMES))
+def test_each_surgery_changes_a_timm_model_or_says_why_not(name, recwarn):
+    for surgery, outcome in TIMM_OUTCOMES[name].items():
+        model = build_timm(name)
+        report = apply_surgery(model, [surgery])[surgery]
+        if outcome == "changes":
+            assert report.changes or report.steps, f"{surgery} changed nothing in {name}: {report.note}"
+            model.train()
+            nn.functional.cross_entropy(model(images(4)), torch.arange(4)).backward()  # the operated model trains
+        else:
+            assert not report.changes and outcome in report.note, (surgery, report.note)
+            assert any(outcome in str(warning.message) for warning in recwarn), surgery
