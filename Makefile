@@ -42,7 +42,7 @@ data: $(INSTALLED)
 # project machines' copy.
 DATA ?= $(or $(wildcard data/cifar10-jpeg),../shared/datasets/cifar10-jpeg)
 demo: $(INSTALLED)
-	$(PYTHON) -m training.train --recipe cifar_mild_small --data $(DATA) --subset 500 --eval-every 2 \
+	$(PYTHON) -m fastcore_ops.training.train --recipe cifar_mild_small --data $(DATA) --subset 500 --eval-every 2 \
 		--out runs/demo/$$(date +%Y%m%d-%H%M%S)
 
 # Every Triton kernel runs through Triton's interpreter on machines without a GPU, compiled where

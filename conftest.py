@@ -21,7 +21,7 @@ os.environ.setdefault("FASTCORE_OPS_AUTOTUNE", "0")
 import fastcore_ops  # noqa: E402, F401
 import pytest  # noqa: E402
 
-# The training command computes with the cores other work leaves idle (training/compute_threads.py).
+# The training command computes with the cores other work leaves idle (fastcore_ops/training/compute_threads.py).
 # A test's training child computes on one thread instead, whatever the load: its numbers do not
 # depend on the box, and a busy box does not stall it (a tiny step on two OpenMP threads with one
 # core taken ran 45x slower than on one: a 20-image run took 42 s against 0.9 s). This process
@@ -42,3 +42,32 @@ def _data_doctest_files(request, doctest_namespace):
     red_jpeg = request.getfixturevalue("tmp_path") / "red.jpg"
     Image.new("RGB", (64, 48), (200, 30, 30)).save(red_jpeg, quality=95)
     doctest_namespace["red_jpeg"] = str(red_jpeg)
+
+
+def _made_up_record(name: str, budget: float, seed: int, seconds: float, top1: float, **fields):
+    from fastcore_ops.training.tradeoff.results import RunRecord
+
+    return RunRecord.made_up(name, budget, seed, quality=top1, seconds=seconds, machine="laptop/cpu", **fields)
+
+
+def _tradeoff_sweep():
+    """Two seeds of a baseline, and of a recipe that reaches the same top-1 in less time."""
+    return [_made_up_record(recipe, budget, seed, seconds * speed, top1 + gain + seed / 100, metrics={"eval_loss": 1.0},
+                            phases={"forward": seconds * speed / 3, "backward": seconds * speed / 2})
+            for recipe, speed, gain in (("cifar_baseline", 1.0, 0.0), ("cifar_mild", 0.5, 0.02))
+            for budget, seconds, top1 in ((0.5, 100.0, 0.50), (1.0, 200.0, 0.60)) for seed in (0, 1)]
+
+
+def _ablation():
+    """Cutout gains 1 and 2 points of top-1 on the two seeds, at 5% more time per step."""
+    return [_made_up_record(variant, 1.0, seed, seconds, top1 + seed * gain, metrics={"top1_tta": top1 + seed * gain + 0.01})
+            for variant, seconds, top1, gain in (("cifar_baseline", 200.0, 0.60, 0.01),
+                                                 ("cifar_baseline+cutout", 210.0, 0.61, 0.02)) for seed in (0, 1)]
+
+
+@pytest.fixture(autouse=True)
+def _training_doctest_records(request, doctest_namespace):
+    """The examples of fastcore_ops.training.tradeoff and .ablate: made-up runs (``records``) and a folder (``out``)."""
+    for package, records in (("fastcore_ops.training.tradeoff.", _tradeoff_sweep), ("fastcore_ops.training.ablate.", _ablation)):
+        if request.node.name.startswith(package):
+            doctest_namespace.update(records=records(), out=request.getfixturevalue("tmp_path"))

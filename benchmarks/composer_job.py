@@ -1,6 +1,6 @@
 """One training run of an image-classification recipe through Composer's Trainer, for ``benchmarks.peers``.
 
-The job is the recipe's as ``python -m training.train`` runs it, handed to Composer 0.32.1
+The job is the recipe's as ``python -m fastcore_ops.training.train`` runs it, handed to Composer 0.32.1
 (MosaicML) the way its users write it: the same ResNet, initial weights and patch-whitened
 stem, the same SGD and cosine-with-warmup schedule, the same number of steps; the recipe's
 surgeries and methods as Composer's own algorithms (BlurPool, ChannelsLast, LabelSmoothing,
@@ -12,7 +12,7 @@ through ours at the full size (``--loader ours``), which leaves the trainers alo
 Composer pins an older torch, so it lives in a folder of its own (``make peers``), appended to
 ``sys.path`` after this environment's packages. Its ``amp_bf16`` precision autocasts only on
 CUDA and XLA devices; on a CPU the model's forward is wrapped in ``torch.autocast`` here, as
-our trainer does, so that both compute in the precision ``training.precision`` chooses.
+our trainer does, so that both compute in the precision ``fastcore_ops.training.precision`` chooses.
 
 Writes ``summary.json`` in ``--out``: ``train_seconds`` (patch whitening plus ``fit()``, no
 evaluation), ``steps`` and ``metrics`` (top-1 and loss on the evaluation images).
@@ -38,18 +38,14 @@ from torchvision import transforms
 from fastcore_ops import cli
 from fastcore_ops.data.backends.pil import default_num_workers
 from fastcore_ops.data.transforms.device_stage import IMAGENET_MEAN, IMAGENET_STD
-from training.assemble import effective_lr, scaled
-from training.config import TrainConfig
-from training.methods.registry import active, plan_methods
-from training.optim import build_optimizer
-from training.precision import Precision
-from training.tasks.classification import (
-    ImageClassification,
-    build_image_classification,
-    first_per_class,
-    split_folders,
-)
-from training.tasks.registry import task_named
+from fastcore_ops.training.assemble import effective_lr, scaled
+from fastcore_ops.training.config import TrainConfig
+from fastcore_ops.training.methods.registry import active, plan_methods
+from fastcore_ops.training.optim import build_optimizer
+from fastcore_ops.training.precision import Precision
+from fastcore_ops.training.tasks.classification import (ImageClassification, build_image_classification,
+                                                        first_per_class, split_folders)
+from fastcore_ops.training.tasks.registry import task_named
 
 from .job_cli import job_main, job_parser
 
@@ -109,7 +105,7 @@ def torchvision_loader(config: TrainConfig, train_root: Path, subset: int | None
     """The images of ``train_root`` (the first ``subset`` per class) through torchvision's usual per-image
     pipeline, with ``config``'s crop and flip.
 
-        >>> from training.recipes import get_recipe
+        >>> from fastcore_ops.training.recipes import get_recipe
         >>> train = Path("../shared/datasets/cifar10-jpeg/train")
         >>> loader = torchvision_loader(get_recipe("cifar_baseline"), train, subset=2)  # doctest: +SKIP
         >>> loader.dataset.transform.transforms[:2]  # doctest: +SKIP
@@ -150,7 +146,7 @@ def run(config: TrainConfig, *, data: Path, device: torch.device, subset: int | 
     plain = dataclasses.replace(config, methods=dataclasses.replace(
         config.methods, **{name: None for name in _COMPOSER_ALGORITHMS if name != "label_smoothing"}))
     plan = plan_methods(plain)
-    torch.manual_seed(config.seed)  # the initial weights training.train starts from
+    torch.manual_seed(config.seed)  # the initial weights fastcore_ops.training.train starts from
     model, train_loader, task = build_image_classification(plain, plan, data=data, device=device, subset=subset)
     if loader == "torchvision":
         train_loader.close()

@@ -44,8 +44,8 @@ from fastcore_ops.data.sources import find_samples
 from fastcore_ops.data.transforms.device_stage import DeviceAugment
 from fastcore_ops.data.transforms.randaugment import RandAugmentOptions, randaugment_batch
 from fastcore_ops.owned_folder import check_claimable, claim_folder
-from training.precision import choose_precision
-from training.recipes.resnet50_mild import RECIPE as MILD
+from fastcore_ops.training.precision import choose_precision
+from fastcore_ops.training.recipes.resnet50_mild import RECIPE as MILD
 
 from .loaders import MEAN, STD, ScheduledResizedCrop, images_per_second, one_core_busy, torchvision_loader
 from .timing import device_name
@@ -230,7 +230,7 @@ def _print_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
 
 def _plot(rows: list[dict], path: Path, title: str) -> None:
     """One panel per section: images/s per loader, torchvision grey, ours green, each ratio written."""
-    from training.figures import plt
+    from fastcore_ops.training.figures import plt
 
     sections = list(dict.fromkeys(r["section"] for r in rows))
     heights = [sum(r["section"] == section for r in rows) for section in sections]

@@ -16,10 +16,10 @@ from typing import Callable
 import torch
 
 from fastcore_ops import cli
-from training.config import TrainConfig, override
-from training.precision import choose_precision
-from training.recipes import get_recipe, list_recipes
-from training.tasks.classification import split_folders
+from fastcore_ops.training.config import TrainConfig, override
+from fastcore_ops.training.precision import choose_precision
+from fastcore_ops.training.recipes import get_recipe, list_recipes
+from fastcore_ops.training.tasks.classification import split_folders
 
 
 def job_parser(prog: str, description: str) -> cli.ArgumentParser:
@@ -50,7 +50,7 @@ def job_main(parser: cli.ArgumentParser, argv: list[str] | None, check: Callable
             raise ValueError(f"--out {args.out} is not empty; give a new folder")
     except cli.REFUSALS as error:
         return cli.refuse(error)
-    # The precision every job of the comparison computes in, and why, chosen once (see training.precision).
+    # The precision every job of the comparison computes in, and why, chosen once (see fastcore_ops.training.precision).
     args.precision = choose_precision(args.config.precision, args.device)
     print(args.precision.describe(), flush=True)
     summary = job(args) | {"precision": args.precision.describe()}

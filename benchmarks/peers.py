@@ -1,7 +1,7 @@
 """``python -m benchmarks.peers``: our trainer against Composer's on the same job, and our step against its floor.
 
 Trains one image-classification recipe (default ``cifar_mild``) with ``python -m
-training.train`` and with Composer 0.32.1's Trainer (``benchmarks.composer_job``: the same
+fastcore_ops.training.train`` and with Composer 0.32.1's Trainer (``benchmarks.composer_job``: the same
 model, methods, optimizer and steps; its images through torchvision's DataLoader as its users
 write it, or through ours with ``--composer-loader ours``), in alternating pairs: ours first
 in even pairs, Composer first in odd ones, so that a drift of the machine weighs on both. Each
@@ -40,10 +40,10 @@ from matplotlib.patches import Patch
 
 from fastcore_ops import cli
 from fastcore_ops.owned_folder import check_claimable, claim_folder
-from training.config import override
-from training.figures import plt, save_figure
-from training.recipes import get_recipe, list_recipes
-from training.train import child_environment
+from fastcore_ops.training.config import override
+from fastcore_ops.training.figures import plt, save_figure
+from fastcore_ops.training.recipes import get_recipe, list_recipes
+from fastcore_ops.training.train import child_environment
 
 from .composer_job import LOADERS, check_supported
 from .timing import device_name
@@ -74,7 +74,7 @@ def run_order(pairs: int, trainers: tuple[str, ...]) -> list[tuple[int, str]]:
 
 
 def job_command(trainer: str, args, folder: Path) -> list[str]:
-    """The command line of one run: ``training.train`` for ours, ``benchmarks.composer_job`` for Composer."""
+    """The command line of one run: ``fastcore_ops.training.train`` for ours, ``benchmarks.composer_job`` for Composer."""
     common = ["--recipe", args.recipe, "--data", str(args.data), "--out", str(folder), "--device", str(args.device)]
     common += [f"--subset={args.subset}"] * (args.subset is not None)
     common += [part for assignment in args.assignments for part in ("--set", assignment)]
@@ -83,7 +83,7 @@ def job_command(trainer: str, args, folder: Path) -> list[str]:
     if trainer == "ours":
         # An interrupted run of ours continues from its last checkpoint; Composer's runs start again.
         resume = ["--resume"] * (folder / "config.json").is_file()
-        return [sys.executable, "-m", "training.train", *common, "--no-progress", "--eval-every", "0", *resume]
+        return [sys.executable, "-m", "fastcore_ops.training.train", *common, "--no-progress", "--eval-every", "0", *resume]
     return [sys.executable, "-m", "benchmarks.composer_job", *common, "--peers", str(args.peers),
             "--loader", args.composer_loader]
 

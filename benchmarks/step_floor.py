@@ -25,12 +25,12 @@ import torch
 
 from fastcore_ops import cli
 from fastcore_ops.host_memory import keep_freed_memory
-from training.assemble import scaled
-from training.config import TrainConfig
-from training.precision import Precision
-from training.methods.registry import plan_methods
-from training.tasks.classification import ImageClassification, build_image_classification
-from training.tasks.registry import task_named
+from fastcore_ops.training.assemble import scaled
+from fastcore_ops.training.config import TrainConfig
+from fastcore_ops.training.methods.registry import plan_methods
+from fastcore_ops.training.precision import Precision
+from fastcore_ops.training.tasks.classification import ImageClassification, build_image_classification
+from fastcore_ops.training.tasks.registry import task_named
 
 from .job_cli import job_main, job_parser
 from .timing import time_samples_ms
@@ -85,7 +85,7 @@ def check_image_classification(config: TrainConfig) -> None:
 
 def floor_job(args) -> dict:
     if args.device.type == "cpu":
-        keep_freed_memory()  # as python -m training.train trains on a CPU
+        keep_freed_memory()  # as python -m fastcore_ops.training.train trains on a CPU
     return measure_floor(args.config, data=args.data, device=args.device, subset=args.subset,
                          precision=args.precision)
 

@@ -26,9 +26,9 @@ from tqdm import tqdm
 
 from fastcore_ops import apply_surgery, cli, list_surgeries
 from fastcore_ops.owned_folder import check_claimable, claim_folder
-from training.methods.registry import methods_of
-from training.tasks.classification import ImageClassification
-from training.tasks.language import CausalLanguageModeling
+from fastcore_ops.training.methods.registry import methods_of
+from fastcore_ops.training.tasks.classification import ImageClassification
+from fastcore_ops.training.tasks.language import CausalLanguageModeling
 
 from .timing import device_name
 

@@ -23,6 +23,7 @@ import math
 import re
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 import torch
 
@@ -69,9 +70,20 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def __init__(self, *args, formatter_class=HelpFormatter, **kwargs):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
+        if is_console_script(sys.argv[0]):  # fastcore-train: its usage and errors name what the user typed
+            self.prog = Path(sys.argv[0]).name
 
     def error(self, message):
         raise ValueError(f"{message}; see {self.prog} --help")
+
+
+def is_console_script(program: str) -> bool:
+    """Whether ``program`` (``sys.argv[0]``) is one of the package's console scripts (pyproject.toml).
+
+        >>> is_console_script("/venv/bin/fastcore-train"), is_console_script("/repo/fastcore_ops/training/train.py")
+        (True, False)
+    """
+    return Path(program).name.startswith("fastcore-")
 
 
 # reST markup in a docstring: ``code``, and :role:`target` (with Sphinx's ~ for "the last part only").
@@ -83,8 +95,8 @@ _COMMAND_PREFIX = re.compile(r"^``[^`]+``:\s*")
 def plain_text(text: str) -> str:
     """``text`` without reST markup: a double-backticked name or a Sphinx role's target becomes the bare name.
 
-        >>> plain_text("run ``python -m training.train``, see :mod:`training.config`")
-        'run python -m training.train, see training.config'
+        >>> plain_text("run ``python -m fastcore_ops.training.train``, see :mod:`fastcore_ops.training.config`")
+        'run python -m fastcore_ops.training.train, see fastcore_ops.training.config'
     """
     return _MARKUP.sub(lambda match: match.group(1) or match.group(2), text)
 
@@ -93,7 +105,7 @@ def description(docstring: str) -> str:
     """A command's --help description from its module docstring: the first paragraph, as plain text on one
     line, without the command's name that opens it (the usage line shows it).
 
-        >>> description("``python -m training.train``: train a ``recipe``.\\n\\nMore.")
+        >>> description("``python -m fastcore_ops.training.train``: train a ``recipe``.\\n\\nMore.")
         'Train a recipe.'
     """
     first = " ".join(docstring.strip().split("\n\n")[0].split())

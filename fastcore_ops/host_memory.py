@@ -11,7 +11,7 @@ a run trained about 4% faster so, for 10% more peak resident memory.
 The same holds for the pil backend's decoding workers, which make and free a batch's buffers
 every batch: they are the library's own processes, so it turns this on in each of them. In a
 user's process it is process-wide, so there only the training command (``python -m
-training.train``) turns it on, for itself, when it trains on a CPU; a library call never does it
+fastcore_ops.training.train``) turns it on, for itself, when it trains on a CPU; a library call never does it
 behind a user's back.
 """
 

@@ -20,7 +20,7 @@ leaves the folder as it was:
     >>> check_claimable(folder, "tradeoff")
     Traceback (most recent call last):
     ...
-    ValueError: .../out holds files that python -m training.tradeoff did not write (it has no .fastcore_ops-tradeoff); pass an empty or new folder
+    ValueError: .../out holds files that python -m fastcore_ops.training.tradeoff did not write (it has no .fastcore_ops-tradeoff); pass an empty or new folder
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ import os
 from pathlib import Path
 
 MARKER_PREFIX = ".fastcore_ops-"
-_COMMANDS = {"prepare": "fastcore_ops.data.prepare", "datasets": "fastcore_ops.data.datasets", "tradeoff": "training.tradeoff", "ablate": "training.ablate",
-             "alibi_extrapolation": "training.alibi_extrapolation", "export": "training.export",
-             "text_prepare": "training.text.prepare", "benchmarks": "benchmarks", "peers": "benchmarks.peers"}
+_COMMANDS = {"prepare": "fastcore_ops.data.prepare", "datasets": "fastcore_ops.data.datasets",
+             "tradeoff": "fastcore_ops.training.tradeoff", "ablate": "fastcore_ops.training.ablate",
+             "alibi_extrapolation": "fastcore_ops.training.alibi_extrapolation",
+             "export": "fastcore_ops.training.export", "text_prepare": "fastcore_ops.training.text.prepare",
+             "benchmarks": "benchmarks", "peers": "benchmarks.peers"}
 
 
 def marker(folder: str | os.PathLike, tool: str) -> Path:

@@ -1,11 +1,12 @@
 """Every command speaks one language: each option explained with its default, plain descriptions, the shared
 options spelled one way, and a mistyped name answered with its flag and the closest names.
 
-``python -m training.torchrun`` is not here: its options are torchrun's own, from torch's parser.
+``python -m fastcore_ops.training.torchrun`` is not here: its options are torchrun's own, from torch's parser.
 """
 
 import argparse
 import importlib
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,9 @@ from tests.tool_module import load_tool
 
 # Each command, by the module that builds its parser (tools/ scripts are not a package: "tools/name").
 COMMANDS = [
-    "training.train", "training.tradeoff.cli", "training.ablate.cli", "training.alibi_extrapolation",
-    "training.export.cli",
-    "training.text.prepare", "fastcore_ops.data.prepare", "fastcore_ops.data.datasets", "benchmarks.kernels.__main__", "benchmarks.kernels.retune",
+    "fastcore_ops.training.train", "fastcore_ops.training.tradeoff.cli", "fastcore_ops.training.ablate.cli",
+    "fastcore_ops.training.alibi_extrapolation", "fastcore_ops.training.export.cli", "fastcore_ops.training.text.prepare",
+    "fastcore_ops.data.prepare", "fastcore_ops.data.datasets", "benchmarks.kernels.__main__", "benchmarks.kernels.retune",
     "benchmarks.kernels.host_side", "benchmarks.kernels.declarations", "benchmarks.surgery",
     "benchmarks.dataloader", "benchmarks.peers", "benchmarks.step_floor", "benchmarks.composer_job",
     "benchmarks.gpu_check.__main__", "tools/method_cards", "tools/readme_tables",
@@ -118,7 +119,7 @@ def test_shared_options_read_the_same_everywhere(parser):
 def test_every_command_of_the_project_is_walked():
     """A new command (a module that builds a parser) is walked by the tests above once it is in COMMANDS."""
     found = set()
-    for folder in ("fastcore_ops", "training", "benchmarks", "tools"):
+    for folder in ("fastcore_ops", "benchmarks", "tools"):
         for path in (ROOT / folder).rglob("*.py"):
             relative = path.relative_to(ROOT).as_posix()
             if relative not in SHARED and any(builder in path.read_text() for builder in BUILDERS):
@@ -153,7 +154,7 @@ def refused(main, argv: list[str], capsys) -> str:
      "error: --model convnext_tiyn: no such model; did you mean convnext_tiny?"),
 ])
 def test_train_names_a_mistyped_recipe_or_model_with_its_flag(argv, said, tmp_path, capsys):
-    from training.train import main
+    from fastcore_ops.training.train import main
 
     assert refused(main, [*argv, "--out", str(tmp_path / "run")], capsys) == said
     assert not (tmp_path / "run").exists()
@@ -165,7 +166,30 @@ def test_train_names_a_mistyped_recipe_or_model_with_its_flag(argv, said, tmp_pa
      "error: --methods mixip: no such method; did you mean mixup?"),
 ])
 def test_ablate_names_a_mistyped_base_or_method_with_its_flag(argv, said, tmp_path, capsys):
-    from training.ablate.cli import main
+    from fastcore_ops.training.ablate.cli import main
 
     assert refused(main, [*argv, "--out", str(tmp_path / "ablation")], capsys) == said
     assert not (tmp_path / "ablation").exists()
+
+
+def test_each_console_script_runs_the_main_of_a_command_walked_here():
+    """pyproject.toml's scripts (fastcore-train, ...) are the shipped commands under short names: each calls the
+    main of a command above, or torchrun's wrapper, so it refuses and helps as they do."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    for script, target in scripts.items():
+        module, function = target.split(":")
+        assert script.startswith("fastcore-") and cli.is_console_script(script)
+        assert module in COMMANDS or module == "fastcore_ops.training.torchrun", script
+        assert function == "main" and callable(importlib.import_module(module).main), script
+    shipped = {command for command in COMMANDS if command.startswith("fastcore_ops.")}
+    assert shipped <= {target.split(":")[0] for target in scripts.values()}, "a shipped command without a script"
+
+
+def test_a_console_script_names_itself_in_its_usage_and_errors(monkeypatch):
+    from fastcore_ops.training.train import build_parser
+
+    monkeypatch.setattr("sys.argv", ["/venv/bin/fastcore-train", "--help"])
+    parser = build_parser()
+    assert parser.format_usage().startswith("usage: fastcore-train ")
+    with pytest.raises(ValueError, match="see fastcore-train --help"):
+        parser.parse_args(["--no-such-flag"])

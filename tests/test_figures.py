@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from benchmarks.peers import peers_figure
-from training.ablate.effects import effects_figure, method_effects
-from training.figures import label_points, overlapping_labels, plt, series_colors
-from training.metrics import curves_figure
-from training.tradeoff.analysis import time_breakdown
-from training.tradeoff.plots import breakdown_figure, tradeoff_figure
-from training.tradeoff.results import common_metric, read_results, split_runs
+from fastcore_ops.training.ablate.effects import effects_figure, method_effects
+from fastcore_ops.training.figures import label_points, overlapping_labels, plt, series_colors
+from fastcore_ops.training.metrics import curves_figure
+from fastcore_ops.training.tradeoff.analysis import time_breakdown
+from fastcore_ops.training.tradeoff.plots import breakdown_figure, tradeoff_figure
+from fastcore_ops.training.tradeoff.results import common_metric, read_results, split_runs
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 SWEEPS = ["cifar-full-tradeoff-20261127", "cifar-tradeoff-openmp-20261125", "gpt-heldout-20261126",

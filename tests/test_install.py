@@ -5,6 +5,7 @@ interpreter in which ``import triton`` fails, as it does there.
 """
 
 import ast
+import configparser
 import importlib.metadata
 import os
 import subprocess
@@ -142,7 +143,7 @@ def _imported_modules() -> set[str]:
     """The top-level names every Python file of the repository imports, wherever in the file."""
     names = set()
     for path in [ROOT / "setup.py", ROOT / "conftest.py",
-                 *(p for folder in ("fastcore_ops", "training", "benchmarks", "tests", "tools")
+                 *(p for folder in ("fastcore_ops", "benchmarks", "tests", "tools")
                    for p in (ROOT / folder).rglob("*.py"))]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
@@ -169,8 +170,9 @@ def test_every_declared_dependency_installed_here_is_used():
     assert {"dev", "gpt", "data"} <= set(extras)  # what the Makefile installs
 
 
-def test_a_built_wheel_holds_the_library_only(tmp_path):
-    """No generic top-level name (training, benchmarks) beside a user's packages, and no conftest.py."""
+def test_a_built_wheel_holds_the_library_and_its_trainer(tmp_path):
+    """fastcore_ops with its trainer and console scripts; no generic top-level name (benchmarks, tools) beside a
+    user's packages, and no conftest.py."""
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(tmp_path)], cwd=ROOT, check=True, capture_output=True)
     (wheel,) = tmp_path.glob("fastcore_ops-*.whl")
@@ -178,6 +180,11 @@ def test_a_built_wheel_holds_the_library_only(tmp_path):
     (metadata,) = {name.split("/")[0] for name in names} - {"fastcore_ops"}
     assert metadata.startswith("fastcore_ops-") and metadata.endswith(".dist-info")
     assert "fastcore_ops/kernels/bce.py" in names and not any(name.endswith("conftest.py") for name in names)
+    assert "fastcore_ops/training/train.py" in names
+    entry_points = configparser.ConfigParser()
+    entry_points.read_string(zipfile.ZipFile(wheel).read(f"{metadata}/entry_points.txt").decode())
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert dict(entry_points["console_scripts"]) == declared and "fastcore-train" in declared
     # The tuned configs the kernels read at import, and the mark that tells type checkers to read the annotations.
     assert {"fastcore_ops/kernels/tuned_configs.json", "fastcore_ops/py.typed"} <= set(names)
     # A licence anyone adopting the code can read: the file itself, and named in the metadata.

@@ -1,7 +1,7 @@
 """docs/methods/ is what tools/method_cards.py writes from the code and the committed ablation."""
 
+from fastcore_ops.training.ablate.catalog import METHODS
 from tests.tool_module import load_tool
-from training.ablate.catalog import METHODS
 
 method_cards = load_tool("method_cards")
 

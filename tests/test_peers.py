@@ -8,9 +8,9 @@ import torch
 
 from benchmarks import peers
 from benchmarks.composer_job import check_supported, torchvision_loader
+from fastcore_ops.training.config import override
+from fastcore_ops.training.recipes import get_recipe
 from tests.training.conftest import link_cifar_subset
-from training.config import override
-from training.recipes import get_recipe
 
 # Two steps of batch 10 on 20 images: Mild's progressive resizing trains them at two sizes.
 SHORT = ["--set", "data.batch_size=10", "--set", "schedule.epochs=1"]

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from fastcore_ops.training.compute_threads import torch_threads
 from tests.data.conftest import DATASETS
 from tests.hang_guard import HANG_GUARD_S
-from training.compute_threads import torch_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
@@ -75,7 +75,7 @@ def test_crop_search_collect(tmp_path):
                                                           "steps": 312}))
     (runs / "m8" / "config.json").write_text(json.dumps({"name": "cifar_mild", "schedule": {"epochs": 8.0}}))
     (runs / "log.txt").write_text("m8 | --set schedule.epochs=8 | cifar_mild: top-1 51.68% | 312 steps\n"
-                                  "bad | data.x=1 | python -m training.train: error: unrecognized arguments\n")
+                                  "bad | data.x=1 | python -m fastcore_ops.training.train: error: unrecognized arguments\n")
     load("cifar-crop-search-20261124/collect.py").main(["--runs", str(runs), "--out", str(tmp_path / "out"),
                                                         "--copy-runs"])
     rows = list(csv.reader((tmp_path / "out" / "search.csv").open()))
@@ -183,7 +183,7 @@ def test_demo_silences(capsys):
     assert lines[1].endswith(": done") and float(lines[1].split()[0]) > 0.5  # at least the command's own silence
 
 
-PROJECT_PACKAGES = ("fastcore_ops", "training", "benchmarks", "tools")
+PROJECT_PACKAGES = ("fastcore_ops", "benchmarks", "tools")
 PYTHON_SCRIPTS = sorted(path.relative_to(REPORTS).as_posix() for path in REPORTS.rglob("*.py"))
 
 
@@ -193,7 +193,7 @@ def _private(name: str) -> bool:
 
 def private_names(source: str) -> list[str]:
     """Where ``source`` reaches a private name of the project (``_name``): a private module or name imported from
-    fastcore_ops, training, benchmarks or tools, or an attribute ``_name`` of what it imported from them."""
+    fastcore_ops, benchmarks or tools, or an attribute ``_name`` of what it imported from them."""
     found, project_names = [], set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -229,22 +229,22 @@ def test_every_script_in_reports_imports_and_uses_only_public_names(script):
 def test_the_private_name_check_finds_each_way_in():
     source = """
 import fastcore_ops.kernels.blurpool as blurpool
-import training.trainer
+import fastcore_ops.training.trainer
 from fastcore_ops.data.backends.workers import _jpeg_region
 from fastcore_ops.data.backends.workers._jpeg_region import decode_region
-from training.tradeoff.results import _record, read_results
+from fastcore_ops.training.tradeoff.results import _record, read_results
 from fastcore_ops import __version__
 import os
 
 blurpool._blurpool2d_eager = blurpool.blurpool2d_reference
-training.trainer.Trainer._next_step = None
+fastcore_ops.training.trainer.Trainer._next_step = None
 read_results._cache, os._exit, blurpool.__name__
 """
     assert private_names(source) == [
         "line 4: from fastcore_ops.data.backends.workers import _jpeg_region",
         "line 5: from fastcore_ops.data.backends.workers._jpeg_region import decode_region",
-        "line 6: from training.tradeoff.results import _record", "line 10: blurpool._blurpool2d_eager",
-        "line 11: training.trainer.Trainer._next_step", "line 12: read_results._cache"]
+        "line 6: from fastcore_ops.training.tradeoff.results import _record", "line 10: blurpool._blurpool2d_eager",
+        "line 11: fastcore_ops.training.trainer.Trainer._next_step", "line 12: read_results._cache"]
 
 
 def test_every_script_in_reports_is_tested():
@@ -302,11 +302,11 @@ def test_mild_methods_tta_cost(ten_jpegs, children_compute):
 
 def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys):
     """A run with its steps' seconds kept, made a sweep, and set epoch by epoch beside made-up step costs."""
-    from training.assemble import build_trainer
-    from training.config import load_config, setup_hash
-    from training.tradeoff.cost_pass import KindCost, SetupCost, StepCosts, write_costs
-    from training.tradeoff.results import read_results
-    from training.tradeoff.step_kinds import plan_run
+    from fastcore_ops.training.assemble import build_trainer
+    from fastcore_ops.training.config import load_config, setup_hash
+    from fastcore_ops.training.tradeoff.cost_pass import KindCost, SetupCost, StepCosts, write_costs
+    from fastcore_ops.training.tradeoff.results import read_results
+    from fastcore_ops.training.tradeoff.step_kinds import plan_run
 
     run = tmp_path / "run"
     assert load("cifar-cost-model-20261129/step_times.py").main(
@@ -357,8 +357,8 @@ def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys)
 @pytest.mark.parametrize("name", ["../../escaped", "a/b", ".."])
 def test_cost_model_collect_refuses_a_run_whose_config_names_a_folder_outside_out(name, tmp_path, capsys):
     """A finished run whose config.json names itself ../../escaped was copied to OUT/runs/../../escaped-x1-s0."""
-    from training.config import to_dict
-    from training.recipes import get_recipe
+    from fastcore_ops.training.config import to_dict
+    from fastcore_ops.training.recipes import get_recipe
 
     run = tmp_path / "run"
     run.mkdir()
@@ -377,7 +377,7 @@ def test_cost_model_collect_refuses_a_run_whose_config_names_a_folder_outside_ou
 
 def test_frontier_machine_time(tmp_path, capsys):
     """Finished runs' hours summed per folder; a failed run counts nothing."""
-    from training.tradeoff.results import FailedRun, RunRecord, write_results
+    from fastcore_ops.training.tradeoff.results import FailedRun, RunRecord, write_results
 
     write_results([RunRecord.made_up("a", seconds=3600), RunRecord.made_up("a", seed=1, seconds=1800),
                    FailedRun("m", "a", 2.0, 0, "failed", "exit code 1")], tmp_path / "one")

@@ -2,9 +2,9 @@
 
 Each card is the "Method card" section of the docstring of the module that implements the method
 (what it does, when it helps, what it costs, its options and defaults), how to turn it on (the
-``--set`` values ``python -m training.ablate`` tries, from its catalog), and what the committed
+``--set`` values ``python -m fastcore_ops.training.ablate`` tries, from its catalog), and what the committed
 ablation measured for it, row by row from its ``ablation.csv``. The methods are the registry's
-(:mod:`training.methods.registry`), each card in the module it registered from. Nothing is
+(:mod:`fastcore_ops.training.methods.registry`), each card in the module it registered from. Nothing is
 written by hand twice.
 
     python tools/method_cards.py           # write every card and the index
@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere: the catalog is the project's own
 
 from fastcore_ops import cli  # noqa: E402
-from training.ablate.catalog import METHODS  # noqa: E402
-from training.config import TrainConfig  # noqa: E402
-from training.methods.registry import all_methods  # noqa: E402
+from fastcore_ops.training.ablate.catalog import METHODS  # noqa: E402
+from fastcore_ops.training.config import TrainConfig  # noqa: E402
+from fastcore_ops.training.methods.registry import all_methods  # noqa: E402
 
 CARDS_FOLDER = ROOT / "docs" / "methods"
 
@@ -88,10 +88,10 @@ def _method_source(method) -> CardSource:
 
 # Every registered method's card, then the cards of settings that are not methods.
 SOURCES: dict[str, CardSource] = {method.name: _method_source(method) for method in all_methods()} | {
-    "lamb_lars": CardSource("training/optim.py", "lamb_lars", turn_on="--set optimizer.name=lamb (or lars)"),
-    "gradient_clipping": CardSource("training/optim.py", "gradient_clipping",
+    "lamb_lars": CardSource("fastcore_ops/training/optim.py", "lamb_lars", turn_on="--set optimizer.name=lamb (or lars)"),
+    "gradient_clipping": CardSource("fastcore_ops/training/optim.py", "gradient_clipping",
                                     turn_on="--set optimizer.grad_clip_norm=1.0"),
-    "scale_schedule": CardSource("training/assemble.py", "scale_schedule", turn_on="--scale-schedule 0.5"),
+    "scale_schedule": CardSource("fastcore_ops/training/assemble.py", "scale_schedule", turn_on="--scale-schedule 0.5"),
 }
 
 

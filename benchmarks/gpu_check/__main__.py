@@ -31,7 +31,7 @@ from benchmarks.gpu_check.figure import plot_kernel_speedups
 from benchmarks.gpu_check.parts import PARTS, SMALL_MODE_HEADROOM, Mode, Part
 from fastcore_ops import cli
 from fastcore_ops.owned_folder import check_claimable, claim_folder
-from training.precision import cpu_model
+from fastcore_ops.training.precision import cpu_model
 
 TOOL = "benchmarks.gpu_check"
 EXIT_STATUS = ("Exit status: 0 when every part ran to its end; 1 when one did not (it raised, crashed, or was stopped "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from training.figures import plt
+from fastcore_ops.training.figures import plt
 
 
 def plot_kernel_speedups(rows: list[dict], title: str, path: Path) -> None:

@@ -17,16 +17,16 @@ from dataclasses import replace
 import torch
 
 from benchmarks.gpu_check.parts import Mode, Recorder
-from training.config import TrainConfig
-from training.methods.library import apply_surgery_methods
-from training.methods.registry import plan_methods
-from training.models import build_model
-from training.models.language import build_language_model, logits_of
-from training.optim import build_optimizer
-from training.precision import choose_precision
-from training.recipes import get_recipe
-from training.tasks.classification import ImageClassification, loss_function
-from training.tasks.registry import task_named
+from fastcore_ops.training.config import TrainConfig
+from fastcore_ops.training.methods.library import apply_surgery_methods
+from fastcore_ops.training.methods.registry import plan_methods
+from fastcore_ops.training.models import build_model
+from fastcore_ops.training.models.language import build_language_model, logits_of
+from fastcore_ops.training.optim import build_optimizer
+from fastcore_ops.training.precision import choose_precision
+from fastcore_ops.training.recipes import get_recipe
+from fastcore_ops.training.tasks.classification import ImageClassification, loss_function
+from fastcore_ops.training.tasks.registry import task_named
 
 PAIRS = (("resnet50_baseline", "resnet50_mild"), ("gpt_baseline", "gpt_alibi"))
 CLASSES, VOCABULARY = 1000, 50257  # ImageNet's classes; GPT-2's tokens

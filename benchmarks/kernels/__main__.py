@@ -208,7 +208,7 @@ def _format_table(rows: list[dict], columns: list[str]) -> str:
 
 def plot_speedups(rows: list[dict], on_gpu: bool, path: Path) -> None:
     """A bar per row: the measured forward+backward speed-up on a GPU, else the modelled traffic ratio."""
-    from training.figures import plt
+    from fastcore_ops.training.figures import plt
 
     key, title = (("fwd_bwd_speedup", "measured speedup, forward+backward") if on_gpu
                   else ("fwd_bwd_traffic_ratio", "modelled DRAM traffic, reference / ours, forward+backward"))

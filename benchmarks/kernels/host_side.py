@@ -29,8 +29,8 @@ from fastcore_ops import cli
 from fastcore_ops.kernels import backend
 from fastcore_ops.kernels.launches import LaunchRecorder, Phase, run_backward_node
 from fastcore_ops.owned_folder import check_claimable, claim_folder
-from training.compute_threads import torch_threads
-from training.precision import cpu_model
+from fastcore_ops.training.compute_threads import torch_threads
+from fastcore_ops.training.precision import cpu_model
 
 from . import KernelSpec
 from .registry import KERNELS

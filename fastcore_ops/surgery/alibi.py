@@ -12,7 +12,7 @@ than it was built for. Two kinds of model are operated:
   :class:`ZeroPositionEmbedding` (no parameters, zeros for any position), and
   ``config.n_positions`` is raised.
 - Any other model class registered with :func:`register_alibi_model`: its own planner says
-  what changes (the project's GPT in ``training/models/gpt.py`` registers itself this way;
+  what changes (the project's GPT in ``fastcore_ops/training/models/gpt.py`` registers itself this way;
   the library never imports ``training``).
 
 transformers is not imported here: a model can only hold a GPT-2 if transformers' GPT-2

@@ -4,7 +4,7 @@
         --data ../shared/datasets/cifar10-jpeg > by-epoch.md
 
 For every run under ``SWEEP/runs/`` with a ``steps.json``: its plan (the cost pass's own,
-``training.tradeoff.step_kinds.plan_run``), each step's modelled seconds (its kind's time with
+``fastcore_ops.training.tradeoff.step_kinds.plan_run``), each step's modelled seconds (its kind's time with
 images kept, plus the share of its images decoded afresh times the extra a decoded step costs),
 per epoch the measured and modelled sums, and per kind of step and share of images decoded
 the mean of its steady steps (an epoch's first few left out) measured and modelled. The modelled
@@ -21,13 +21,13 @@ from pathlib import Path
 
 import torch
 
-from training.assemble import build_trainer
-from training.config import setup_hash
-from training.tradeoff.costing import record_config, timed_workers
-from training.tradeoff.cost_pass import WARMUP_STEPS, read_costs
-from training.tradeoff.planning import RUNS, PlannedRun
-from training.tradeoff.results import read_results, split_runs
-from training.tradeoff.step_kinds import plan_run, step_shares
+from fastcore_ops.training.assemble import build_trainer
+from fastcore_ops.training.config import setup_hash
+from fastcore_ops.training.tradeoff.cost_pass import WARMUP_STEPS, read_costs
+from fastcore_ops.training.tradeoff.costing import record_config, timed_workers
+from fastcore_ops.training.tradeoff.planning import RUNS, PlannedRun
+from fastcore_ops.training.tradeoff.results import read_results, split_runs
+from fastcore_ops.training.tradeoff.step_kinds import plan_run, step_shares
 
 
 def modelled_steps(config, costs, data: Path) -> tuple[list[tuple[str, float, float]], int, object]:

@@ -3,7 +3,7 @@
     PYTHONPATH=. python reports/cifar-cost-model-20261129/collect.py OUT RUN...
 
 Copies each run's small files (not its checkpoints) to ``OUT/runs/<recipe>-x<budget>-s<seed>/`` and
-writes ``OUT/results.json`` as ``python -m training.tradeoff`` would have. A run's recipe, budget
+writes ``OUT/results.json`` as ``python -m fastcore_ops.training.tradeoff`` would have. A run's recipe, budget
 (its scale-schedule ratio) and seed are read from its ``config.json``.
 """
 
@@ -11,9 +11,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from training.config import load_config
-from training.tradeoff.planning import RUNS, PlannedRun, name_problem
-from training.tradeoff.results import read_run, write_results
+from fastcore_ops.training.config import load_config
+from fastcore_ops.training.tradeoff.planning import RUNS, PlannedRun, name_problem
+from fastcore_ops.training.tradeoff.results import read_run, write_results
 
 KEPT = ("config.json", "run.json", "summary.json", "metrics.jsonl", "machine.txt", "steps.json")
 

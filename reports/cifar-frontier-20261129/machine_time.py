@@ -15,7 +15,7 @@ sweep folder, then the total.
 import sys
 from pathlib import Path
 
-from training.tradeoff.results import RunRecord, read_results
+from fastcore_ops.training.tradeoff.results import RunRecord, read_results
 
 
 def lane_hours(folder: Path) -> tuple[int, float]:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import torch
 
-from training.assemble import build_trainer
-from training.config import override
-from training.recipes import get_recipe
+from fastcore_ops.training.assemble import build_trainer
+from fastcore_ops.training.config import override
+from fastcore_ops.training.recipes import get_recipe
 
 
 def timed_evaluation(trainer) -> float:

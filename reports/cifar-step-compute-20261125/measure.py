@@ -13,7 +13,7 @@ import time
 import torch
 
 from fastcore_ops.surgery import apply_surgery
-from training.models.cifar_resnet import cifar_resnet20
+from fastcore_ops.training.models.cifar_resnet import cifar_resnet20
 
 MILD = ["blurpool", "channels_last"]
 CONFIGURATIONS = {  # name -> (surgeries, image sizes)

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from fastcore_ops.data import Crops, build_loader
-from training.tasks.classification import first_per_class
+from fastcore_ops.training.tasks.classification import first_per_class
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,7 +4,7 @@ The command runs under a pseudo-terminal 100 columns wide, so progress bars draw
 user; every chunk of output it writes ends a silence. Prints the exit status, the total time and
 the longest silences with what ended each.
 
-    python reports/demo-silence-20261128/silences.py -- .venv/bin/python -m training.train ...
+    python reports/demo-silence-20261128/silences.py -- .venv/bin/python -m fastcore_ops.training.train ...
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One run of ``python -m training.train`` with the pil backend's decoding workers at a chosen niceness.
+"""One run of ``python -m fastcore_ops.training.train`` with the pil backend's decoding workers at a chosen niceness.
 
     PYTHONPATH=. python reports/worker-niceness-20261127/measure.py NICENESS TRAIN-ARGUMENTS...
 
@@ -9,7 +9,7 @@ NICENESS replaces ``pil_backend.CPU_WORKER_NICENESS``, the default a CPU run's l
 import sys
 
 from fastcore_ops.data.backends import pil as pil_backend
-from training import train
+from fastcore_ops.training import train
 
 
 def main(argv: list[str]) -> int:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from training.compute_threads import torch_threads
+from fastcore_ops.training.compute_threads import torch_threads
 from tests.data.conftest import DATASETS
 
 CIFAR = DATASETS / "cifar10-jpeg"
@@ -53,7 +53,7 @@ def token_cache(tmp_path_factory):
 
 def _stdlib_sample(root, *, files: int, size: int):
     """``files`` real Python source files of the standard library, each cut to its first ``size`` bytes."""
-    from training.text.corpus import source_files, stdlib_root
+    from fastcore_ops.training.text.corpus import source_files, stdlib_root
 
     names = [name for name in source_files(stdlib_root()) if (stdlib_root() / name).stat().st_size > size][:files]
     for index, name in enumerate(names):

@@ -39,10 +39,10 @@ def fingerprint(recipe: str, cifar: Path, text: Path, extra: tuple[str, ...] = (
 
     extra: ``--set`` assignments applied last.
     """
-    from training.assemble import build_trainer
-    from training.config import override
-    from training.recipes import get_recipe
-    from training.tasks.language import prepare_text_data
+    from fastcore_ops.training.assemble import build_trainer
+    from fastcore_ops.training.config import override
+    from fastcore_ops.training.recipes import get_recipe
+    from fastcore_ops.training.tasks.language import prepare_text_data
 
     base = get_recipe(recipe)
     shorter = f"schedule.scale_schedule_ratio={_EPOCHS[base.task] / base.schedule.epochs!r}"

@@ -1,20 +1,19 @@
-"""``python -m training.ablate``: the method switches, the effects against the base, and a tiny real ablation."""
+"""``python -m fastcore_ops.training.ablate``: the method switches, the effects against the base, and a tiny real ablation."""
 
 import csv
 
 import pytest
 
+from fastcore_ops.training.ablate.arms import ablation_arms, methods_for, variants
+from fastcore_ops.training.ablate.catalog import METHODS
+from fastcore_ops.training.ablate.cli import main
+from fastcore_ops.training.ablate.effects import method_effects
+from fastcore_ops.training.ablate.report import ablation_report
+from fastcore_ops.training.config import override, validate
+from fastcore_ops.training.recipes import get_recipe
+from fastcore_ops.training.tasks.registry import task_named
+from fastcore_ops.training.tradeoff.results import FailedRun, RunRecord
 from tests.training.conftest import link_cifar_subset
-from training.ablate.catalog import METHODS
-from training.ablate.arms import ablation_arms, methods_for, variants
-from training.ablate.cli import main
-from training.ablate.report import ablation_report
-from training.ablate.effects import method_effects
-from training.config import override, validate
-from training.recipes import get_recipe
-from training.tasks.registry import task_named
-from training.tradeoff.results import FailedRun, RunRecord
-
 
 BASES = {"image_classification": ["cifar_baseline", "cifar_hot"], "language_model": ["gpt_baseline", "gpt_alibi"]}
 

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from fastcore_ops.kernels import backend
-from training.alibi_extrapolation import (CANNOT_RUN, RESULT_FILES, ExtrapolationConfig, evaluation_rows, main,
-                                          run_experiment, train_config)
-from training.assemble import build_trainer
-from training.tasks.language import prepare_text_data
+from fastcore_ops.training.alibi_extrapolation import (CANNOT_RUN, RESULT_FILES, ExtrapolationConfig, evaluation_rows,
+                                                       main, run_experiment, train_config)
+from fastcore_ops.training.assemble import build_trainer
+from fastcore_ops.training.tasks.language import prepare_text_data
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_rows_mark_the_lengths_a_model_did_not_run():
     (["--n-embd", "30", "--n-head", "4"], "n_embd must be divisible by n_head"),
     (["--device", "tpu"], "argument --device: 'tpu' is not a device name; use cpu, cuda or cuda:N"),
     (["--steps", "two"], "argument --steps: invalid int value: 'two'"),
-    (["--out", "{stranger}"], "holds files that python -m training.alibi_extrapolation did not write"),
+    (["--out", "{stranger}"], "holds files that python -m fastcore_ops.training.alibi_extrapolation did not write"),
 ])
 def test_bad_options_stop_with_a_clear_message(argv, message, tmp_path, capsys):
     stranger = tmp_path / "stranger"

@@ -6,13 +6,13 @@ import torch
 from fastcore_ops.surgery.blurpool import BlurConv2d
 from fastcore_ops.surgery.ghost_batchnorm import GhostBatchNorm
 from fastcore_ops.surgery.stochastic_depth import StochasticDepthBlock
-from training.assemble import build_trainer
-from training.config import override
-from training.methods import SWA, LayerFreezing
-from training.methods.library import apply_surgery_methods
-from training.methods.registry import plan_methods
-from training.models import build_model
-from training.recipes import get_recipe
+from fastcore_ops.training.assemble import build_trainer
+from fastcore_ops.training.config import override
+from fastcore_ops.training.methods import SWA, LayerFreezing
+from fastcore_ops.training.methods.library import apply_surgery_methods
+from fastcore_ops.training.methods.registry import plan_methods
+from fastcore_ops.training.models import build_model
+from fastcore_ops.training.recipes import get_recipe
 
 EPOCHS = 4
 # Warmup, progressive resizing, layer freezing and SWA all on, so that each one's timing is checked.
@@ -65,7 +65,7 @@ def test_the_scale_schedule_stretches_every_schedule(ratio, tiny_cifar):
 
 @pytest.mark.parametrize("world_size", [1, 2])
 def test_the_optimizer_peaks_at_the_lr_scaled_to_the_global_batch(world_size, tiny_cifar, monkeypatch):
-    monkeypatch.setattr("training.assemble.joined_world_size", lambda: world_size)
+    monkeypatch.setattr("fastcore_ops.training.assemble.joined_world_size", lambda: world_size)
     trainer = _trainer(override(get_recipe("cifar_baseline"), ["data.batch_size=8"]), tiny_cifar)
     peaks = {group["initial_lr"] for group in trainer.state.optimizer.param_groups}
     assert peaks == {0.2 * 8 * world_size / 128}  # the recipe's LR is for one process of 128 images

@@ -1,4 +1,4 @@
-"""``python -m training.train`` on image folders holding files it cannot use: a named pipe, broken images, nothing
+"""``python -m fastcore_ops.training.train`` on image folders holding files it cannot use: a named pipe, broken images, nothing
 but broken images."""
 
 import json
@@ -9,10 +9,10 @@ import pytest
 
 from fastcore_ops.data.loader import SkippedImagesWarning
 from fastcore_ops.data.sources import DatasetScanWarning
+from fastcore_ops.training.train import main
 from tests.data.conftest import huge_png_header
 from tests.training.conftest import link_cifar_subset
 from tests.training.test_run_contract import TINY_IMAGES, refused, snapshot
-from training.train import main
 
 # 20 training images and two broken ones, in batches of 2: every epoch meets both broken files.
 TWO_EPOCHS = [*TINY_IMAGES, "--epochs", "2", "--set", "data.batch_size=2"]

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from training import checkpoint
-from training.checkpoint import CheckpointError, load, load_newest, save_atomic, save_keeping
+from fastcore_ops.training import checkpoint
+from fastcore_ops.training.checkpoint import CheckpointError, load, load_newest, save_atomic, save_keeping
 
 MARKER_NAME = "code-ran.txt"
 
@@ -136,8 +136,8 @@ def test_a_kill_while_the_files_move_up_still_finds_the_newest_complete_checkpoi
 
 def test_every_method_state_loads_with_weights_only(tmp_path):
     """EMA's and SWA's averaged models, MixUp's generator: tensors and plain containers only."""
-    from training.methods import EMA, SWA, MixUp
-    from training.methods.base import TrainState
+    from fastcore_ops.training.methods import EMA, SWA, MixUp
+    from fastcore_ops.training.methods.base import TrainState
 
     model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -154,8 +154,8 @@ def test_every_method_state_loads_with_weights_only(tmp_path):
 
 
 def test_without_a_step_interval_a_run_checkpoints_every_ten_minutes_of_training_within_an_epoch():
-    from training.tasks.classification import ImageClassification
-    from training.trainer import Trainer
+    from fastcore_ops.training.tasks.classification import ImageClassification
+    from fastcore_ops.training.trainer import Trainer
 
     model = torch.nn.Linear(2, 2)
     task = ImageClassification(eval_loader=[], num_classes=2, loss_fn=torch.nn.functional.cross_entropy,
@@ -173,8 +173,8 @@ def test_without_a_step_interval_a_run_checkpoints_every_ten_minutes_of_training
 
 def _trainer_payload() -> dict:
     """The payload a run's checkpoint holds, as the trainer builds it (a tiny model, not trained)."""
-    from training.tasks.classification import ImageClassification
-    from training.trainer import Trainer
+    from fastcore_ops.training.tasks.classification import ImageClassification
+    from fastcore_ops.training.trainer import Trainer
 
     model = torch.nn.Linear(2, 2)
     task = ImageClassification(eval_loader=[], num_classes=2, loss_fn=torch.nn.functional.cross_entropy,

@@ -9,7 +9,7 @@ from fastcore_ops import apply_surgery
 from fastcore_ops.surgery.blurpool import BlurConv2d
 from fastcore_ops.surgery.squeeze_excite import SqueezeExciteConv2d
 from fastcore_ops.surgery.stochastic_depth import StochasticDepthBlock
-from training.models import build_model, cifar_resnet, cifar_resnet20, cifar_resnet56
+from fastcore_ops.training.models import build_model, cifar_resnet, cifar_resnet20, cifar_resnet56
 
 
 def _expected_parameters(n: int, width: int = 16, num_classes: int = 10) -> int:

@@ -5,10 +5,10 @@ import logging
 import pytest
 import torch
 
-from training.assemble import build_trainer
-from training.config import override
-from training.models import IMAGE_CLASSIFIER, cifar_resnet, registry
-from training.recipes import get_recipe
+from fastcore_ops.training.assemble import build_trainer
+from fastcore_ops.training.config import override
+from fastcore_ops.training.models import IMAGE_CLASSIFIER, cifar_resnet, registry
+from fastcore_ops.training.recipes import get_recipe
 
 
 def _resnet8(num_classes: int = 10, **kwargs):

@@ -8,11 +8,11 @@ import time
 import pytest
 import torch
 
-from training import compute_threads
-from training.compute_threads import busy_cores, choose_threads, cpu_ticks, cpus_left_over, use_threads
-from training.config import TrainConfig, override
-from training.methods.registry import plan_methods
-from training.tasks import classification
+from fastcore_ops.training import compute_threads
+from fastcore_ops.training.compute_threads import busy_cores, choose_threads, cpu_ticks, cpus_left_over, use_threads
+from fastcore_ops.training.config import TrainConfig, override
+from fastcore_ops.training.methods.registry import plan_methods
+from fastcore_ops.training.tasks import classification
 
 STAT = """cpu  20 0 10 100 5 0 0 0 0 0
 cpu0 10 0 5 50 5 0 0 2 7 0

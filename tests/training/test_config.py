@@ -13,10 +13,10 @@ import pytest
 from fastcore_ops.data import ColOutOptions, ProgressiveResize, RandAugmentOptions
 from fastcore_ops.surgery.blurpool import BlurPoolOptions
 from fastcore_ops.surgery.stochastic_depth import StochasticDepthOptions
-from training.config import (DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, TextConfig, TrainConfig,
-                             config_hash, from_dict, load_config, override, to_dict, validate)
-from training.methods import EMAOptions, MixUpOptions, SAMOptions, SeqLengthWarmupOptions
-from training.methods.registry import all_methods
+from fastcore_ops.training.config import (DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, TextConfig,
+                                          TrainConfig, config_hash, from_dict, load_config, override, to_dict, validate)
+from fastcore_ops.training.methods import EMAOptions, MixUpOptions, SAMOptions, SeqLengthWarmupOptions
+from fastcore_ops.training.methods.registry import all_methods
 
 LANGUAGE_MODEL = ["task=language_model", "model.name=gpt"]
 

@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from fastcore_ops.data.sources import find_samples
-from training.data_identity import image_fingerprint, same_data
-from training.run_folder import RunSettings, check_same_inputs
+from fastcore_ops.training.data_identity import image_fingerprint, same_data
+from fastcore_ops.training.run_folder import RunSettings, check_same_inputs
 
 
 def _fingerprint(root):

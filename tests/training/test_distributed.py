@@ -11,15 +11,15 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from fastcore_ops.training import checkpoint
+from fastcore_ops.training.assemble import build_trainer, lr_scaling_note
+from fastcore_ops.training.config import override
+from fastcore_ops.training.recipes import get_recipe, list_recipes
+from fastcore_ops.training.train import child_environment, main
 from tests.hang_guard import HANG_GUARD_S
 from tests.training.conftest import link_cifar_subset
-from training import checkpoint
-from training.assemble import build_trainer, lr_scaling_note
-from training.config import override
-from training.recipes import get_recipe, list_recipes
-from training.train import child_environment, main
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.train runs from here
+ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m fastcore_ops.training.train runs from here
 
 PROCESSES = 2
 RUN_MARK = "=== run "
@@ -68,7 +68,7 @@ def _set_flags(assignments: list[str]) -> list[str]:
 
 
 def _train_tiny(run: str, images: str, text: str, out: str) -> int:
-    """``python -m training.train`` on the recipe of ``run``, shrunk; its exit code."""
+    """``python -m fastcore_ops.training.train`` on the recipe of ``run``, shrunk; its exit code."""
     recipe, assignments = _tiny(run)
     data = text if get_recipe(recipe).task == "language_model" else images
     return main(["--recipe", recipe, *_set_flags(assignments), *RUNS[run][2], "--epochs", "1", "--eval-every", "0",

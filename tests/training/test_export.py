@@ -1,4 +1,4 @@
-"""``python -m training.export`` and ``load_model``: a run's evaluated weights out as a plain state dict, and back.
+"""``python -m fastcore_ops.training.export`` and ``load_model``: a run's evaluated weights out as a plain state dict, and back.
 
 Each run trains 5 steps on ``micro_cifar``'s 20 images (a language model: 4 steps on ``micro_text``), in this
 process, so that the test holds the run's own evaluated model to compare the export with.
@@ -15,19 +15,19 @@ import safetensors.torch
 import torch
 
 from fastcore_ops.kernels import backend
-from training import checkpoint
-from training.assemble import build_trainer
-from training.config import override, to_dict
-from training.export import folder, load_model
-from training.export.cli import main
-from training.methods.ema import EMA
-from training.methods.swa import SWA
-from training.models import build_model
-from training.models.language import logits_of
-from training.recipes import get_recipe
-from training.run_folder import RunSettings
-from training.tasks.language import prepare_text_data
-from training.train import write_run
+from fastcore_ops.training import checkpoint
+from fastcore_ops.training.assemble import build_trainer
+from fastcore_ops.training.config import override, to_dict
+from fastcore_ops.training.export import folder, load_model
+from fastcore_ops.training.export.cli import main
+from fastcore_ops.training.methods.ema import EMA
+from fastcore_ops.training.methods.swa import SWA
+from fastcore_ops.training.models import build_model
+from fastcore_ops.training.models.language import logits_of
+from fastcore_ops.training.recipes import get_recipe
+from fastcore_ops.training.run_folder import RunSettings
+from fastcore_ops.training.tasks.language import prepare_text_data
+from fastcore_ops.training.train import write_run
 
 TINY = ["data.batch_size=4", "schedule.epochs=1", "schedule.warmup_epochs=0", "data.num_workers=0"]
 TINY_GPT = ["model.options={'n_layer': 1, 'n_head': 2, 'n_embd': 32}", "text.sequence_length=16",
@@ -43,7 +43,7 @@ def reference_kernels():
 
 
 def _train(data, out, recipe="cifar_baseline", assignments=TINY):
-    """A run trained in this process, its folder as ``python -m training.train`` leaves it; its trainer."""
+    """A run trained in this process, its folder as ``python -m fastcore_ops.training.train`` leaves it; its trainer."""
     config = override(get_recipe(recipe), list(assignments))
     trainer = build_trainer(config, data=data, out=out, device=torch.device("cpu"), progress=False)
     write_run(out, config, RunSettings())

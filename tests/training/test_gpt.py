@@ -12,7 +12,7 @@ from torch.nn import functional as F
 
 from fastcore_ops.kernels import backend
 from fastcore_ops.kernels.alibi import alibi_attention_reference
-from training.models.gpt import GPT, ALiBiSelfAttention, CausalSelfAttention, GPTConfig
+from fastcore_ops.training.models.gpt import GPT, ALiBiSelfAttention, CausalSelfAttention, GPTConfig
 
 POSITIONS = ["learned", "alibi"]
 

@@ -1,4 +1,4 @@
-"""Language models on the one trainer: ``python -m training.train`` end to end, resume, models, and bad input.
+"""Language models on the one trainer: ``python -m fastcore_ops.training.train`` end to end, resume, models, and bad input.
 
 The runs use a 1-layer GPT at length 16 on 18 small real source files (``tiny_text``); ALiBi runs
 its PyTorch reference, not Triton's interpreter (tests/kernels covers the kernel).
@@ -16,14 +16,14 @@ import pytest
 import torch
 
 from fastcore_ops.kernels import backend
+from fastcore_ops.training.assemble import build_trainer
+from fastcore_ops.training.config import override
+from fastcore_ops.training.methods import Method
+from fastcore_ops.training.methods.registry import plan_methods
+from fastcore_ops.training.recipes import get_recipe
+from fastcore_ops.training.tasks.language import build_language_modeling, keep_run_tokenizer, prepare_text_data
+from fastcore_ops.training.train import main
 from tests.training.test_train import _assert_same_run, _finish, _run, _summary, _wait_for_mid_epoch_checkpoint
-from training.assemble import build_trainer
-from training.config import override
-from training.methods import Method
-from training.methods.registry import plan_methods
-from training.recipes import get_recipe
-from training.tasks.language import build_language_modeling, keep_run_tokenizer, prepare_text_data
-from training.train import main
 
 TINY = ["--set", "model.options={'n_layer': 1, 'n_head': 2, 'n_embd': 32}", "--set", "text.sequence_length=16",
         "--set", "text.eval_batch_tokens=256", "--set", "data.batch_size=8", "--set", "schedule.warmup_epochs=0.01",

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from training.losses import classification_loss
+from fastcore_ops.training.losses import classification_loss
 
 LOGITS = torch.tensor([[2.0, -1.0, 0.5], [0.0, 1.5, -0.5]])
 LABELS = torch.tensor([0, 2])

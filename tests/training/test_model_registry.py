@@ -1,11 +1,11 @@
-"""training.models' registry: each model registered where it is defined, in one family, once."""
+"""fastcore_ops.training.models' registry: each model registered where it is defined, in one family, once."""
 
 import pytest
 
-from training.config import TrainConfig, override, validate
-from training.models import build_model, model_names
-from training.models.language import build_language_model
-from training.models.registry import CAUSAL_LM, IMAGE_CLASSIFIER, get, names, register_model
+from fastcore_ops.training.config import TrainConfig, override, validate
+from fastcore_ops.training.models import build_model, model_names
+from fastcore_ops.training.models.language import build_language_model
+from fastcore_ops.training.models.registry import CAUSAL_LM, IMAGE_CLASSIFIER, get, names, register_model
 
 
 def test_each_model_is_found_in_its_own_family_only():
@@ -22,6 +22,6 @@ def test_each_model_is_found_in_its_own_family_only():
 def test_a_second_model_under_a_taken_name_is_refused():
     with pytest.raises(ValueError, match="model 'gpt' is registered twice"):
         register_model(CAUSAL_LM, "gpt")(lambda **_: None)
-    assert get("gpt").build.__module__ == "training.models.language"
+    assert get("gpt").build.__module__ == "fastcore_ops.training.models.language"
     with pytest.raises(ValueError, match="family must name the arguments its builders take"):
         register_model("image classifier")

@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch import nn
 
-from training.config import OptimizerConfig
-from training.optim import DecoupledSGDW, build_optimizer, parameter_groups
-from training.schedule import lr_factor, warmup_cosine
+from fastcore_ops.training.config import OptimizerConfig
+from fastcore_ops.training.optim import DecoupledSGDW, build_optimizer, parameter_groups
+from fastcore_ops.training.schedule import lr_factor, warmup_cosine
 
 
 def test_warmup_is_linear_and_the_cosine_ends_at_the_final_fraction():
@@ -183,7 +183,7 @@ def test_lars_follows_its_papers_update_rule_and_leaves_undecayed_parameters_una
 
 @pytest.mark.parametrize("name", ["lamb", "lars"])
 def test_lamb_and_lars_refuse_decoupled_decay(name):
-    from training.config import validate, TrainConfig
+    from fastcore_ops.training.config import TrainConfig, validate
 
     with pytest.raises(ValueError, match="decoupled_weight_decay must be False"):
         validate(TrainConfig(optimizer=OptimizerConfig(name=name, decoupled_weight_decay=True)))

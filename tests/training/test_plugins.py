@@ -1,11 +1,11 @@
-"""``--import MODULE`` (training/plugins.py): a module that cannot be found, or that fails as it loads, is one
+"""``--import MODULE`` (fastcore_ops/training/plugins.py): a module that cannot be found, or that fails as it loads, is one
 ``error:`` line naming it and exit 2 from each command that takes it, with nothing written."""
 
 import pytest
 
-from training import plugins
-from training.train import main as train_main
-from training.tradeoff.cli import main as tradeoff_main
+from fastcore_ops.training import plugins
+from fastcore_ops.training.tradeoff.cli import main as tradeoff_main
+from fastcore_ops.training.train import main as train_main
 
 # A plugin as a user writes one, failing as it loads: the line its error comes from is 3 in each.
 PLUGINS = {

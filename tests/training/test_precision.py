@@ -1,10 +1,10 @@
-"""Every place that picks a precision asks training.precision, which says what it chose and why."""
+"""Every place that picks a precision asks fastcore_ops.training.precision, which says what it chose and why."""
 
 import pytest
 import torch
 
-from training import precision as precision_module
-from training.precision import choose_precision
+from fastcore_ops.training import precision as precision_module
+from fastcore_ops.training.precision import choose_precision
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 

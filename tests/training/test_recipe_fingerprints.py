@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from fastcore_ops.training.recipes import get_recipe, list_recipes
 from tests.hang_guard import HANG_GUARD_S
 from tests.training.recipe_fingerprint import PINNED_ENVIRONMENT
-from training.recipes import get_recipe, list_recipes
 
 FINGERPRINTS = json.loads((Path(__file__).parent / "recipe_fingerprints.json").read_text())
 RECORDED = FINGERPRINTS["recipes"]

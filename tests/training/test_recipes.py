@@ -8,16 +8,16 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import training.tasks.classification
+import fastcore_ops.training.tasks.classification
 from fastcore_ops.data import ColOutOptions, Crops, PaddedCropOptions, ProgressiveResize, RandAugmentOptions
-from training.assemble import effective_lr
-from training.compute_threads import cpus_left_over
-from training.config import (MethodsConfig, OptimizerConfig, TrainConfig, config_hash, from_dict, override, to_dict,
-                             validate)
-from training.methods import LabelSmoothingOptions, SWAOptions
-from training.methods.registry import active, plan_methods
-from training.models import model_names
-from training.recipes import get_recipe, list_recipes
+from fastcore_ops.training.assemble import effective_lr
+from fastcore_ops.training.compute_threads import cpus_left_over
+from fastcore_ops.training.config import (MethodsConfig, OptimizerConfig, TrainConfig, config_hash, from_dict, override,
+                                          to_dict, validate)
+from fastcore_ops.training.methods import LabelSmoothingOptions, SWAOptions
+from fastcore_ops.training.methods.registry import active, plan_methods
+from fastcore_ops.training.models import model_names
+from fastcore_ops.training.recipes import get_recipe, list_recipes
 
 RESNET50 = ["resnet50_baseline", "resnet50_mild", "resnet50_medium", "resnet50_hot"]
 CIFAR = ["cifar_baseline", "cifar_mild", "cifar_medium", "cifar_hot"]
@@ -289,10 +289,10 @@ def _loader_arguments(config: TrainConfig, root: Path, monkeypatch) -> dict[str,
         calls.append({name: _as_json(value) for name, value in kwargs.items() if name != "device"})
         return SimpleNamespace(classes=["a", "b"])
 
-    monkeypatch.setattr(training.tasks.classification, "build_loader", record)
+    monkeypatch.setattr(fastcore_ops.training.tasks.classification, "build_loader", record)
     for split in ("train", "val"):
         (root / split).mkdir()
-    classification = training.tasks.classification
+    classification = fastcore_ops.training.tasks.classification
     classification._loaders(config, plan_methods(config), root, ([("x.jpg", 0)], ["a", "b"]),
                             classification._loader_settings(config, plan_methods(config), torch.device("cpu")))
     train, evaluation = calls

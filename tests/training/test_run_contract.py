@@ -1,4 +1,4 @@
-"""``python -m training.train``'s contract with its run folder: a refused or failed start leaves ``--out``
+"""``python -m fastcore_ops.training.train``'s contract with its run folder: a refused or failed start leaves ``--out``
 as it was, a stranger's files are never touched, and ``--resume`` continues only the same run
 (the same data, the same number of processes)."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from fastcore_ops.data.prepare import PrepareSettings, prepare_shards
+from fastcore_ops.training import checkpoint
+from fastcore_ops.training.train import main
+from fastcore_ops.training.trainer import Trainer
 from tests.training.test_language_model import TINY as TINY_TEXT
-from training import checkpoint
-from training.trainer import Trainer
-from training.train import main
 
 TINY_IMAGES = ["--recipe", "cifar_baseline", "--epochs", "1", "--set", "data.batch_size=4",
                "--set", "data.num_workers=0", "--eval-every", "0", "--no-progress"]

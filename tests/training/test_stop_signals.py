@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from fastcore_ops.training import checkpoint
+from fastcore_ops.training.checkpoint import StopRequests
+from fastcore_ops.training.train import child_environment
 from tests.hang_guard import HANG_GUARD_S
 from tests.training.test_train import _wait_for_mid_epoch_checkpoint
-from training import checkpoint
-from training.checkpoint import StopRequests
-from training.train import child_environment
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.train runs from here
+ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m fastcore_ops.training.train runs from here
 
 # micro_cifar's 20 images in batches of 4: 5 steps an epoch, 15 in all, each checkpointed; two decoding workers.
 EPOCHS, STEPS_PER_EPOCH = 3, 5
@@ -26,7 +26,7 @@ RUN = ["--recipe", "cifar_baseline", "--epochs", str(EPOCHS), "--set", "data.num
        "--eval-every", "0", "--no-progress"]
 ONE_PROCESS = [*RUN, "--set", "data.batch_size=4"]
 TWO_PROCESSES = [*RUN, "--set", "data.batch_size=2"]  # each rank has half the images: 5 steps an epoch too
-TORCHRUN = ["-m", "training.torchrun", "--standalone", "--nproc_per_node=2", "-m", "training.train"]
+TORCHRUN = ["-m", "fastcore_ops.training.torchrun", "--standalone", "--nproc_per_node=2", "-m", "fastcore_ops.training.train"]
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ SEND = {
 def _stop(start, to: str, number: int, data: Path, out: Path) -> None:
     """Start a run, send stop signal ``number`` ``to`` (SEND) after its first checkpoint: the run checkpoints,
     says so once, exits 128 + ``number`` and leaves no process behind."""
-    process = start(["-m", "training.train", *ONE_PROCESS, "--data", str(data), "--out", str(out)])
+    process = start(["-m", "fastcore_ops.training.train", *ONE_PROCESS, "--data", str(data), "--out", str(out)])
     seen = _wait_for_mid_epoch_checkpoint(out, process, within_epoch=False)
     started = _descendants(process.pid)
     assert len(_decoding_workers(process.pid)) == 2
@@ -117,7 +117,7 @@ def test_a_sigterm_to_the_process_group_checkpoints_leaves_no_process_and_the_ru
     # What Slurm, systemd and kill -- -PGID send: the workers got it too, died, and the run hung.
     out = tmp_path / "run"
     _stop(start, "group", signal.SIGTERM, micro_cifar, out)
-    code, stderr = _finish(start(["-m", "training.train", "--resume", "--no-progress", "--data", str(micro_cifar),
+    code, stderr = _finish(start(["-m", "fastcore_ops.training.train", "--resume", "--no-progress", "--data", str(micro_cifar),
                                    "--out", str(out)]))
     assert code == 0, stderr
     assert json.loads((out / "summary.json").read_text())["steps"] == EPOCHS * STEPS_PER_EPOCH

@@ -5,9 +5,9 @@ import json
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from fastcore_ops.training import tensorboard_events
+from fastcore_ops.training.train import main
 from tests.training.test_train import QUICK, _finish, _run
-from training import tensorboard_events
-from training.train import main
 
 
 def _scalars(out):

@@ -1,4 +1,4 @@
-"""``python -m training.torchrun``: torchrun ending with the training command's own exit status.
+"""``python -m fastcore_ops.training.torchrun``: torchrun ending with the training command's own exit status.
 
 Its stop (exit 143 after a SIGTERM to the job) is in test_stop_signals.py.
 """
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from fastcore_ops.training import torchrun
+from fastcore_ops.training.torchrun import main as torchrun_main
+from fastcore_ops.training.train import child_environment, main
 from tests.hang_guard import HANG_GUARD_S
-from training import torchrun
-from training.torchrun import main as torchrun_main
-from training.train import child_environment, main
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.torchrun runs from here
+ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m fastcore_ops.training.torchrun runs from here
 
 
 def test_two_processes_resuming_a_run_of_one_refuse_before_joining_and_the_command_exits_2_with_one_line(
@@ -26,8 +26,8 @@ def test_two_processes_resuming_a_run_of_one_refuse_before_joining_and_the_comma
                  "--set", "data.num_workers=0", "--eval-every", "0", "--no-progress", "--data", str(micro_cifar),
                  "--out", str(out)]) == 0
     saved = {path.name: path.read_bytes() for path in out.iterdir()}
-    finished = subprocess.run([sys.executable, "-m", "training.torchrun", "--standalone", "--nproc_per_node=2",
-                               "-m", "training.train", "--resume", "--no-progress", "--data", str(micro_cifar),
+    finished = subprocess.run([sys.executable, "-m", "fastcore_ops.training.torchrun", "--standalone", "--nproc_per_node=2",
+                               "-m", "fastcore_ops.training.train", "--resume", "--no-progress", "--data", str(micro_cifar),
                                "--out", str(out)],
                               cwd=ROOT, env=child_environment(OMP_NUM_THREADS="1"), capture_output=True, text=True,
                               timeout=HANG_GUARD_S)
@@ -55,16 +55,16 @@ def test_a_process_or_node_count_torchrun_cannot_use_is_refused_before_any_proce
         args, message, monkeypatch, capsys):
     # Plain torchrun ended each with its own ValueError or AssertionError traceback and status 1.
     monkeypatch.setattr(torchrun.torchrun, "run", _no_run)
-    assert torchrun_main([*args, "-m", "training.train"]) == 2
+    assert torchrun_main([*args, "-m", "fastcore_ops.training.train"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {message}") and err.count("\n") == 1, err
 
 
 @pytest.mark.parametrize("args, message", [
-    (["-m", "training.no_such_module"], "-m training.no_such_module: no such module; name a module on the Python path"),
+    (["-m", "fastcore_ops.training.no_such_module"], "-m fastcore_ops.training.no_such_module: no such module; name a module on the Python path"),
     (["-m", "no_such_package.train"], "-m no_such_package.train: cannot be found (ModuleNotFoundError: No module "
                                       "named 'no_such_package')"),
-    (["-m", "training"], "-m training: a package without a __main__ module"),
+    (["-m", "fastcore_ops.training"], "-m fastcore_ops.training: a package without a __main__ module"),
     (["no_such_script.py"], "no_such_script.py: no such script"),
 ], ids=["module", "package", "package-without-main", "script"])
 def test_a_training_command_that_does_not_exist_is_refused_before_any_process_starts(

@@ -1,4 +1,4 @@
-"""``python -m training.train`` end to end on real CIFAR-10 images: learning, outputs, errors, kill and resume, DDP."""
+"""``python -m fastcore_ops.training.train`` end to end on real CIFAR-10 images: learning, outputs, errors, kill and resume, DDP."""
 
 import errno
 import json
@@ -15,14 +15,14 @@ import pytest
 import torch
 
 from fastcore_ops.data.prepare import PrepareSettings, prepare_shards
+from fastcore_ops.training import checkpoint
+from fastcore_ops.training import train as train_module
+from fastcore_ops.training.config import override, to_dict
+from fastcore_ops.training.recipes import get_recipe
+from fastcore_ops.training.train import child_environment, main, parse_args, resumed_run
 from tests.hang_guard import HANG_GUARD_S
-from training import checkpoint
-from training import train as train_module
-from training.config import override, to_dict
-from training.recipes import get_recipe
-from training.train import child_environment, main, parse_args, resumed_run
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m training.train runs from here
+ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m fastcore_ops.training.train runs from here
 
 # Small and quick: 600 training images, batch 32 (so LR 0.2: the run scales the recipe's 0.8 from
 # its batch 128), three epochs; the references (not the interpreter) run the kernels so that the
@@ -33,7 +33,7 @@ QUICK = ["--recipe", "cifar_baseline", "--epochs", "3", "--set", "data.batch_siz
 
 def _run(*args, **popen):
     environment = child_environment()
-    return subprocess.Popen([sys.executable, "-m", "training.train", *args], cwd=ROOT, env=environment,
+    return subprocess.Popen([sys.executable, "-m", "fastcore_ops.training.train", *args], cwd=ROOT, env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
@@ -181,7 +181,7 @@ def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
     out = tmp_path / "ddp"
     environment = child_environment(OMP_NUM_THREADS="1")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-               "-m", "training.train", *QUICK, "--epochs", "1", "--data", str(tiny_cifar), "--out", str(out)]
+               "-m", "fastcore_ops.training.train", *QUICK, "--epochs", "1", "--data", str(tiny_cifar), "--out", str(out)]
     finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert finished.returncode == 0, finished.stderr[-3000:]
     summary = _summary(out)
@@ -269,7 +269,7 @@ def test_train_and_test_folders_with_different_classes_are_refused_before_anythi
 
 
 def _saved_run(folder: Path, *, subset=20, finished=False, assignments=("schedule.epochs=3",)) -> Path:
-    """A run folder as training.train leaves it (the checkpoint's contents are not read before the checks)."""
+    """A run folder as fastcore_ops.training.train leaves it (the checkpoint's contents are not read before the checks)."""
     folder.mkdir(parents=True)
     config = override(get_recipe("cifar_baseline"), list(assignments))
     (folder / "config.json").write_text(json.dumps(to_dict(config)))

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from fastcore_ops.kernels.blurpool import blur_maxpool2d_reference, blurpool2d_reference
 from fastcore_ops.surgery import apply_surgery
 from fastcore_ops.surgery.blurpool import BlurConv2d, BlurMaxPool2d
-from training.models.cifar_resnet import cifar_resnet20
+from fastcore_ops.training.models.cifar_resnet import cifar_resnet20
 
 
 def blur_strided(model: torch.nn.Module) -> None:

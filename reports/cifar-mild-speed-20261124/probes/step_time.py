@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from training.models.cifar_resnet import cifar_resnet20
+from fastcore_ops.training.models.cifar_resnet import cifar_resnet20
 
 
 def main(argv: list[str] | None = None) -> None:

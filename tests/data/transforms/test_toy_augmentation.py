@@ -138,9 +138,9 @@ import json
 from tests.data.transforms import test_toy_augmentation as toy
 toy.register_toy()
 from tests.tool_module import load_tool
-from training.ablate.catalog import METHODS
-from training.config import TrainConfig, override
-from training.methods.registry import methods_of, plan_methods
+from fastcore_ops.training.ablate.catalog import METHODS
+from fastcore_ops.training.config import TrainConfig, override
+from fastcore_ops.training.methods.registry import methods_of, plan_methods
 config = override(TrainConfig(), ["methods.{NAME}={{'level': 7}}"])
 print(json.dumps({{"loader": [method.name for method in methods_of("loader")],
                   "toggle": METHODS["{NAME}"].toggle(TrainConfig()),

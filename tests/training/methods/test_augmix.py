@@ -8,8 +8,8 @@ from torch.nn import functional as F
 from fastcore_ops.data.transforms.augmix import AUGMIX_OPS, augmix_batch
 from fastcore_ops.data.transforms.device_stage import IMAGENET_MEAN, IMAGENET_STD
 from fastcore_ops.data.transforms.randaugment import MAX_SEVERITY, OPS, apply_ops
-from training.methods import AugMix, AugMixOptions, TrainState
-from training.methods.augmix import jensen_shannon
+from fastcore_ops.training.methods import AugMix, AugMixOptions, TrainState
+from fastcore_ops.training.methods.augmix import jensen_shannon
 
 
 def augmix_by_definition(images, *, width, depth, severity, alpha, generator):
@@ -112,8 +112,8 @@ def test_the_consistency_loss_adds_weight_times_js_of_the_clean_and_two_views():
 
 
 def test_combinations_the_consistency_loss_cannot_take_are_refused():
-    from training.config import MethodsConfig, TrainConfig, validate
-    from training.methods import MixUpOptions
+    from fastcore_ops.training.config import MethodsConfig, TrainConfig, validate
+    from fastcore_ops.training.methods import MixUpOptions
 
     config = TrainConfig(methods=MethodsConfig(augmix=AugMixOptions(jsd_weight=12.0), mixup=MixUpOptions()))
     with pytest.raises(ValueError, match="cannot be combined with methods.mixup"):

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from training.methods import CutMix, MixUp, TrainState, cutmix_batch, mixup_batch
+from fastcore_ops.training.methods import CutMix, MixUp, TrainState, cutmix_batch, mixup_batch
 
 NUM_CLASSES = 4
 

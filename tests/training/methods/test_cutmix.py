@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-from training.methods import CutMix, CutMixOptions, cutmix_batch
-from training.methods.cutmix import cutmix_box
+from fastcore_ops.training.methods import CutMix, CutMixOptions, cutmix_batch
+from fastcore_ops.training.methods.cutmix import cutmix_box
 
 NUM_CLASSES = 4
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from training.methods import Cutout, CutoutOptions, cutout_batch
+from fastcore_ops.training.methods import Cutout, CutoutOptions, cutout_batch
 
 
 def cutout_by_definition(images, options, generator):

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from training.methods import EMA, EMAOptions, TrainState
+from fastcore_ops.training.methods import EMA, EMAOptions, TrainState
 
 
 def make_state(model):

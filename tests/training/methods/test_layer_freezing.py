@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from training.methods import LayerFreezing, TrainState, freeze_layers
+from fastcore_ops.training.methods import LayerFreezing, TrainState, freeze_layers
 
 
 def small_convnet():

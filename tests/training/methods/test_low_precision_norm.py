@@ -5,14 +5,14 @@ import copy
 import torch
 from torch import nn
 
+from fastcore_ops.training.ablate.catalog import METHODS
+from fastcore_ops.training.assemble import build_trainer
+from fastcore_ops.training.config import override
+from fastcore_ops.training.methods import low_precision_norms_
+from fastcore_ops.training.methods.low_precision_norm import LowPrecisionGroupNorm, LowPrecisionLayerNorm
+from fastcore_ops.training.recipes import get_recipe
+from fastcore_ops.training.tasks.language import prepare_text_data
 from tests.training.recipe_fingerprint import fingerprint
-from training.ablate.catalog import METHODS
-from training.assemble import build_trainer
-from training.config import override
-from training.methods import low_precision_norms_
-from training.methods.low_precision_norm import LowPrecisionGroupNorm, LowPrecisionLayerNorm
-from training.recipes import get_recipe
-from training.tasks.language import prepare_text_data
 
 
 def _norms():

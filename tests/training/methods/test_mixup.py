@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from training.methods import MixUp, MixUpOptions, mixup_batch
-from training.methods.mixup import sample_mixing_weight
+from fastcore_ops.training.methods import MixUp, MixUpOptions, mixup_batch
+from fastcore_ops.training.methods.mixup import sample_mixing_weight
 
 NUM_CLASSES = 5
 

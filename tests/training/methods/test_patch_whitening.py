@@ -5,12 +5,13 @@ import pytest
 import torch
 from torch import nn
 
-from training.assemble import build_trainer
-from training.config import override, validate
-from training.methods import PatchWhiteningOptions, whiten_stem_
-from training.methods.patch_whitening import EIGENVALUE_FLOOR, find_stem, patch_covariance, whitening_filters
-from training.models import build_model
-from training.recipes import get_recipe
+from fastcore_ops.training.assemble import build_trainer
+from fastcore_ops.training.config import override, validate
+from fastcore_ops.training.methods import PatchWhiteningOptions, whiten_stem_
+from fastcore_ops.training.methods.patch_whitening import (EIGENVALUE_FLOOR, find_stem, patch_covariance,
+                                                           whitening_filters)
+from fastcore_ops.training.models import build_model
+from fastcore_ops.training.recipes import get_recipe
 
 
 def covariance_by_definition(images: np.ndarray, size: int) -> np.ndarray:

@@ -7,14 +7,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from training.config import MethodsConfig, TrainConfig, override
-from training.methods.registry import HOOKS, STAGES, active, all_methods, plan_methods, register_method, registered
+from fastcore_ops.training.config import MethodsConfig, TrainConfig, override
+from fastcore_ops.training.methods.registry import (HOOKS, STAGES, active, all_methods, plan_methods, register_method,
+                                                    registered)
 
 ROOT = Path(__file__).resolve().parents[3]
 # Where method names may be listed: the registrations themselves, translations of our methods
 # into another library's (the Composer comparison hands each of its methods to Composer's algorithm),
 # and the frozen list of the methods stored hashes hold when off, which must never follow the registry.
-MAY_LIST_METHODS = {"training/methods", "benchmarks/composer_job.py", "training/config/__init__.py"}
+MAY_LIST_METHODS = {"fastcore_ops/training/methods", "benchmarks/composer_job.py", "fastcore_ops/training/config/__init__.py"}
 
 
 def _names_listed(node: ast.AST, names: set[str]) -> list[str]:
@@ -25,7 +26,7 @@ def _names_listed(node: ast.AST, names: set[str]) -> list[str]:
 
 def _sources(allowed: set[str]):
     """(path relative to the repository, parsed module) of the project's code outside the ``allowed`` places."""
-    for folder in ("fastcore_ops", "training", "benchmarks", "tools"):
+    for folder in ("fastcore_ops", "benchmarks", "tools"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
             if not any(relative == place or relative.startswith(place + "/") for place in allowed):
@@ -47,7 +48,7 @@ def test_no_list_of_method_names_exists_outside_the_registry():
 # Where a method's options may be read by name (``config.methods.<name>``): its own module, the
 # recipes (each built from another's values), and the translations into another library's
 # methods and the benchmarks that time one recipe's own schedule.
-MAY_READ_METHODS = {"training/recipes", "benchmarks/composer_job.py", "benchmarks/dataloader.py"}
+MAY_READ_METHODS = {"fastcore_ops/training/recipes", "benchmarks/composer_job.py", "benchmarks/dataloader.py"}
 
 
 def _method_reads(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
@@ -110,7 +111,7 @@ def test_a_registration_that_cannot_work_is_refused():
 def test_the_loader_methods_are_registered_in_the_order_the_device_stage_runs_them(monkeypatch):
     from fastcore_ops.data.transforms import device_stage
     from fastcore_ops.data.transforms.registry import batch_transforms
-    from training.methods.registry import methods_of
+    from fastcore_ops.training.methods.registry import methods_of
 
     ran = []
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from training.methods import SAM, TrainState
+from fastcore_ops.training.methods import SAM, TrainState
 
 INPUTS = torch.randn(8, 3, generator=torch.Generator().manual_seed(0))
 TARGETS = torch.randn(8, 2, generator=torch.Generator().manual_seed(1))

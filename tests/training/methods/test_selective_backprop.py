@@ -4,10 +4,10 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from training.methods import SelectiveBackprop, SelectiveBackpropOptions, TrainState
-from training.methods.selective_backprop import frozen_running_statistics, hardest
-from training.tasks.classification import ImageClassification
-from training.trainer import Trainer
+from fastcore_ops.training.methods import SelectiveBackprop, SelectiveBackpropOptions, TrainState
+from fastcore_ops.training.methods.selective_backprop import frozen_running_statistics, hardest
+from fastcore_ops.training.tasks.classification import ImageClassification
+from fastcore_ops.training.trainer import Trainer
 
 
 class Batches:

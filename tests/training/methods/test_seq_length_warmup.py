@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from training.methods import SequenceLengthWarmup, shorten_batch
-from training.methods.base import TrainState
-from training.methods.seq_length_warmup import SeqLengthWarmupOptions
+from fastcore_ops.training.methods import SequenceLengthWarmup, shorten_batch
+from fastcore_ops.training.methods.base import TrainState
+from fastcore_ops.training.methods.seq_length_warmup import SeqLengthWarmupOptions
 
 
 def test_the_length_grows_linearly_in_multiples_of_eight_then_stays_full():

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from training.methods import SWA, TrainState
+from fastcore_ops.training.methods import SWA, TrainState
 
 
 def make_state(model, total_steps=100, steps_per_epoch=10, lrs=(0.1, 0.2)):

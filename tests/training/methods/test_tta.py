@@ -3,9 +3,9 @@ import contextlib
 import pytest
 import torch
 
-from training.methods import TTAOptions, tta_probabilities
-from training.methods.tta import shifted, tta_views
-from training.tasks.classification import ImageClassification
+from fastcore_ops.training.methods import TTAOptions, tta_probabilities
+from fastcore_ops.training.methods.tta import shifted, tta_views
+from fastcore_ops.training.tasks.classification import ImageClassification
 
 
 def test_a_shift_moves_the_pixels_and_fills_the_uncovered_border_with_zeros():

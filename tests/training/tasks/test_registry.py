@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from training.tasks.base import Task
-from training.tasks.registry import all_tasks, register_task, task_named, task_names
+from fastcore_ops.training.tasks.base import Task
+from fastcore_ops.training.tasks.registry import all_tasks, register_task, task_named, task_names
 
 ROOT = Path(__file__).resolve().parents[3]
-TASK_MODULES = "training/tasks"
+TASK_MODULES = "fastcore_ops/training/tasks"
 BUILT_IN = ("image_classification", "language_model")
 
 
@@ -32,7 +32,7 @@ def _docstrings(tree: ast.AST) -> set[ast.AST]:
 
 def test_no_code_outside_a_task_module_names_a_task():
     found = []
-    for folder in ("fastcore_ops", "training", "benchmarks", "tools"):
+    for folder in ("fastcore_ops", "benchmarks", "tools"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
             if relative.startswith(TASK_MODULES + "/"):

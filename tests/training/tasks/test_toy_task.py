@@ -11,9 +11,9 @@ import sys
 
 import torch
 
+from fastcore_ops.training import checkpoint
+from fastcore_ops.training.train import child_environment
 from tests.hang_guard import HANG_GUARD_S
-from training import checkpoint
-from training.train import child_environment
 
 IMPORT = ["--import", "tests.training.tasks.toy_task"]
 
@@ -24,7 +24,7 @@ def _command(module: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def _train(*args: str, expect: int = 0) -> str:
-    run = _command("training.train", *args, "--no-progress")
+    run = _command("fastcore_ops.training.train", *args, "--no-progress")
     assert run.returncode == expect, run.stderr[-3000:]
     return run.stderr
 
@@ -56,7 +56,7 @@ def test_the_toy_task_trains_and_a_resumed_run_ends_as_the_uninterrupted_one(tmp
 
 def test_a_two_point_tradeoff_sweeps_the_toy_task(tmp_path):
     out = tmp_path / "report"
-    run = _command("training.tradeoff", *IMPORT, "--recipes", "toy_regression", "--budgets", "0.5,1",
+    run = _command("fastcore_ops.training.tradeoff", *IMPORT, "--recipes", "toy_regression", "--budgets", "0.5,1",
                    "--device", "cpu", "--no-progress", "--out", str(out))
     assert run.returncode == 0, run.stderr[-3000:]
     runs = json.loads((out / "results.json").read_text())

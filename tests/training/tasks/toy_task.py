@@ -12,10 +12,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from training.config import DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainConfig
-from training.recipes import register_recipe
-from training.tasks.base import Task
-from training.tasks.registry import register_task
+from fastcore_ops.training.config import DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainConfig
+from fastcore_ops.training.recipes import register_recipe
+from fastcore_ops.training.tasks.base import Task
+from fastcore_ops.training.tasks.registry import register_task
 
 SAMPLES, TRAINING, FEATURES = 96, 64, 4
 

@@ -4,8 +4,9 @@ import os
 
 import pytest
 
+from fastcore_ops.training.text.corpus import (TEXT_SUFFIXES, corpus_files, source_files, stdlib_root, text_files,
+                                               walk_files)
 from tests.training.text.conftest import write_tree
-from training.text.corpus import TEXT_SUFFIXES, corpus_files, source_files, stdlib_root, text_files, walk_files
 
 
 def test_folder_walk_keeps_text_files_sorted_and_skips_hidden_and_other_files(tmp_path):

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from fastcore_ops.training.text.loader import TokenEvaluation, TokenWindows
+from fastcore_ops.training.text.prepare import load_prepared, prepare
 from tests.training.text.conftest import write_tree
-from training.text.loader import TokenEvaluation, TokenWindows
-from training.text.prepare import load_prepared, prepare
 
 
 def epoch_batches(loader, epoch, first_batch=0):

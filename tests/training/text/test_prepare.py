@@ -7,13 +7,12 @@ import os
 import numpy as np
 import pytest
 
+from fastcore_ops.training.text import prepare as prepare_module
+from fastcore_ops.training.text.corpus import corpus_files
+from fastcore_ops.training.text.prepare import (FORMAT_VERSION, META_FILE, PreparedTokens, cache_key, load_prepared,
+                                                main, prepare, prepared_tokens)
+from fastcore_ops.training.text.tokenizers import BPE_FILE
 from tests.training.text.conftest import write_tree
-from training.text import prepare as prepare_module
-from training.text.corpus import corpus_files
-from training.text.prepare import (
-    FORMAT_VERSION, META_FILE, PreparedTokens, cache_key, load_prepared, main, prepare, prepared_tokens,
-)
-from training.text.tokenizers import BPE_FILE
 
 MARK = ".fastcore_ops-text_prepare"
 
@@ -60,7 +59,7 @@ def test_bpe_preparation_trains_on_training_files_only(text_folder, tmp_path):
         assert prepared.tokenizer.decode(tokens) == text
         assert int(lengths[tokens].sum()) == len(text)
     # Trained on the training files alone: the same tokenizer as one trained on them directly.
-    from training.text.tokenizers import train_bpe
+    from fastcore_ops.training.text.tokenizers import train_bpe
     direct = train_bpe([(text_folder / name).read_text() for name in meta["train"]["files"]], vocab_size=320)
     assert direct.fingerprint == meta["tokenizer_fingerprint"]
 
@@ -179,7 +178,7 @@ def test_damaged_meta_or_tokenizer_is_detected(text_folder, tmp_path):
 
 def test_bad_arguments_and_empty_splits_are_refused_before_writing(text_folder, tmp_path):
     write_tree(tmp_path / "taken", {"notes.txt": b"mine"})
-    with pytest.raises(ValueError, match="taken holds files that python -m training.text.prepare did not write"):
+    with pytest.raises(ValueError, match="taken holds files that python -m fastcore_ops.training.text.prepare did not write"):
         prepare(text_folder, tmp_path / "taken", progress=False)
     with pytest.raises(ValueError, match="vocab_size must be 256 or None for the bytes tokenizer"):
         prepare(text_folder, tmp_path / "a", vocab_size=4096, progress=False)

@@ -1,4 +1,4 @@
-"""``python -m training.text.prepare`` and the token cache: a refusal is exit 2 and one ``error:`` line, and
+"""``python -m fastcore_ops.training.text.prepare`` and the token cache: a refusal is exit 2 and one ``error:`` line, and
 nothing the tool did not write is ever removed or replaced (the destination, its neighbours, the cache)."""
 
 import errno
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from fastcore_ops.training.config import TrainConfig
+from fastcore_ops.training.tasks.language import prepare_text_data
+from fastcore_ops.training.text import prepare as prepare_module
+from fastcore_ops.training.text.corpus import corpus_files
+from fastcore_ops.training.text.prepare import cache_key, load_prepared, main, prepared_tokens, token_cache
 from tests.training.text.conftest import write_tree
-from training.tasks.language import prepare_text_data
-from training.text import prepare as prepare_module
-from training.text.corpus import corpus_files
-from training.text.prepare import cache_key, load_prepared, main, prepared_tokens, token_cache
-from training.config import TrainConfig
 
 
 def snapshot(root: Path) -> dict:
@@ -82,14 +82,14 @@ REFUSALS = {
     "not-utf8-with-bpe": r"zz_latin1\.txt is not valid UTF-8 .* use the bytes tokenizer",
     "validation-of-one-byte": r"the validation files of '.*short' \(1 file\(s\), the first 'b.txt'\) hold 1 bytes",
     "destination-is-a-file": r"out/tokens is a file, not a folder; pass a folder",
-    "destination-holds-a-strangers-file": "out/tokens holds files that python -m training.text.prepare did not write",
+    "destination-holds-a-strangers-file": "out/tokens holds files that python -m fastcore_ops.training.text.prepare did not write",
     "destination-under-a-file": r"destination '.*out/tokens' cannot be written: .*out is a file, so no folder",
     "destination-unwritable": r"destination '.*out/tokens' cannot be written: .* is not writable by this user",
     "cache-is-a-file": r"FASTCORE_OPS_CACHE=.*cache cannot hold the token cache .*: .*cache is a file, so no folder "
                        r"can be made in it; point FASTCORE_OPS_CACHE at a folder you can write to",
     "cache-unwritable": r"FASTCORE_OPS_CACHE=.* is not writable by this user; point FASTCORE_OPS_CACHE at",
     "disk-full-midway": r"No space left on device: .*; check that .* writable, with free space, then run again",
-    "vocab-size-not-an-int": r"argument --vocab-size: invalid int value: 'many'; see python -m training.text.prepare "
+    "vocab-size-not-an-int": r"argument --vocab-size: invalid int value: 'many'; see python -m fastcore_ops.training.text.prepare "
                              r"--help",
     "vocab-size-absurd": r"vocab_size must be an int in \[257, 1048576\], got 1000000000000",
     "vocab-size-with-bytes": "vocab_size must be 256 or None for the bytes tokenizer",

@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 from tokenizers import pre_tokenizers
 
+from fastcore_ops.training.text.tokenizers import (BPE_FILE, BPETokenizer, ByteTokenizer, Tokenizer,
+                                                   byte_level_characters, decode_utf8, load_tokenizer,
+                                                   resolve_vocab_size, train_bpe)
 from tests.training.text.conftest import sample_text
-from training.text.tokenizers import (
-    BPE_FILE, BPETokenizer, ByteTokenizer, Tokenizer, byte_level_characters, decode_utf8, load_tokenizer,
-    resolve_vocab_size, train_bpe,
-)
 
 ROOT = Path(__file__).resolve().parents[3]
 TEXTS = [sample_text(seed, 400) for seed in range(8)]
@@ -57,7 +56,7 @@ def test_bpe_training_is_deterministic_in_and_across_processes(bpe, tmp_path):
     assert again.fingerprint == bpe.fingerprint
     # Another process, on one thread: the same file byte for byte.
     script = ("import sys; from tests.training.text.test_tokenizers import TEXTS; "
-              "from training.text.tokenizers import train_bpe; "
+              "from fastcore_ops.training.text.tokenizers import train_bpe; "
               "train_bpe(TEXTS, vocab_size=300).save(sys.argv[1])")
     environment = dict(os.environ, RAYON_NUM_THREADS="1", PYTHONHASHSEED="123")
     subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, env=environment, check=True)

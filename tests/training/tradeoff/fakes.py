@@ -1,4 +1,4 @@
-"""Fake runs: a stand-in for the sweep's ``python -m training.train`` child, which writes what a real run
+"""Fake runs: a stand-in for the sweep's ``python -m fastcore_ops.training.train`` child, which writes what a real run
 writes in no time, and run records of a made-up sweep.
 
 Each run finishes, fails or ends badly as ``FakeTrain.fates`` says for its folder name, so the
@@ -8,10 +8,10 @@ sweep, its report and its exit code can be tested without training anything.
 import json
 from pathlib import Path
 
-from training.config import override, to_dict
-from training.recipes import get_recipe
-from training.tradeoff import sweep
-from training.tradeoff.results import RunRecord
+from fastcore_ops.training.config import override, to_dict
+from fastcore_ops.training.recipes import get_recipe
+from fastcore_ops.training.tradeoff import sweep
+from fastcore_ops.training.tradeoff.results import RunRecord
 
 FINISH, FAIL, NAN, INF, ZERO, CORRUPT = "finish", "fail", "nan", "inf", "zero", "corrupt"
 

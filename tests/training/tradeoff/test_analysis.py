@@ -8,10 +8,10 @@ import statistics
 
 import pytest
 
-from training.tradeoff.analysis import Spread, mixed_curves, speedup_table, time_breakdown, verdicts
-from training.tradeoff.metric import TOP1, Metric
-from training.tradeoff.results import RunRecord
-from training.tradeoff.tables import describe_speedup, run_rows, speedup_rows
+from fastcore_ops.training.tradeoff.analysis import Spread, mixed_curves, speedup_table, time_breakdown, verdicts
+from fastcore_ops.training.tradeoff.metric import TOP1, Metric
+from fastcore_ops.training.tradeoff.results import RunRecord
+from fastcore_ops.training.tradeoff.tables import describe_speedup, run_rows, speedup_rows
 
 LOSS = Metric("eval_loss", higher_is_better=False, label="validation loss (nats/token)")
 

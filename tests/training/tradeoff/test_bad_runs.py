@@ -8,14 +8,14 @@ import json
 
 import pytest
 
+from fastcore_ops.training.config import to_dict
+from fastcore_ops.training.tradeoff.cli import main
+from fastcore_ops.training.tradeoff.planning import PlannedRun, run_config
+from fastcore_ops.training.tradeoff.report import build_report
+from fastcore_ops.training.tradeoff.results import FailedRun, merge_records, read_results, write_results
+from fastcore_ops.training.tradeoff.sweep import read_outcome
 from tests.training.tradeoff import fakes
 from tests.training.tradeoff.fakes import SWEEP, record
-from training.config import to_dict
-from training.tradeoff.cli import main
-from training.tradeoff.report import build_report
-from training.tradeoff.results import FailedRun, merge_records, read_results, write_results
-from training.tradeoff.planning import PlannedRun, run_config
-from training.tradeoff.sweep import read_outcome
 
 OUTPUTS = ("results.csv", "results.json", "speedups.csv", "speedups.md", "breakdown.csv", "pareto.png",
            "breakdown.png", "report.html")

@@ -7,10 +7,10 @@ import signal
 
 import pytest
 
-from training.tradeoff import sweep
-from training.tradeoff.cli import main
-from training.tradeoff.metric import TOP1, Metric
-from training.tradeoff.results import RunRecord, read_run, write_results
+from fastcore_ops.training.tradeoff import sweep
+from fastcore_ops.training.tradeoff.cli import main
+from fastcore_ops.training.tradeoff.metric import TOP1, Metric
+from fastcore_ops.training.tradeoff.results import RunRecord, read_run, write_results
 
 
 @pytest.mark.parametrize("args, message", [

@@ -5,19 +5,19 @@ import json
 
 import pytest
 
+from fastcore_ops.training.config import config_hash, override, to_dict
+from fastcore_ops.training.recipes import get_recipe
+from fastcore_ops.training.tradeoff.cli import main
+from fastcore_ops.training.tradeoff.cost_pass import KindCost, SetupCost, StepCosts, read_costs, write_costs
+from fastcore_ops.training.tradeoff.costing import model_runs, plan_records, record_config
+from fastcore_ops.training.tradeoff.planning import PlannedRun, run_config
+from fastcore_ops.training.tradeoff.results import RunRecord, write_results
+from fastcore_ops.training.tradeoff.step_kinds import MAX_PLANNED_STEPS, RunPlan, StepKind, plan_run
 from tests.training.tradeoff.test_cost_pass import _costs, fake_trainer
-from training.config import config_hash, override, to_dict
-from training.recipes import get_recipe
-from training.tradeoff.cli import main
-from training.tradeoff.cost_pass import KindCost, SetupCost, StepCosts, read_costs, write_costs
-from training.tradeoff.costing import model_runs, plan_records, record_config
-from training.tradeoff.planning import PlannedRun, run_config
-from training.tradeoff.results import RunRecord, write_results
-from training.tradeoff.step_kinds import MAX_PLANNED_STEPS, RunPlan, StepKind, plan_run
 
 
 def _refused(args, capsys) -> str:
-    """The one error line of ``python -m training.tradeoff ARGS``, which must exit 2."""
+    """The one error line of ``python -m fastcore_ops.training.tradeoff ARGS``, which must exit 2."""
     assert main(args) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith("error: ") and captured.err.count("\n") == 1, captured.err

@@ -6,17 +6,17 @@ from types import SimpleNamespace
 import pytest
 
 from fastcore_ops.data.backends.pil import default_num_workers
-from training.config import config_hash, setup_hash
-from training.methods.layer_freezing import LayerFreezing
-from training.methods.sam import SAM
-from training.methods.selective_backprop import SelectiveBackprop, SelectiveBackpropOptions
-from training.methods.seq_length_warmup import SequenceLengthWarmup
-from training.tradeoff.cost_pass import (KindCost, ModelledTime, SetupCost, StepCosts, choose_windows, read_costs,
-                                         timed_steps, write_costs)
-from training.tradeoff.costing import plan_records, record_config
-from training.tradeoff.planning import PlannedRun, run_config
-from training.tradeoff.results import RunRecord
-from training.tradeoff.step_kinds import RunPlan, StepKind, kind_function, plan_run
+from fastcore_ops.training.config import config_hash, setup_hash
+from fastcore_ops.training.methods.layer_freezing import LayerFreezing
+from fastcore_ops.training.methods.sam import SAM
+from fastcore_ops.training.methods.selective_backprop import SelectiveBackprop, SelectiveBackpropOptions
+from fastcore_ops.training.methods.seq_length_warmup import SequenceLengthWarmup
+from fastcore_ops.training.tradeoff.cost_pass import (KindCost, ModelledTime, SetupCost, StepCosts, choose_windows,
+                                                      read_costs, timed_steps, write_costs)
+from fastcore_ops.training.tradeoff.costing import plan_records, record_config
+from fastcore_ops.training.tradeoff.planning import PlannedRun, run_config
+from fastcore_ops.training.tradeoff.results import RunRecord
+from fastcore_ops.training.tradeoff.step_kinds import RunPlan, StepKind, kind_function, plan_run
 
 
 def fake_trainer(*, steps_per_epoch=4, total_steps=10, sizes=None, workers=2, methods=()):

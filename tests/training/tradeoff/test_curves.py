@@ -5,7 +5,7 @@ Top-1 (higher is better) first, then validation loss (lower is better).
 
 import pytest
 
-from training.tradeoff.curves import CurvePoint, Reach, pareto_frontier, quality_at_time, time_to_quality
+from fastcore_ops.training.tradeoff.curves import CurvePoint, Reach, pareto_frontier, quality_at_time, time_to_quality
 
 
 def reach_top1(curve, target):

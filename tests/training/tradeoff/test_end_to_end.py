@@ -1,7 +1,7 @@
-"""``python -m training.tradeoff`` for real: a tiny sweep on real CIFAR-10 images writes every output and resumes.
+"""``python -m fastcore_ops.training.tradeoff`` for real: a tiny sweep on real CIFAR-10 images writes every output and resumes.
 
 The command runs in this process (its ``main``), which saves its start-up time; the training
-runs are real ``python -m training.train`` subprocesses.
+runs are real ``python -m fastcore_ops.training.train`` subprocesses.
 """
 
 import csv
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from fastcore_ops.training.tradeoff.cli import main
+from fastcore_ops.training.tradeoff.results import machine_label
+from fastcore_ops.training.train import child_environment
 from tests.hang_guard import HANG_GUARD_S
 from tests.training.conftest import link_cifar_subset
-from training.tradeoff.cli import main
-from training.tradeoff.results import machine_label
-from training.train import child_environment
 
 ROOT = Path(__file__).resolve().parents[3]
 # Tiny on purpose: 200 training images at batch 32 over 4 epochs is 6 steps per epoch, so
@@ -79,7 +79,7 @@ def test_rerunning_the_sweep_resumes_the_unfinished_run_and_redoes_nothing(sweep
 
 def _cost(args, cwd):
     """The cost pass as a user runs it: a process of its own, without the suite's Triton interpreter."""
-    command = [sys.executable, "-m", "training.tradeoff", "--cost", *args, "--no-progress", "--threads", "1"]
+    command = [sys.executable, "-m", "fastcore_ops.training.tradeoff", "--cost", *args, "--no-progress", "--threads", "1"]
     return subprocess.run(command, cwd=cwd, env=child_environment(), capture_output=True, text=True, timeout=HANG_GUARD_S)
 
 

@@ -1,4 +1,4 @@
-"""One exit contract for ``python -m training.tradeoff`` and ``python -m training.ablate``: bad input is exit 2
+"""One exit contract for ``python -m fastcore_ops.training.tradeoff`` and ``python -m fastcore_ops.training.ablate``: bad input is exit 2
 with exactly one ``error:`` line on stderr and no traceback, and --out is left exactly as it was; a folder of
 someone else's files is never written into, and inside a folder the tool owns only its own files go."""
 
@@ -7,10 +7,10 @@ import json
 import pytest
 
 from fastcore_ops.owned_folder import claim_folder
+from fastcore_ops.training.ablate import cli as ablate
+from fastcore_ops.training.tradeoff import cli as tradeoff
+from fastcore_ops.training.tradeoff.results import write_results
 from tests.training.tradeoff import fakes
-from training.ablate import cli as ablate
-from training.tradeoff import cli as tradeoff
-from training.tradeoff.results import write_results
 
 TOOLS = {"tradeoff": tradeoff.main, "ablate": ablate.main}
 SWEEP_ARGS = {"tradeoff": ["--recipes", "cifar_baseline,cifar_mild", "--budgets", "1"],
@@ -137,7 +137,7 @@ def test_a_merge_into_a_folder_of_someone_else_s_files_is_refused(tmp_path, caps
     out = tmp_path / "out"
     _stranger(out)
     line = _refused(tradeoff.main, ["--merge", str(_good_merge_input(tmp_path)), "--out", str(out)], out, capsys)
-    assert "holds files that python -m training.tradeoff did not write" in line
+    assert "holds files that python -m fastcore_ops.training.tradeoff did not write" in line
     assert tradeoff.main(["--merge", str(tmp_path / "merged-from"), "--out", str(tmp_path / "new")]) == 0
     assert tradeoff.main(["--merge", str(tmp_path / "merged-from"), "--out", str(tmp_path / "new")]) == 0  # its own
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from training.tradeoff.metric import TOP1, Metric
+from fastcore_ops.training.tradeoff.metric import TOP1, Metric
 
 LOSS = Metric("eval_loss", higher_is_better=False, label="validation loss (nats/token)")
 PERPLEXITY = Metric("perplexity", higher_is_better=False, label="perplexity")

@@ -3,9 +3,9 @@
 import matplotlib.pyplot as plt
 import pytest
 
+from fastcore_ops.training.tradeoff.curves import CurvePoint, quality_at_time
+from fastcore_ops.training.tradeoff.plots import _straight_in_linear_time, tradeoff_figure
 from tests.training.tradeoff.test_analysis import BASE, FAST, LM_BASE, LM_HALF
-from training.tradeoff.curves import CurvePoint, quality_at_time
-from training.tradeoff.plots import _straight_in_linear_time, tradeoff_figure
 
 
 def test_the_drawn_curve_passes_through_the_table_s_interpolation_between_and_at_the_budgets():

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from fastcore_ops.owned_folder import claim_folder
+from fastcore_ops.training.config import to_dict
+from fastcore_ops.training.tradeoff import sweep
+from fastcore_ops.training.tradeoff.planning import (RUNS, PlannedRun, SweepPlan, SweepRequest, TrainOptions, Variant,
+                                                     plan_sweep, planned_runs, run_config)
+from fastcore_ops.training.tradeoff.sweep import SweepInterrupted, run_sweep, train_command
 from tests.training.tradeoff import fakes
-from training.config import to_dict
-from training.tradeoff import sweep
-from training.tradeoff.planning import (RUNS, PlannedRun, SweepPlan, SweepRequest, TrainOptions, Variant, plan_sweep,
-                                        planned_runs, run_config)
-from training.tradeoff.sweep import SweepInterrupted, run_sweep, train_command
 
 OPTIONS = TrainOptions(data=Path("/data"), device="cpu", machine="host/cpu", subset=5,
                        assignments=("data.batch_size=8",))
@@ -106,7 +106,7 @@ def test_every_run_gets_the_shared_options_and_never_the_triton_interpreter(fake
     assert "TRITON_INTERPRET" not in child.env and child.env["FASTCORE_OPS_INTERPRET"] == "0"
     command = fake_train.commands[0]
     pairs = dict(zip(command[3::2], command[4::2]))
-    assert command[1:3] == ["-m", "training.train"] and "--no-progress" in command
+    assert command[1:3] == ["-m", "fastcore_ops.training.train"] and "--no-progress" in command
     assert pairs["--recipe"] == "cifar_baseline" and pairs["--scale-schedule"] == "0.5" and pairs["--seed"] == "0"
     assert command[command.index("--subset") + 1] == "5"
     assert command[command.index("--set") + 1] == "data.batch_size=8"

@@ -1,0 +1,76 @@
+"""``python -m fastcore_ops.training.ablate``: what each method is worth on its own, against a base recipe.
+
+    python -m fastcore_ops.training.ablate --base cifar_baseline_small --methods all --seeds 2 \\
+        --data ../shared/datasets/cifar10-jpeg --subset 500 --out reports/ablation
+
+Trains the base recipe and, for every method, the base with that method added (or, when the
+base already has it, removed), at each budget and seed, through the tradeoff tool's runner:
+same run folders, resumption (rerun the same command to continue), results files, curves and
+HTML report, with every variant as one curve. It adds ``ablation.csv``/``.md``/``.png``: each
+method's change in quality (seed by seed, in the metric's direction), in time per step, and,
+with two or more budgets, its speedup at the base's quality. Every run also takes the base
+task's ablation settings: image runs evaluate with test-time augmentation, so ``top1_tta``
+gives that method's effect without a run of its own.
+A run that diverges or fails is listed with why and its log, and left out of the effects (a
+variant without a usable seed beside the base's is listed as not measured); the others go on.
+``--out`` must be new, empty, or an ablation's own from before (marked ``.fastcore_ops-ablate``).
+Exit codes as the tradeoff tool's: 0 done, 1 a run failed, 2 bad input (one ``error:`` line,
+nothing written), 128+signal when stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fastcore_ops import cli
+from fastcore_ops.cli import refuse
+from fastcore_ops.training.ablate.arms import ablation_arms
+from fastcore_ops.training.ablate.catalog import METHODS
+from fastcore_ops.training.ablate.report import ablation_report
+from fastcore_ops.training.plugins import add_import_option, import_modules
+from fastcore_ops.training.recipes import list_recipes
+from fastcore_ops.training.tradeoff.planning import SweepRequest, budget_list, plan_sweep
+from fastcore_ops.training.tradeoff.sweep import execute_sweep
+
+
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m fastcore_ops.training.ablate``."""
+    parser = cli.ArgumentParser(prog="python -m fastcore_ops.training.ablate", description=cli.description(__doc__))
+    parser.add_argument("--base", required=True,
+                        help=f"the recipe every variant changes; known: {', '.join(list_recipes())}")
+    parser.add_argument("--methods", default="all",
+                        help=f"comma-separated methods, or 'all' (those that apply to the base's task); known: "
+                             f"{', '.join(METHODS)}")
+    parser.add_argument("--budgets", type=budget_list, default="1",
+                        help="comma-separated scale-schedule ratios; two or more give each variant a curve and a "
+                             "speedup")
+    parser.add_argument("--seeds", type=cli.positive_int, default=2, help="seeds per variant and budget: 0 to N-1")
+    parser.add_argument("--data", type=Path, help="image classification: folder with train/ and val/ (or test/)")
+    parser.add_argument("--subset", type=cli.positive_int, help="train on the first N images of each class")
+    parser.add_argument("--out", type=Path, required=True, help="report folder; the runs go to OUT/runs/")
+    cli.add_device_option(parser)
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                        help="configuration override for every run, base included; repeatable")
+    cli.add_no_progress_option(parser)
+    add_import_option(parser)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; returns its exit code."""
+    try:
+        args = parse_args(argv)
+        import_modules(args.imports)
+        arms, shared = ablation_arms(args.base, args.methods)
+        plan = plan_sweep(SweepRequest(arms, args.budgets, args.seeds, args.data, args.subset, args.device,
+                                       [*shared, *args.assignments], args.out, args.base, tool="ablate",
+                                       progress=not args.no_progress, report=ablation_report,
+                                       imports=tuple(args.imports)))
+    except (ValueError, TypeError, OSError) as error:
+        return refuse(error)
+    return execute_sweep(plan)

@@ -1,0 +1,99 @@
+"""The methods fastcore_ops implements, registered as methods of a training run.
+
+Their options classes, implementations and method cards are the library's (``fastcore_ops.surgery``
+and ``fastcore_ops.data``); a run turns one on as any other method, ``--set methods.blurpool={}``.
+The surgeries rewrite the model in their order here, in one transactional
+:func:`fastcore_ops.apply_surgery`; the loader's augmentations run in its batch stage.
+
+    >>> from fastcore_ops.training.methods.registry import registered
+    >>> registered("channels_last").order > registered("blurpool").order
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from torch import nn
+
+from fastcore_ops import apply_surgery
+from fastcore_ops.data import AlternatingFlipOptions, ProgressiveResize
+from fastcore_ops.data.transforms.registry import FLIP_ORDER, RESIZE_ORDER, batch_transforms
+from fastcore_ops.surgery import check_surgeries
+from fastcore_ops.surgery.alibi import ALiBiOptions
+from fastcore_ops.surgery.blurpool import BlurPoolOptions
+from fastcore_ops.surgery.channels_last import ChannelsLastOptions
+from fastcore_ops.surgery.ghost_batchnorm import GhostBatchNormOptions
+from fastcore_ops.surgery.squeeze_excite import SqueezeExciteOptions
+from fastcore_ops.surgery.stochastic_depth import StochasticDepthOptions
+from fastcore_ops.training.methods.registry import IMAGES, TEXT, register_method
+
+log = logging.getLogger(__name__)
+
+
+def surgery_request(name: str, options) -> tuple[str, dict]:
+    """The ``(name, options)`` pair :func:`fastcore_ops.apply_surgery` takes for a surgery method's options."""
+    return name, dataclasses.asdict(options)
+
+
+def apply_surgery_methods(model: nn.Module, surgeries) -> None:
+    """A run's ``surgeries`` (:attr:`~fastcore_ops.training.methods.registry.MethodPlan.surgeries`), in their order, in one
+    transactional apply_surgery."""
+    requests = [surgery_request(method.name, options) for method, options in surgeries]
+    if requests:
+        log.info("surgery:\n%s", apply_surgery(model, requests))
+
+
+def _surgery_check(name: str):
+    """apply_surgery's own check of the options (types, ranges), which touches no model."""
+    return lambda options, config: check_surgeries([surgery_request(name, options)])
+
+
+def _register_surgery(name: str, options: type, *, order: int, tasks: frozenset[str], **declarations) -> None:
+    register_method(name, stage="surgery", order=order, tasks=tasks, check=_surgery_check(name), **declarations)(
+        options)
+
+
+_register_surgery("alibi", ALiBiOptions, order=10, tasks=TEXT)
+_register_surgery("blurpool", BlurPoolOptions, order=20, tasks=IMAGES)
+# ResNet-20's convolutions have 16 to 64 channels: at the default min_channels (128, for ImageNet
+# ResNets) the ablation would gate none of them.
+_register_surgery("squeeze_excite", SqueezeExciteOptions, order=30, tasks=IMAGES, try_with={"min_channels": 16})
+# In its "block" mode a dropped block's parameters get no gradient in that step.
+_register_surgery("stochastic_depth", StochasticDepthOptions, order=40, tasks=IMAGES, leaves_parameters_unused=True,
+                  try_with={"drop_rate": 0.05})
+_register_surgery("ghost_batchnorm", GhostBatchNormOptions, order=50, tasks=IMAGES)
+# Last: it converts the parameters and buffers the other surgeries add.
+_register_surgery("channels_last", ChannelsLastOptions, order=90, tasks=IMAGES, loader_switch="channels_last")
+
+
+def _check_resize_increment(options: ProgressiveResize, config) -> None:
+    # Checked here, not at the first resize halfway through the run.
+    if config.data.train_size % options.size_increment:
+        raise ValueError(f"methods.progressive_resize.size_increment must divide data.train_size="
+                         f"{config.data.train_size}, got {options.size_increment}")
+
+
+def _check_flips_on(options: AlternatingFlipOptions, config) -> None:
+    if not config.data.flip:
+        raise ValueError("methods.alternating_flip says how training images are flipped, and data.flip=False turns "
+                         "flips off; set data.flip=True or methods.alternating_flip=None")
+
+
+# The loader's batch stage, each a keyword of fastcore_ops.data.build_loader by the method's name, in the order
+# it runs: the resize and the flips at the places the batch stage keeps for them, and every augmentation the stage
+# registers (fastcore_ops/data/transforms/registry.py) at its own.
+register_method("progressive_resize", stage="loader", order=RESIZE_ORDER, tasks=IMAGES, check=_check_resize_increment)(
+    ProgressiveResize)
+register_method("alternating_flip", stage="loader", order=FLIP_ORDER, tasks=IMAGES, check=_check_flips_on)(
+    AlternatingFlipOptions)
+
+
+def _register_batch_transforms() -> None:
+    """Each augmentation of the loader's batch stage, as a loader method of its name and order."""
+    for transform in batch_transforms():
+        register_method(transform.name, stage="loader", order=transform.order, tasks=IMAGES)(transform.options)
+
+
+_register_batch_transforms()

@@ -1,0 +1,159 @@
+"""``python -m fastcore_ops.training.tradeoff``: train recipes over budgets and seeds, then report quality against training time.
+
+    python -m fastcore_ops.training.tradeoff --recipes cifar_baseline,cifar_mild,cifar_medium --budgets 0.25,0.5,1,2 \\
+        --seeds 3 --data ../shared/datasets/cifar10-jpeg --out reports/cifar
+    python -m fastcore_ops.training.tradeoff --merge reports/laptop reports/gpu --out reports/merged
+    python -m fastcore_ops.training.tradeoff --cost reports/laptop reports/gpu --data ../shared/datasets/cifar10-jpeg \
+        --out reports/costed   # every run priced on this machine (fastcore_ops/training/tradeoff/costing.py)
+
+Every input is checked before any training or any write, recipes of tasks with different metrics
+included (each finished run's metric is checked again), and so is ``--out``: it must be new,
+empty, or written by this tool before (it then holds its marker, ``.fastcore_ops-tradeoff``), so
+a folder of someone else's files is never written into. A run that fails or diverges is left
+out of the curves and listed in the report with why and its log; the sweep goes on with the
+others. Exit codes: 0 done (diverged runs included), 1 a run failed (rerun the same command to
+retry it), 2 bad input (one ``error:`` line, nothing written), 128+signal when stopped (rerun
+the same command to resume; the report then holds the runs finished so far).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fastcore_ops import cli
+from fastcore_ops.cli import refuse
+from fastcore_ops.training.plugins import add_import_option, import_modules
+from fastcore_ops.training.recipes import list_recipes
+from fastcore_ops.training.tradeoff.analysis import choose_baseline
+from fastcore_ops.training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, price_runs
+from fastcore_ops.training.tradeoff.planning import SweepRequest, budget_list, claim_out, plan_sweep
+from fastcore_ops.training.tradeoff.report import build_report
+from fastcore_ops.training.tradeoff.results import merged_runs
+from fastcore_ops.training.tradeoff.sweep import execute_sweep
+
+SWEEP_ONLY = {"recipes": "--recipes", "budgets": "--budgets", "data": "--data", "subset": "--subset",
+              "assignments": "--set"}  # argument name -> flag
+
+
+def build_parser() -> cli.ArgumentParser:
+    """The command line of ``python -m fastcore_ops.training.tradeoff``."""
+    parser = cli.ArgumentParser(prog="python -m fastcore_ops.training.tradeoff", description=cli.description(__doc__))
+    parser.add_argument("--recipes", help=f"comma-separated recipe names; known: {', '.join(list_recipes())}")
+    parser.add_argument("--budgets", type=budget_list,
+                        help="comma-separated scale-schedule ratios > 0, e.g. 0.25,0.5,1,2")
+    parser.add_argument("--seeds", type=cli.positive_int, default=1, help="seeds per recipe and budget")
+    parser.add_argument("--first-seed", type=cli.non_negative_int, default=0,
+                        help="the first seed: the runs use seeds FIRST to FIRST+N-1; a sweep that reports a speed-up "
+                             "runs on seeds its recipes were not searched on")
+    parser.add_argument("--data", type=Path, help="image classification: folder with train/ and val/ (or test/) "
+                                                   "ImageFolders; language models: a text folder or prepared tokens "
+                                                   "(default: the recipe's own text)")
+    parser.add_argument("--out", type=Path, required=True, help="report folder; the runs go to OUT/runs/")
+    parser.add_argument("--subset", type=cli.positive_int,
+                        help="train on the first N images of each class (passed to train)")
+    cli.add_device_option(parser)
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                        help="configuration override passed to every run; repeatable; with --cost: the overrides of "
+                             "runs whose folders no longer hold their config.json (each such run's recipe is rebuilt "
+                             "as it is, then with them)")
+    parser.add_argument("--baseline", help="the recipe the others are compared with (default: the first recipe "
+                                           "whose name holds 'baseline', else the first recipe)")
+    parser.add_argument("--merge", nargs="+", type=Path, metavar="FOLDER",
+                        help="rebuild the report from these folders' results.json, without training")
+    parser.add_argument("--judge", action="append", default=[], metavar="RECIPE=METRIC",
+                        help="with --merge: also draw RECIPE's runs judged by another metric they report, as a curve "
+                             "of its own (cifar_mild=top1_tta: with test-time augmentation); repeatable")
+    parser.add_argument("--cost", nargs="+", type=Path, metavar="FOLDER",
+                        help="time every kind of step these folders' runs took, on this machine with nothing else "
+                             "running, and report on the modelled times (needs the runs' --data)")
+    parser.add_argument("--times", type=Path, metavar="COSTS_JSON",
+                        help="with --cost: take the step times from an earlier cost pass's costs.json instead of "
+                             "timing them")
+    parser.add_argument("--rounds", type=cli.positive_int,
+                        help="with --cost: how many times each window of steps is timed (default: 3)")
+    parser.add_argument("--threads", type=cli.positive_int,
+                        help="with --cost on a CPU: PyTorch's threads (default: as python -m fastcore_ops.training.train "
+                             "chooses); time with the threads the runs trained with")
+    cli.add_no_progress_option(parser)
+    add_import_option(parser)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def parse_recipes(text: str) -> list[str]:
+    """The recipe names in a comma-separated list, each known and given once.
+
+    Example:
+        >>> parse_recipes("cifar_baseline, cifar_mild")
+        ['cifar_baseline', 'cifar_mild']
+    """
+    return cli.check_names("--recipes", text, list_recipes(), "recipe")
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    try:
+        for flag in ("recipes", "budgets"):
+            if getattr(args, flag) is None:
+                raise ValueError(f"--{flag} is required to run a sweep (or pass --merge FOLDER... to rebuild a report)")
+        recipes = parse_recipes(args.recipes)
+        plan = plan_sweep(SweepRequest(recipes, args.budgets, args.seeds, args.data, args.subset, args.device,
+                                       args.assignments, args.out, choose_baseline(args.baseline, recipes),
+                                       first_seed=args.first_seed, progress=not args.no_progress,
+                                       imports=tuple(args.imports)))
+    except (ValueError, TypeError, OSError) as error:
+        return refuse(error)
+    return execute_sweep(plan)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    try:
+        given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name)]
+        if given:
+            raise ValueError(f"--merge rebuilds the report from existing results; it takes no {', '.join(given)}")
+        runs = merged_runs(args.merge, args.judge)
+        baseline = choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in runs)))
+        claim_out(args.out, "tradeoff")  # the last check: it marks --out
+    except (ValueError, OSError) as error:
+        return refuse(error)
+    written = build_report(runs, args.out, baseline)
+    print(f"report: {written[-1]} ({len(runs)} runs; tables and figures next to it)")
+    return 0
+
+
+def _cost(args: argparse.Namespace) -> int:
+    try:
+        given = [flag for name, flag in SWEEP_ONLY.items()
+                 if getattr(args, name) and name not in ("data", "subset", "assignments")]
+        if given:
+            raise ValueError(f"--cost prices existing runs; it takes no {', '.join(given)}")
+        price_runs(args.cost, args.out, data=args.data, subset=args.subset, device=args.device, times=args.times,
+                   rounds=args.rounds or 3, threads=args.threads, baseline=args.baseline,
+                   progress=not args.no_progress, assignments=args.assignments)
+    except (ValueError, TypeError, OSError) as error:
+        return refuse(error)
+    print(f"costs: {args.out / COSTS_MD}; the model against each run: {args.out / CHECK_MD}; reports on modelled "
+          f"times: {args.out / 'report.html'}, on measured times: {args.out / MEASURED / 'report.html'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; returns its exit code."""
+    try:
+        args = parse_args(argv)
+        import_modules(args.imports)
+    except ValueError as error:
+        return refuse(error)
+    if args.merge and args.cost:
+        return refuse("--merge and --cost each read folders of results; pass one of them")
+    if args.judge and not args.merge:
+        return refuse("--judge goes with --merge (it redraws finished runs); pass --merge FOLDER...")
+    if args.cost:
+        return _cost(args)
+    cost_only = [flag for flag in ("times", "rounds", "threads") if getattr(args, flag) is not None]
+    if cost_only:
+        return refuse(f"--{cost_only[0]} goes with --cost (the cost pass); leave it out or pass --cost FOLDER...")
+    return _merge(args) if args.merge else _sweep(args)

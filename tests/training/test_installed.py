@@ -1,0 +1,56 @@
+"""The trainer as a user gets it without a checkout: from the built wheel's console script, and from Python."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fastcore_ops.training import fit
+from fastcore_ops.training.trainer import FitResult
+from fastcore_ops.training.train import child_environment
+from tests.hang_guard import HANG_GUARD_S
+
+ROOT = Path(__file__).resolve().parents[2]
+# A few steps of the smallest recipe: what is checked is where the code came from and what it wrote.
+SHORT = {"schedule.epochs": 1, "data.batch_size": 8, "data.num_workers": 0, "schedule.warmup_epochs": 0}
+
+
+def test_the_wheels_console_script_trains_outside_the_checkout(micro_cifar, tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path / "wheel")], cwd=ROOT, check=True, capture_output=True, timeout=HANG_GUARD_S)
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
+                    *map(str, (tmp_path / "wheel").glob("fastcore_ops-*.whl"))],
+                   check=True, capture_output=True, timeout=HANG_GUARD_S)
+    out = tmp_path / "run"
+    settings = [f"--set={field}={value}" for field, value in SHORT.items()]
+    # Run from outside the checkout, with only the installed package on the path besides torch's venv.
+    finished = subprocess.run([site / "bin" / "fastcore-train", "--recipe", "cifar_baseline", "--data", micro_cifar,
+                               "--out", out, "--no-progress", *settings],
+                              cwd=tmp_path, env=child_environment(PYTHONPATH=str(site)), capture_output=True,
+                              text=True, timeout=HANG_GUARD_S)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert json.loads((out / "summary.json").read_text())["metric"] == "top1"
+    found = subprocess.run([sys.executable, "-c", "import importlib.util; print(importlib.util.find_spec('fastcore_ops').origin)"],
+                           cwd=tmp_path, env=child_environment(PYTHONPATH=str(site)), capture_output=True, text=True,
+                           check=True, timeout=HANG_GUARD_S)
+    assert Path(found.stdout.strip()).is_relative_to(site)  # what the script ran, not the checkout's
+
+def test_fit_trains_a_recipe_from_python_as_the_command_does(micro_cifar, tmp_path, capsys):
+    result = fit("cifar_baseline", data=micro_cifar, out=tmp_path / "run", overrides=SHORT, progress=False)
+    assert isinstance(result, FitResult) and result.metric == "top1" and result.steps > 0
+    written = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert written["steps"] == result.steps and written["metrics"] == result.metrics
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["data"]["batch_size"] == 8
+
+
+@pytest.mark.parametrize("recipe, settings, message", [
+    ("cifar_basline", {}, "cifar_baseline"),
+    ("cifar_baseline", {"optimizer.lr": -1}, "optimizer.lr"),
+])
+def test_fit_refuses_as_the_command_does_and_writes_nothing(recipe, settings, message, micro_cifar, tmp_path):
+    with pytest.raises(ValueError, match=message):
+        fit(recipe, data=micro_cifar, out=tmp_path / "run", overrides=settings, progress=False)
+    assert not (tmp_path / "run").exists()

@@ -1,1 +1,0 @@
-"""``python -m training.ablate``: each method's effect against a base recipe (see :mod:`training.ablate.cli`)."""
