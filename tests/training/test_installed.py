@@ -17,26 +17,30 @@ ROOT = Path(__file__).resolve().parents[2]
 SHORT = {"schedule.epochs": 1, "data.batch_size": 8, "data.num_workers": 0, "schedule.warmup_epochs": 0}
 
 
-def test_the_wheels_console_script_trains_outside_the_checkout(micro_cifar, tmp_path):
+def test_the_installed_wheel_trains_from_python_and_has_its_console_scripts(micro_cifar, tmp_path):
+    """pip's install of the built wheel, run from outside the checkout with nothing of it on the path: the Python
+    API trains a tiny run, and each console script is there and answers --help."""
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(tmp_path / "wheel")], cwd=ROOT, check=True, capture_output=True, timeout=HANG_GUARD_S)
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
                     *map(str, (tmp_path / "wheel").glob("fastcore_ops-*.whl"))],
                    check=True, capture_output=True, timeout=HANG_GUARD_S)
-    out = tmp_path / "run"
-    settings = [f"--set={field}={value}" for field, value in SHORT.items()]
-    # Run from outside the checkout, with only the installed package on the path besides torch's venv.
-    finished = subprocess.run([site / "bin" / "fastcore-train", "--recipe", "cifar_baseline", "--data", micro_cifar,
-                               "--out", out, "--no-progress", *settings],
-                              cwd=tmp_path, env=child_environment(PYTHONPATH=str(site)), capture_output=True,
-                              text=True, timeout=HANG_GUARD_S)
-    assert finished.returncode == 0, finished.stderr[-3000:]
-    assert json.loads((out / "summary.json").read_text())["metric"] == "top1"
-    found = subprocess.run([sys.executable, "-c", "import importlib.util; print(importlib.util.find_spec('fastcore_ops').origin)"],
-                           cwd=tmp_path, env=child_environment(PYTHONPATH=str(site)), capture_output=True, text=True,
-                           check=True, timeout=HANG_GUARD_S)
-    assert Path(found.stdout.strip()).is_relative_to(site)  # what the script ran, not the checkout's
+    installed = child_environment(PYTHONPATH=str(site))
+    script = (f"from fastcore_ops.training import fit\n"
+              f"result = fit('cifar_baseline', data={str(micro_cifar)!r}, out='run', overrides={SHORT!r}, progress=False)\n"
+              f"import fastcore_ops; print(fastcore_ops.__file__, result.metric, result.steps)")
+    trained = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=installed, capture_output=True,
+                             text=True, timeout=HANG_GUARD_S)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    location, metric, steps = trained.stdout.split()[-3:]
+    assert Path(location).is_relative_to(site) and metric == "top1" and int(steps) > 0  # the wheel's code ran
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == int(steps)
+    helped = subprocess.run([site / "bin" / "fastcore-train", "--help"], cwd=tmp_path, env=installed,
+                            capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: fastcore-train "), helped.stderr[-3000:]
+    assert {path.name for path in (site / "bin").iterdir()} >= {"fastcore-train", "fastcore-tradeoff", "fastcore-export"}
+
 
 def test_fit_trains_a_recipe_from_python_as_the_command_does(micro_cifar, tmp_path, capsys):
     result = fit("cifar_baseline", data=micro_cifar, out=tmp_path / "run", overrides=SHORT, progress=False)
