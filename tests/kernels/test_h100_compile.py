@@ -185,8 +185,6 @@ KNOWN_INSTRUCTION_BOUND = {
     "_max_pool_backward_kernel KERNEL=3 PADDING=1 NHWC": "9 windows a pixel, each a masked load pair and compare",
     "_max_pool_backward_kernel KERNEL=5 PADDING=2 NCHW": "25 windows a pixel",
     "_max_pool_backward_kernel KERNEL=5 PADDING=2 NHWC": "25 windows a pixel",
-    "_bce_forward_kernel TARGET_IS_INDEX=True UNIT=8":
-        "a precise log and IEEE divisions a class (14 FMAs, 2 MUFU) against 4 bytes",
 }
 
 
