@@ -147,8 +147,6 @@ KNOWN_LOW_OCCUPANCY = {
     "_max_pool_backward_kernel KERNEL=3 PADDING=1 NHWC": "9 windows' offset and gradient vectors in flight a pixel",
     "_max_pool_backward_kernel KERNEL=5 PADDING=2 NCHW": "25 windows a pixel, as at 3 x 3",
     "_max_pool_backward_kernel KERNEL=5 PADDING=2 NHWC": "25 windows a pixel, as at 3 x 3",
-    "_forward_normalize_kernel HAS_WEIGHT=True HAS_BIAS=True rows":
-        "96 registers, for the merge of 16 splits' statistics before the loop (40 without it)",
     "_alibi_backward_preprocess_kernel HEAD_DIM=40 HEAD_DIM_PADDED=64":
         "rows 40 elements apart: 16-bit loads, 72 registers",
     "_alibi_forward_kernel HEAD_DIM=40 HEAD_DIM_PADDED=64 CAUSAL=True HAS_SLOPES=False INPUT_PRECISION=tf32":
