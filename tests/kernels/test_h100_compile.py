@@ -86,12 +86,6 @@ def test_every_kernel_compiles_for_h100(compiled):
 
 # Configs that spill, by case and config.
 KNOWN_SPILLS = {
-    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NCHW BLOCK_C=32 BLOCK_W=32 BLOCK_H=8 warps=4 stages=3":
-        "an NHWC tile on NCHW: 64 values a thread, each with its kept row maxes, in 255 registers",
-    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NCHW BLOCK_C=64 BLOCK_W=16 BLOCK_H=8 warps=4 stages=3":
-        "an NHWC tile on NCHW, as above",
-    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NCHW BLOCK_C=128 BLOCK_W=8 BLOCK_H=8 warps=4 stages=3":
-        "an NHWC tile on NCHW, as above",
     # Head dim 40: rows 40 elements apart, so 16-bit loads of q, k, v, dO, and the 64 x 64 tiles' 4 warps
     # hold twice the 8-warp tiles' values a thread.
     "_alibi_backward_dkdv_kernel HEAD_DIM=40 HEAD_DIM_PADDED=64 CAUSAL=True HAS_SLOPES=False INPUT_PRECISION=tf32 "
