@@ -562,10 +562,9 @@ def _position_unit(*tensors: torch.Tensor) -> int:
     return 8 if all(s % 8 == 0 for s in strides) and not all(s % 16 == 0 for s in strides) else 1
 
 
-def _strides(t: torch.Tensor, unit: int) -> tuple[int, int, int, int]:
-    """A (B, H, T, D) tensor's strides, its position stride in units of ``unit`` elements."""
-    batch, head, position, dim = t.stride()
-    return batch, head, position // unit, dim
+def _strides(unit: int, *tensors: torch.Tensor) -> list[int]:
+    """The (B, H, T, D) tensors' strides in turn, each position stride in units of ``unit`` elements."""
+    return [s for t in tensors for s in (t.stride(0), t.stride(1), t.stride(2) // unit, t.stride(3))]
 
 
 def _grid(length: int, heads: int, batch: int, block: str):
@@ -585,7 +584,7 @@ def _alibi_attention_op(
     if out.numel():
         unit = _position_unit(q, k, v, out)
         _alibi_forward_kernel[_grid(Tq, H, B, "BLOCK_M")](
-            q, k, v, q if slopes is None else slopes, out, lse, *(s for t in (q, k, v, out) for s in _strides(t, unit)),
+            q, k, v, q if slopes is None else slopes, out, lse, *_strides(unit, q, k, v, out),
             UNIT=unit, **_launch_shape(q, k, scale, causal, slopes is not None))
     return out, lse
 
@@ -622,18 +621,15 @@ def _alibi_attention_backward_op(
     slopes = q if slopes is None else slopes  # a stand-in pointer, never read (HAS_SLOPES=False)
     delta = torch.empty_like(lse)
     unit = _position_unit(q, k, v, out, grad_out, dq, dk, dv)
-
-    def strides(*tensors):
-        return [s for t in tensors for s in _strides(t, unit)]
-
     _alibi_backward_preprocess_kernel[(backend.cdiv(Tq, _PREPROCESS_BLOCK_M), H, B)](
-        out, grad_out, delta, *strides(out, grad_out), H, Tq,
+        out, grad_out, delta, *_strides(unit, out, grad_out), H, Tq,
         HEAD_DIM=D, HEAD_DIM_PADDED=shape["HEAD_DIM_PADDED"], UNIT=unit, BLOCK_M=_PREPROCESS_BLOCK_M)
     _alibi_backward_dkdv_kernel[_grid(Tk, H, B, "BLOCK_N")](
-        q, k, v, slopes, grad_out, lse, delta, dk, dv, *strides(q, k, v, grad_out, dk, dv),
+        q, k, v, slopes, grad_out, lse, delta, dk, dv, *_strides(unit, q, k, v, grad_out, dk, dv),
         scale=scale, UNIT=unit, **shape)
     _alibi_backward_dq_kernel[_grid(Tq, H, B, "BLOCK_M")](
-        q, k, v, slopes, grad_out, lse, delta, dq, *strides(q, k, v, grad_out, dq), scale=scale, UNIT=unit, **shape)
+        q, k, v, slopes, grad_out, lse, delta, dq, *_strides(unit, q, k, v, grad_out, dq),
+        scale=scale, UNIT=unit, **shape)
     return dq, dk, dv
 
 

@@ -386,13 +386,10 @@ _INTERPRETING = tl.constexpr(INTERPRETING)
 def fast_log2(x):
     """log2 of fp32 ``x`` (not subnormal) in one MUFU.LG2: ``lg2.approx.ftz.f32``, absolute error below 2^-22,
     where libdevice's precise log2 takes 20 instructions; fp64 (gradcheck) and the interpreter take tl.log2."""
-    if _INTERPRETING:
+    if _INTERPRETING or x.dtype != tl.float32:
         return tl.log2(x)
-    elif x.dtype != tl.float32:
-        return tl.log2(x)
-    else:
-        return tl.inline_asm_elementwise("lg2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32,
-                                         is_pure=True, pack=1)
+    return tl.inline_asm_elementwise("lg2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True,
+                                     pack=1)
 
 
 def cdiv(a: int, b: int) -> int:

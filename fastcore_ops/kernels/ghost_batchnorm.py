@@ -330,8 +330,8 @@ def _backward_kernel(
 
     sum_g = tl.zeros((BLOCK_C,), dtype=ACC)
     sum_gx = tl.zeros((BLOCK_C,), dtype=ACC)
-    for first in range(0, S, _STATISTICS_GROUP):
-        split = first + tl.arange(0, _STATISTICS_GROUP)
+    for first in range(0, S, _SPLIT_GROUP):
+        split = first + tl.arange(0, _SPLIT_GROUP)
         src = partial_ptr + ((chunk * S + split).to(tl.int64) * 2 * C)[None, :] + c[:, None]
         ok = keep[:, None] & (split < S)[None, :]
         sum_g += tl.sum(tl.load(src, mask=ok, other=0.0), axis=1)
