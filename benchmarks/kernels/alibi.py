@@ -188,11 +188,17 @@ def _step_inputs(device, dtype, tiny):
     return tuple(torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
 
 
+def _position_unit(head_dim: int) -> int:
+    """The unit the op passes position strides in (kernels._position_unit) on contiguous tensors."""
+    return kernels._position_unit(torch.empty(1, 1, 1, head_dim, device="meta"))
+
+
 def _launch(names: list[str], head_dim: int) -> dict[str, int]:
     """The integer arguments of GPT-2 small's attention (12 heads, 1024 positions) at this head dim, on
-    contiguous (B, H, T, D) tensors: every stride but the head dim's, which is 1."""
+    contiguous (B, H, T, D) tensors: every stride but the head dim's, which is 1, the position's in units
+    of UNIT elements, as the op passes it."""
     heads, length = 12, 1024
-    strides = {"b": heads * length * head_dim, "h": length * head_dim, "t": head_dim}
+    strides = {"b": heads * length * head_dim, "h": length * head_dim, "t": head_dim // _position_unit(head_dim)}
     values = {"H": heads, "n_pow2": kernels._largest_power_of_two_at_most(heads), "Tq": length, "Tk": length,
               "TQ_BUCKET": length, "TK_BUCKET": length}
     values.update({name: strides[name[-1]] for name in names if name.startswith("stride_") and name[-1] in strides})
@@ -213,7 +219,7 @@ def _compile_cases():
     # computed in the kernels (the default: slopes_ptr is then q, never read) or given.
     for head_dim, causal, has_slopes in ((64, True, False), (64, False, False), (40, True, False), (64, True, True)):
         constexprs = {"HEAD_DIM": head_dim, "HEAD_DIM_PADDED": 64, "CAUSAL": causal, "HAS_SLOPES": has_slopes,
-                      "INPUT_PRECISION": "tf32"}
+                      "INPUT_PRECISION": "tf32", "UNIT": _position_unit(head_dim)}
         for kernel, ctas_per_sm in attention:
             names = kernel.fn.arg_names
             kernel_pointers = {n: t for n, t in pointers.items() if n in names}
@@ -228,7 +234,8 @@ def _compile_cases():
     for head_dim in (64, 40):
         yield KernelCase(
             kernels._alibi_backward_preprocess_kernel, {"out_ptr": data, "do_ptr": data, "delta_ptr": stats},
-            {"HEAD_DIM": head_dim, "HEAD_DIM_PADDED": 64, "BLOCK_M": kernels._PREPROCESS_BLOCK_M},
+            {"HEAD_DIM": head_dim, "HEAD_DIM_PADDED": 64, "UNIT": _position_unit(head_dim),
+             "BLOCK_M": kernels._PREPROCESS_BLOCK_M},
             unit_strides=("stride_od", "stride_dod"),
             divisible=multiples_of_16(_launch(kernels._alibi_backward_preprocess_kernel.arg_names, head_dim)),
         )

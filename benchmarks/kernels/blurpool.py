@@ -187,15 +187,19 @@ def _streaming(case: KernelCase) -> Streaming:
 def _compile_cases(every_config: list, one_config: list = ()):
     """The blur kernels (kernel, data pointers, constexprs) as launched in NCHW and in NHWC: ``every_config``
     in each config of its autotuner, ``one_config`` in the first (NCHW) or last (NHWC) config alone, of the
-    default 4 warps. Each with its launch's hints, the config meant for its layout and what its elements move."""
+    default 4 warps. Each with its launch's hints, the config meant for its layout and what its elements move.
+    A kernel is one autotuner, or one a layout indexed by CHANNELS_INNER (the blur max pool's forward)."""
     for all_configs, kernel_cases in ((True, every_config), (False, one_config)):
-        for kernel, data_pointers, constexprs in kernel_cases:
+        for tuners, data_pointers, constexprs in kernel_cases:
+            tuners = tuners if isinstance(tuners, dict) else {False: tuners, True: tuners}
             pointers = {name: "bf16" for name in data_pointers}
-            names = kernel.fn.arg_names
+            names = tuners[False].fn.arg_names
             if "argmax_ptr" in names:
                 pointers["argmax_ptr"] = "u8"
-            for layout_stride, config in (("stride_w", kernel.configs[0]), ("stride_c", kernel.configs[-1])):
-                unit = tuple(n for n in names if n.endswith(layout_stride))  # NCHW, then NHWC
+            for layout_stride, channels_inner in (("stride_w", False), ("stride_c", True)):  # NCHW, then NHWC
+                kernel = tuners[channels_inner]
+                config = kernel.configs[-1 if channels_inner else 0]
+                unit = tuple(n for n in names if n.endswith(layout_stride))
                 if all_configs:
                     case = KernelCase(kernel, pointers, {**constexprs, "ACC": tl.float32}, unit_strides=unit)
                 else:
@@ -220,7 +224,7 @@ def _blur_maxpool_compile_cases():
     """Its forward and its max pool's backward (its blur's backward is blurpool2d's). The forward's other paths
     (stride 1, from 3, from 4 the rows no output reads, kernels too large to keep input rows) and a 5 x 5 max
     pool's backward in one config each, not every config (some take 30 s)."""
-    forward, backward = kernels._blur_maxpool_forward_kernel, kernels._max_pool_backward_kernel
+    forward, backward = kernels._blur_maxpool_forward, kernels._max_pool_backward_kernel
     images, gradients = ("x_ptr", "out_ptr"), ("grad_pooled_ptr", "grad_in_ptr")
     return _compile_cases(
         [(forward, images, {"KERNEL": 3, "STRIDE": 2, "PADDING": 1}),

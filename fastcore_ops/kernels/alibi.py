@@ -44,7 +44,8 @@ _LN2 = tl.constexpr(0.6931471805599453)
 #
 # All kernels run on a (tiles, H, B) grid: heads and batch on their own axes so neither
 # is limited to 65535 alone, and consecutive programs share one head's K and V in L2.
-# Strides are runtime arguments; Triton specialises the ones equal to 1.
+# Strides are runtime arguments; Triton specialises the ones equal to 1. Position strides come
+# in units of UNIT elements (see _position_unit), which each kernel multiplies back first.
 # The autotuners key on power-of-two buckets of Tq and Tk, not the lengths themselves,
 # so that decoding (Tk grows by one per step) does not re-benchmark at every step; and on
 # the fp32 dot precision, whose full-fp32 and TF32 tiles differ in shared memory and speed.
@@ -232,9 +233,10 @@ def _alibi_forward_kernel(
     stride_ob, stride_oh, stride_ot, stride_od,
     H, n_pow2, Tq, Tk, qk_scale, TQ_BUCKET, TK_BUCKET,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr, HAS_SLOPES: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, UNIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     # One program per query tile of one head: its output rows and their log-sum-exp.
+    stride_qt, stride_kt, stride_vt, stride_ot = stride_qt * UNIT, stride_kt * UNIT, stride_vt * UNIT, stride_ot * UNIT
     start_m = _query_tile_start(CAUSAL, BLOCK_M)
     rows = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM_PADDED)
@@ -269,9 +271,10 @@ def _alibi_backward_preprocess_kernel(
     stride_ob, stride_oh, stride_ot, stride_od,
     stride_dob, stride_doh, stride_dot, stride_dod,
     H, Tq,
-    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, BLOCK_M: tl.constexpr,
+    HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, UNIT: tl.constexpr, BLOCK_M: tl.constexpr,
 ):
     # delta_i = sum_d dO_id * O_id = sum_j P_ij dP_ij: the softmax backward's row term.
+    stride_ot, stride_dot = stride_ot * UNIT, stride_dot * UNIT
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM_PADDED)
     o = _load_tile(_head_base(out_ptr, stride_ob, stride_oh), rows, Tq, stride_ot, stride_od, offs_d,
@@ -328,11 +331,13 @@ def _alibi_backward_dkdv_kernel(
     stride_dvb, stride_dvh, stride_dvt, stride_dvd,
     H, n_pow2, Tq, Tk, scale, qk_scale, TQ_BUCKET, TK_BUCKET,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr, HAS_SLOPES: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, UNIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     # One program per key tile: it owns those rows of dK and dV, so no atomics are needed.
     # Keys past Tk are not masked inside the loop: each key row only feeds its own
     # (unstored) dK and dV rows.
+    stride_qt, stride_kt, stride_vt = stride_qt * UNIT, stride_kt * UNIT, stride_vt * UNIT
+    stride_dot, stride_dkt, stride_dvt = stride_dot * UNIT, stride_dkt * UNIT, stride_dvt * UNIT
     start_n = tl.program_id(0) * BLOCK_N
     keys = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM_PADDED)
@@ -412,10 +417,12 @@ def _alibi_backward_dq_kernel(
     stride_dqb, stride_dqh, stride_dqt, stride_dqd,
     H, n_pow2, Tq, Tk, scale, qk_scale, TQ_BUCKET, TK_BUCKET,
     HEAD_DIM: tl.constexpr, HEAD_DIM_PADDED: tl.constexpr, CAUSAL: tl.constexpr, HAS_SLOPES: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, UNIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     # One program per query tile: it owns those rows of dQ (a second pass over the keys
     # instead of atomics from the dK/dV kernel, so the result is deterministic).
+    stride_qt, stride_kt, stride_vt = stride_qt * UNIT, stride_kt * UNIT, stride_vt * UNIT
+    stride_dot, stride_dqt = stride_dot * UNIT, stride_dqt * UNIT
     start_m = _query_tile_start(CAUSAL, BLOCK_M)
     rows = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM_PADDED)
@@ -543,6 +550,23 @@ def _launch_shape(q: torch.Tensor, k: torch.Tensor, scale: float, causal: bool, 
     )
 
 
+def _position_unit(*tensors: torch.Tensor) -> int:
+    """The unit the kernels take position strides in: 8 where every tensor's is a multiple of 8 elements but
+    not all of 16 (which a launch marks itself), else 1.
+
+    A launch marks only multiples of 16, so at head dim 40 the compiler could not see that each position's
+    row starts 16 bytes into an aligned block, and loaded 16 bits at a time: on sm_90 the forward took 191
+    registers (1 CTA an SM, not 2), the preprocess 72, and dK/dV's 4-warp tiles spilled.
+    """
+    strides = [t.stride(2) for t in tensors]
+    return 8 if all(s % 8 == 0 for s in strides) and not all(s % 16 == 0 for s in strides) else 1
+
+
+def _strides(unit: int, *tensors: torch.Tensor) -> list[int]:
+    """The (B, H, T, D) tensors' strides in turn, each position stride in units of ``unit`` elements."""
+    return [s for t in tensors for s in (t.stride(0), t.stride(1), t.stride(2) // unit, t.stride(3))]
+
+
 def _grid(length: int, heads: int, batch: int, block: str):
     return lambda meta: (backend.cdiv(length, meta[block]), heads, batch)
 
@@ -558,9 +582,10 @@ def _alibi_attention_op(
     out = q.new_empty((B, H, Tq, D))
     lse = q.new_empty((B, H, Tq), dtype=torch.float32)
     if out.numel():
+        unit = _position_unit(q, k, v, out)
         _alibi_forward_kernel[_grid(Tq, H, B, "BLOCK_M")](
-            q, k, v, q if slopes is None else slopes, out, lse, *q.stride(), *k.stride(), *v.stride(), *out.stride(),
-            **_launch_shape(q, k, scale, causal, slopes is not None))
+            q, k, v, q if slopes is None else slopes, out, lse, *_strides(unit, q, k, v, out),
+            UNIT=unit, **_launch_shape(q, k, scale, causal, slopes is not None))
     return out, lse
 
 
@@ -595,15 +620,16 @@ def _alibi_attention_backward_op(
     shape = _launch_shape(q, k, scale, causal, slopes is not None)
     slopes = q if slopes is None else slopes  # a stand-in pointer, never read (HAS_SLOPES=False)
     delta = torch.empty_like(lse)
+    unit = _position_unit(q, k, v, out, grad_out, dq, dk, dv)
     _alibi_backward_preprocess_kernel[(backend.cdiv(Tq, _PREPROCESS_BLOCK_M), H, B)](
-        out, grad_out, delta, *out.stride(), *grad_out.stride(), H, Tq,
-        HEAD_DIM=D, HEAD_DIM_PADDED=shape["HEAD_DIM_PADDED"], BLOCK_M=_PREPROCESS_BLOCK_M)
-    strides = (*q.stride(), *k.stride(), *v.stride(), *grad_out.stride())
+        out, grad_out, delta, *_strides(unit, out, grad_out), H, Tq,
+        HEAD_DIM=D, HEAD_DIM_PADDED=shape["HEAD_DIM_PADDED"], UNIT=unit, BLOCK_M=_PREPROCESS_BLOCK_M)
     _alibi_backward_dkdv_kernel[_grid(Tk, H, B, "BLOCK_N")](
-        q, k, v, slopes, grad_out, lse, delta, dk, dv, *strides, *dk.stride(), *dv.stride(),
-        scale=scale, **shape)
+        q, k, v, slopes, grad_out, lse, delta, dk, dv, *_strides(unit, q, k, v, grad_out, dk, dv),
+        scale=scale, UNIT=unit, **shape)
     _alibi_backward_dq_kernel[_grid(Tq, H, B, "BLOCK_M")](
-        q, k, v, slopes, grad_out, lse, delta, dq, *strides, *dq.stride(), scale=scale, **shape)
+        q, k, v, slopes, grad_out, lse, delta, dq, *_strides(unit, q, k, v, grad_out, dq),
+        scale=scale, UNIT=unit, **shape)
     return dq, dk, dv
 
 

@@ -26,6 +26,8 @@ from .custom_op import kernel_op
 # Triton kernels
 # ----------------------------------------------------------------------------------------
 
+_LN2 = tl.constexpr(0.6931471805599453)
+
 
 @backend.autotune(
     [
@@ -58,7 +60,10 @@ def _bce_forward_kernel(
         label = tl.load(target_ptr + row)
         # Checking labels on the host would make it wait for the device: a label outside [0, C)
         # makes this sample's loss NaN instead, and with TRITON_DEBUG=1 this assert stops the kernel.
-        tl.device_assert((label >= 0) & (label < C), "bce_with_logits: a class index is outside [0, C)")
+        valid = (label >= 0) & (label < C)
+        tl.device_assert(valid, "bce_with_logits: a class index is outside [0, C)")
+        # Compared with the columns in 32 bits (64 cost three instructions a class); -1 matches none.
+        label = tl.where(valid, label, -1).to(tl.int32)
     else:
         target_ptr += row * target_stride * UNIT
     total = tl.zeros((BLOCK_C,), dtype=ACC)
@@ -71,15 +76,16 @@ def _bce_forward_kernel(
         else:
             t = tl.load(target_ptr + cols, mask=inside, other=0.0).to(ACC)
         t = t * keep + add
-        # Stable for any |x|: exp only ever sees -|x|, so it cannot overflow.
+        # Stable for any |x|: exp only ever sees -|x|, so it cannot overflow. 1 + e is in [1, 2], where
+        # the fast log2 errs by under 2^-22 (libdevice's precise log took 20 of 52 instructions a class).
         e = tl.exp(-tl.abs(x))
-        loss = tl.maximum(x, 0.0) - x * t + tl.log(1.0 + e)
+        loss = tl.maximum(x, 0.0) - x * t + backend.fast_log2(1.0 + e) * _LN2
         sigmoid = tl.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
         tl.store(grad_ptr + cols, ((sigmoid - t) * inv_batch).to(grad_ptr.dtype.element_ty), mask=inside)
         total += tl.where(inside, loss, 0.0)
     row_loss = tl.sum(total, axis=0) * inv_batch
     if TARGET_IS_INDEX:
-        row_loss = tl.where((label >= 0) & (label < C), row_loss, float("nan"))
+        row_loss = tl.where(valid, row_loss, float("nan"))
     tl.store(row_loss_ptr + row, row_loss)
 
 

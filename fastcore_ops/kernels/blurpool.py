@@ -44,6 +44,9 @@ _TILE_CONFIGS = [
     triton.Config({"BLOCK_C": 64, "BLOCK_P": 16}, num_warps=4),
     triton.Config({"BLOCK_C": 128, "BLOCK_P": 8}, num_warps=4),
 ]
+# The blur's backward at NCHW (its first config) gives each output's gradient loads and input stores their own
+# 16-bit address: at 8 outputs a thread it took 72 registers on sm_90 (7 CTAs an SM, not 8), at 4 it takes 40.
+_BLUR_BACKWARD_CONFIGS = [triton.Config({"BLOCK_C": 2, "BLOCK_P": 256}, num_warps=4), *_TILE_CONFIGS]
 _TILE_KEY = ["C_BUCKET", "P_BUCKET", "CHANNELS_INNER"]
 _TILED = triton.jit(do_not_specialize=_TILE_KEY)
 _INTERPRETER_TILE = triton.Config({"BLOCK_C": 32, "BLOCK_P": 256})
@@ -139,7 +142,7 @@ def _blurpool_forward_kernel(
             above = below
 
 
-@backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
+@backend.autotune(_BLUR_BACKWARD_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
 @_TILED
 def _blurpool_backward_kernel(
     grad_out_ptr, grad_in_ptr, C, H, W, Ho, Wo,
@@ -330,23 +333,27 @@ def _two_pooled_rows(window, ph, image, pooled_image, store0, store1, KERNEL: tl
     return blurred0, blurred1, window
 
 
-# The fused forward walks down bands of BLOCK_H output rows, BLOCK_C channels by BLOCK_W columns at a time
-# (first configs: NCHW, along columns; the others along channels, for NHWC: 8 channels a thread, 16 bytes of
-# bf16, and the last 4, for half the registers).
-_POOL_ROW_CONFIGS = [
-    triton.Config({"BLOCK_C": 2, "BLOCK_W": 64, "BLOCK_H": 8}, num_warps=4),
-    triton.Config({"BLOCK_C": 8, "BLOCK_W": 16, "BLOCK_H": 8}, num_warps=4),
-    triton.Config({"BLOCK_C": 32, "BLOCK_W": 32, "BLOCK_H": 8}, num_warps=4),
-    triton.Config({"BLOCK_C": 64, "BLOCK_W": 16, "BLOCK_H": 8}, num_warps=4),
-    triton.Config({"BLOCK_C": 128, "BLOCK_W": 8, "BLOCK_H": 8}, num_warps=4),
-    triton.Config({"BLOCK_C": 64, "BLOCK_W": 8, "BLOCK_H": 8}, num_warps=4),
-]
+# The fused forward walks down bands of BLOCK_H output rows, BLOCK_C channels by BLOCK_W columns at a time, with
+# one autotuner a layout (indexed by CHANNELS_INNER), each offering only its own tiles: NCHW's along columns;
+# NHWC's along channels, 8 channels a thread, 16 bytes of bf16, and the last 4, for half the registers. An NHWC
+# tile on NCHW holds 8 outputs a thread with their kept row maxes, and spilled 456 to 512 bytes on sm_90.
+_POOL_ROW_CONFIGS = {
+    False: [
+        triton.Config({"BLOCK_C": 2, "BLOCK_W": 64, "BLOCK_H": 8}, num_warps=4),
+        triton.Config({"BLOCK_C": 8, "BLOCK_W": 16, "BLOCK_H": 8}, num_warps=4),
+    ],
+    True: [
+        triton.Config({"BLOCK_C": 32, "BLOCK_W": 32, "BLOCK_H": 8}, num_warps=4),
+        triton.Config({"BLOCK_C": 64, "BLOCK_W": 16, "BLOCK_H": 8}, num_warps=4),
+        triton.Config({"BLOCK_C": 128, "BLOCK_W": 8, "BLOCK_H": 8}, num_warps=4),
+        triton.Config({"BLOCK_C": 64, "BLOCK_W": 8, "BLOCK_H": 8}, num_warps=4),
+    ],
+}
 # Input rows' maxes are kept for the pooled rows below them up to this kernel size; above, a pooled row takes
 # all its input rows (KERNEL - 1 kept rows of 6 values a pixel would not fit in registers).
 _KEPT_ROWS_MAX_KERNEL = tl.constexpr(5)
 
 
-@backend.autotune(_POOL_ROW_CONFIGS, _TILE_KEY, _INTERPRETER_ROWS)
 @_TILED
 def _blur_maxpool_forward_kernel(
     x_ptr, out_ptr, argmax_ptr, C, H, W, Hp, Wp, Ho, Wo,
@@ -436,6 +443,10 @@ def _blur_maxpool_forward_kernel(
             for g in tl.static_range(STRIDE - 3):
                 if g >= STRIDE - 3 - (KERNEL - 1):
                     window = (window + (_row_maxes(ph + 3 + g - PADDING + KERNEL - 1, image, KERNEL, ACC),))[1:]
+
+
+_blur_maxpool_forward = {channels_inner: backend.autotune(configs, _TILE_KEY, _INTERPRETER_ROWS)(
+    _blur_maxpool_forward_kernel) for channels_inner, configs in _POOL_ROW_CONFIGS.items()}
 
 
 @backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
@@ -647,7 +658,7 @@ def _blur_maxpool2d_op(
     out = empty_like_layout(x, (N, C, Ho, Wo))
     argmax = empty_like_layout(x, (N, C, Hp, Wp), dtype=torch.uint8)
     if out.numel():
-        _blur_maxpool_forward_kernel[_band_grid(N, C, Ho, Wo)](
+        _blur_maxpool_forward[x.stride(1) == 1][_band_grid(N, C, Ho, Wo)](
             x, out, argmax, C, H, W, Hp, Wp, Ho, Wo, *x.stride(), *out.stride(), *argmax.stride(),
             **_tuning_key(C, Ho * Wo, x.stride(1)),
             KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(x.dtype))

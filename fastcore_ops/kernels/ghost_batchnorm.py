@@ -90,6 +90,9 @@ _ROW_INTERPRETER = triton.Config({"BLOCK_C": 32, "BLOCK_R": 128})
 _PLANE_INTERPRETER = triton.Config({"BLOCK_C": 16, "BLOCK_R": 256})
 # Partial results of splits are read this many splits per tile: a bounded tile, few registers.
 _SPLIT_GROUP = tl.constexpr(16)
+# The normalize kernel merges (mean, M2, count), three loads a split, before its loop: at 16 splits a tile the rows'
+# 64-channel tile took 96 registers (5 CTAs an SM, not 8), at 4 it takes 46.
+_STATISTICS_GROUP = tl.constexpr(4)
 
 
 def _tuned(kernel) -> dict:
@@ -237,8 +240,8 @@ def _chunk_statistics(partial_ptr, chunk, c, C, S):
     mean = tl.zeros(c.shape, dtype=partial_ptr.dtype.element_ty)
     m2 = tl.zeros(c.shape, dtype=partial_ptr.dtype.element_ty)
     count = tl.zeros(c.shape, dtype=partial_ptr.dtype.element_ty)
-    for first in range(0, S, _SPLIT_GROUP):
-        split = first + tl.arange(0, _SPLIT_GROUP)
+    for first in range(0, S, _STATISTICS_GROUP):
+        split = first + tl.arange(0, _STATISTICS_GROUP)
         src = partial_ptr + ((chunk * S + split).to(tl.int64) * 3 * C)[None, :] + c[:, None]
         ok = keep & (split < S)[None, :]  # a missing split loads count 0, which merges as nothing
         group_mean, group_m2, group_count = _merge(

@@ -92,8 +92,8 @@ def test_autotuners_key_on_size_buckets_not_on_sizes():
     flags = {"CHANNELS_INNER", "TARGET_IS_INDEX", "CAUSAL", "INPUT_PRECISION", "HEAD_DIM_PADDED"}
     values = [value for module in (alibi, bce, blurpool, ghost_batchnorm) for value in vars(module).values()]
     found = [tuner for value in values for tuner in (value.values() if isinstance(value, dict) else [value])
-             if isinstance(tuner, Autotuner)]  # ghost batch norm's kernels: one autotuner per layout
-    assert len(found) == 16  # alibi 3, bce 1, blurpool 4, ghost batch norm 4 x 2
+             if isinstance(tuner, Autotuner)]  # ghost batch norm's kernels, the blur max pool's: one a layout
+    assert len(found) == 17  # alibi 3, bce 1, blurpool 3 + 2 (the blur max pool's forward), ghost batch norm 4 x 2
     for tuner in found:
         raw = [key for key in tuner.keys if not key.endswith("_BUCKET") and key not in flags]
         assert not raw, f"{tuner.base_fn.__name__} tunes anew at every value of {raw}"
