@@ -28,15 +28,15 @@ import json
 from pathlib import Path
 
 from fastcore_ops.data.shards import parse_json
-from fastcore_ops.training.config.fields import assign, assign_value, from_fields
+from fastcore_ops.training.config.fields import assign, assign_value, differences, from_fields
 from fastcore_ops.training.config.schema import (OPTIMIZERS, PRECISIONS, TOKENIZERS, DataConfig, MethodsConfig,
                                                  ModelConfig, OptimizerConfig, ScheduleConfig, TextConfig, TrainConfig)
 from fastcore_ops.training.config.validation import validate
 from fastcore_ops.training.methods.registry import methods_of
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "TOKENIZERS", "DataConfig", "MethodsConfig", "ModelConfig", "OptimizerConfig",
-           "ScheduleConfig", "TextConfig", "TrainConfig", "config_hash", "from_dict", "load_config", "override",
-           "setup_hash", "to_dict", "validate", "with_changes"]
+           "ScheduleConfig", "TextConfig", "TrainConfig", "config_hash", "differences", "from_dict", "load_config",
+           "override", "setup_hash", "to_dict", "validate", "with_changes"]
 
 
 def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:

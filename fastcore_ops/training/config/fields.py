@@ -12,6 +12,8 @@ of them turns an option group on with ``{}`` or says which field a value broke a
     ...     rate: float = 0.1
     >>> assign(Section(), ["rate"], "1", "section"), assign_value(Section(), ["rate"], 2, "section")
     (Section(rate=1.0), Section(rate=2.0))
+    >>> differences(Section(), Section(rate=2.0))
+    [('rate', 0.1, 2.0)]
 """
 
 from __future__ import annotations
@@ -151,7 +153,7 @@ def _parse(path: str, text: str, kind):
 
 
 def _checked(path: str, value, kind):
-    """``value`` in the canonical form of the field ``path``'s type ``kind``, or ValueError when it is of another type."""
+    """``value`` in the canonical form of the field ``path``'s type ``kind``; ValueError when it is of another type."""
     value = canonical(path, value, kind)
     if not _is_instance(value, kind):
         raise ValueError(f"expected {_type_name(kind)}, got {type(value).__name__}")
@@ -200,3 +202,16 @@ def _assign(target, names: list[str], path: str, leaf):
     else:
         value = leaf(here, kind)
     return built(path, dataclasses.replace, target, **{name: value})
+
+
+def differences(old, new, path: str = "") -> list[tuple[str, object, object]]:
+    """Each field that differs between two dataclass trees of one type, by the dotted name --set gives it, with
+    its old and new value; a section or option group present in both is compared field by field."""
+    rows = []
+    for field in dataclasses.fields(new):
+        here, before, after = _join(path, field.name), getattr(old, field.name), getattr(new, field.name)
+        if dataclasses.is_dataclass(before) and type(before) is type(after):
+            rows += differences(before, after, here)
+        elif before != after:
+            rows.append((here, before, after))
+    return rows

@@ -102,7 +102,7 @@ def _declared(name: str) -> TrainConfig | Derived:
 
 
 def _resolved(name: str, children: tuple[str, ...]) -> TrainConfig:
-    """Recipe ``name`` with its parents' changes applied; ``children``: the recipes that derive from it, nearest last."""
+    """Recipe ``name``, its parents' changes applied; ``children``: the recipes derived from it, nearest last."""
     if name in children:
         raise ValueError(f"recipe {children[0]} descends from itself: {' -> '.join((*children, name))}; "
                          f"one of them must name another parent")

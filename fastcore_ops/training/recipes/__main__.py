@@ -4,8 +4,8 @@
 
 Prints the recipe's line of parents, its configuration with all their changes applied (as a run's
 ``config.json`` holds it), and each field it sets otherwise than its parent does (a root recipe:
-otherwise than the defaults), as ``section.field: parent's value -> its value`` in ``--set``'s
-Python literals. A name that is not a recipe is refused (exit 2) with the closest names.
+otherwise than the defaults), as ``section.field: parent's value -> its value`` by the names
+``--set`` takes. A name that is not a recipe is refused (exit 2) with the closest names.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import sys
 
 from fastcore_ops import cli
-from fastcore_ops.training.config import TrainConfig, to_dict
+from fastcore_ops.training.config import TrainConfig, differences, to_dict
 from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import get_recipe, list_recipes, recipe_parent
 
@@ -28,32 +28,15 @@ def build_parser() -> cli.ArgumentParser:
     return parser
 
 
-def changed_fields(parent: dict, child: dict, path: str = "") -> list[tuple[str, object, object]]:
-    """Each field whose value differs between two configurations' :func:`to_dict`, by its dotted name, with
-    the parent's value and the child's; a field that is a dict in both is compared field by field.
-
-        >>> changed_fields({"optimizer": {"lr": 0.1, "momentum": 0.9}}, {"optimizer": {"lr": 0.4, "momentum": 0.9}})
-        [('optimizer.lr', 0.1, 0.4)]
-    """
-    rows = []
-    for name, value in child.items():
-        here, old = f"{path}.{name}" if path else name, parent.get(name)
-        if isinstance(old, dict) and isinstance(value, dict) and old.keys() == value.keys():
-            rows += changed_fields(old, value, here)
-        elif old != value:
-            rows.append((here, old, value))
-    return rows
-
-
 def show(name: str) -> str:
-    """What ``show NAME`` prints: the line of parents, the resolved configuration and the changes."""
+    """What ``show NAME`` prints: the line of parents, the resolved configuration and the changes (pytest does not
+    run a ``__main__.py``'s examples: tests/training/test_recipe_show.py holds them)."""
     config, parent = get_recipe(name), recipe_parent(name)
     line = [name]
     while recipe_parent(line[0]) is not None:
         line.insert(0, recipe_parent(line[0]))
-    base = get_recipe(parent) if parent else TrainConfig(name=name)
-    changes = [f"  {field}: {old!r} -> {new!r}" for field, old, new in changed_fields(to_dict(base), to_dict(config))
-               if field != "name"]
+    base = get_recipe(parent) if parent else TrainConfig()
+    changes = [f"  {field}: {old!r} -> {new!r}" for field, old, new in differences(base, config) if field != "name"]
     return "\n".join([f"recipe {' > '.join(line)}", json.dumps(to_dict(config), indent=2),
                       f"changes from {parent or 'the defaults (a root recipe)'}:", *changes])
 
