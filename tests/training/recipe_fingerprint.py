@@ -30,15 +30,14 @@ from fastcore_ops import cli
 from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import list_recipes
 from tests.hang_guard import HANG_GUARD_S
-from tests.training.conftest import micro_cifar_tree, micro_text_tree
 
 # The numerics every machine computes alike, set before this process starts; the kernels run their
 # PyTorch reference (the interpreter is far slower, and what it computes is tested elsewhere).
 PINNED_ENVIRONMENT = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "OMP_NUM_THREADS": "1",
                       "MKL_NUM_THREADS": "1", "FASTCORE_OPS_INTERPRET": "0", "TRITON_INTERPRET": "0"}
 
-# The file of recorded fingerprints: recipe_fingerprints.json here, or the one this variable names (test_toy_recipe.py
-# records its recipe into a copy).
+# The file of recorded fingerprints: recipe_fingerprints.json here, or the one this variable names
+# (test_toy_recipe.py records its recipe into a copy).
 FINGERPRINTS_VARIABLE = "FASTCORE_OPS_RECIPE_FINGERPRINTS"
 FINGERPRINTS_FILE = Path(os.environ.get(FINGERPRINTS_VARIABLE) or Path(__file__).with_name("recipe_fingerprints.json"))
 
@@ -117,6 +116,8 @@ class Child:
 def record(recipes: list[str], imports: list[str], again: bool) -> list[str]:
     """Train ``recipes`` in a pinned child on the tests' micro data and write their fingerprints into the file;
     a line for each recipe says what it recorded."""
+    from tests.training.conftest import micro_cifar_tree, micro_text_tree  # pytest's: not for the children to import
+
     saved = json.loads(FINGERPRINTS_FILE.read_text())
     before = [name for name in recipes if name in saved["recipes"]]
     if before and not again:

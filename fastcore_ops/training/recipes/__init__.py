@@ -43,7 +43,8 @@ _REGISTERED: dict[str, TrainConfig | Derived] = {}  # recipes defined outside th
 
 
 def register_recipe(name: str, config: TrainConfig | Derived) -> None:
-    """Make ``config`` the recipe ``name``, for a recipe defined outside this package (with its own task, say).
+    """Make ``config`` (a whole TrainConfig, or a :class:`Derived` one) the recipe ``name``, for a recipe defined
+    outside this package (with its own task, say).
 
         >>> register_recipe("cifar_mild", TrainConfig())
         Traceback (most recent call last):
