@@ -45,11 +45,12 @@ from fastcore_ops.data.transforms.device_stage import DeviceAugment
 from fastcore_ops.data.transforms.randaugment import RandAugmentOptions, randaugment_batch
 from fastcore_ops.owned_folder import check_claimable, claim_folder
 from fastcore_ops.training.precision import choose_precision
-from fastcore_ops.training.recipes.resnet50_mild import RECIPE as MILD
+from fastcore_ops.training.recipes import get_recipe
 
 from .loaders import MEAN, STD, ScheduledResizedCrop, images_per_second, one_core_busy, torchvision_loader
 from .timing import device_name
 
+MILD = get_recipe("resnet50_mild")
 IMAGENET_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "imagenet-sample"
 SECTIONS = ("fixed", "progressive", "shards", "loaded")
 BACKENDS = ("pil", "dali")

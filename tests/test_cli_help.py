@@ -18,6 +18,7 @@ from tests.tool_module import load_tool
 COMMANDS = [
     "fastcore_ops.training.train", "fastcore_ops.training.tradeoff.cli", "fastcore_ops.training.ablate.cli",
     "fastcore_ops.training.alibi_extrapolation", "fastcore_ops.training.export.cli", "fastcore_ops.training.text.prepare",
+    "fastcore_ops.training.recipes.__main__",
     "fastcore_ops.data.prepare", "fastcore_ops.data.datasets", "benchmarks.kernels.__main__", "benchmarks.kernels.retune",
     "benchmarks.kernels.host_side", "benchmarks.kernels.declarations", "benchmarks.surgery",
     "benchmarks.dataloader", "benchmarks.peers", "benchmarks.step_floor", "benchmarks.composer_job",

@@ -7,6 +7,10 @@ from tests.data.conftest import DATASETS
 
 CIFAR = DATASETS / "cifar10-jpeg"
 
+# toy_recipe.py registers a recipe as it loads: only the pytest runs that test_toy_recipe.py starts import it (-p),
+# so that the registry of the process running the suite keeps the project's own recipes.
+collect_ignore = ["toy_recipe.py"]
+
 
 @pytest.fixture(scope="package", autouse=True)
 def one_compute_thread():
@@ -36,10 +40,15 @@ def tiny_cifar(tmp_path_factory):
     return link_cifar_subset(tmp_path_factory.mktemp("cifar"), train_per_class=60, test_per_class=20)
 
 
+def micro_cifar_tree(root):
+    """2 training and 2 test images per class: for runs that only need to train a few steps."""
+    return link_cifar_subset(root, train_per_class=2, test_per_class=2)
+
+
 @pytest.fixture(scope="session")
 def micro_cifar(tmp_path_factory):
-    """2 training and 2 test images per class: for runs that only need to train a few steps."""
-    return link_cifar_subset(tmp_path_factory.mktemp("micro-cifar"), train_per_class=2, test_per_class=2)
+    """:func:`micro_cifar_tree` in a folder of the session."""
+    return micro_cifar_tree(tmp_path_factory.mktemp("micro-cifar"))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -67,7 +76,12 @@ def tiny_text(tmp_path_factory):
     return _stdlib_sample(tmp_path_factory.mktemp("tiny-text"), files=20, size=3000)
 
 
+def micro_text_tree(root):
+    """10 files of 340 bytes: 9 to train on (3,060 tokens), 1 for validation."""
+    return _stdlib_sample(root, files=10, size=340)
+
+
 @pytest.fixture(scope="session")
 def micro_text(tmp_path_factory):
-    """10 files of 340 bytes: 9 to train on (3,060 tokens), 1 for validation."""
-    return _stdlib_sample(tmp_path_factory.mktemp("micro-text"), files=10, size=340)
+    """:func:`micro_text_tree` in a folder of the session."""
+    return micro_text_tree(tmp_path_factory.mktemp("micro-text"))

@@ -1,4 +1,8 @@
-"""The recipes: all load and validate, copies are independent, and they carry their sources' numbers."""
+"""The recipes: all load and validate, copies are independent, and they carry their sources' numbers.
+
+The tests of every recipe take them from the registry, so a new recipe (a module in the package, or
+one a module registers: tests/training/toy_recipe.py) passes them with no test edited.
+"""
 
 import dataclasses
 import json
@@ -12,30 +16,33 @@ import fastcore_ops.training.tasks.classification
 from fastcore_ops.data import ColOutOptions, Crops, PaddedCropOptions, ProgressiveResize, RandAugmentOptions
 from fastcore_ops.training.assemble import effective_lr
 from fastcore_ops.training.compute_threads import cpus_left_over
-from fastcore_ops.training.config import (MethodsConfig, OptimizerConfig, TrainConfig, config_hash, from_dict, override,
-                                          to_dict, validate)
+from fastcore_ops.training.config import (MethodsConfig, OptimizerConfig, TrainConfig, config_hash, differences,
+                                          from_dict, override, to_dict, validate, with_changes)
 from fastcore_ops.training.methods import LabelSmoothingOptions, SWAOptions
 from fastcore_ops.training.methods.registry import active, plan_methods
-from fastcore_ops.training.models import model_names
-from fastcore_ops.training.recipes import get_recipe, list_recipes
+from fastcore_ops.training import recipes
+from fastcore_ops.training.recipes import Derived, get_recipe, list_recipes, recipe_parent
+from fastcore_ops.training.tasks.registry import task_named
 
 RESNET50 = ["resnet50_baseline", "resnet50_mild", "resnet50_medium", "resnet50_hot"]
 CIFAR = ["cifar_baseline", "cifar_mild", "cifar_medium", "cifar_hot"]
 CIFAR_SMALL = [f"{name}_small" for name in CIFAR]  # tuned on 500 images per class
 GPT = ["gpt_baseline", "gpt_alibi", "gpt_alibi_long_warmup"]
 MOSAIC = RESNET50[1:]
+RECIPES = list_recipes()  # every recipe, those a module loaded with pytest's -p registers too
 
 
-def test_list_recipes_finds_every_recipe_module():
-    assert list_recipes() == sorted(RESNET50 + CIFAR + CIFAR_SMALL + GPT)
+def test_every_recipe_module_is_listed():
+    modules = {path.stem for path in Path(recipes.__file__).parent.glob("*.py") if not path.name.startswith("_")}
+    assert modules >= {*RESNET50, *CIFAR, *CIFAR_SMALL, *GPT} and modules <= set(RECIPES)
 
 
-@pytest.mark.parametrize("name", RESNET50 + CIFAR + CIFAR_SMALL)
+@pytest.mark.parametrize("name", RECIPES)
 def test_recipe_loads_validates_and_round_trips(name):
     config = get_recipe(name)
     validate(config)
     assert config.name == name
-    assert config.model.name in model_names()
+    assert config.model.name in task_named(config.task).model_names()
     restored = from_dict(json.loads(json.dumps(to_dict(config))))
     assert restored == config and config_hash(restored) == config_hash(config)
 
@@ -58,6 +65,39 @@ def test_override_leaves_the_recipe_unchanged():
 def test_unknown_recipe_names_the_choices():
     with pytest.raises(ValueError, match=r"cifar_baseline.*resnet50_mild.*got 'resnet50_spicy'"):
         get_recipe("resnet50_spicy")
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_a_recipe_is_its_parent_with_the_fields_it_changes(name):
+    config, parent = get_recipe(name), recipe_parent(name)
+    base = get_recipe(parent) if parent else TrainConfig()
+    changes = {field: new for field, old, new in differences(base, config) if field != "name"}
+    assert changes and with_changes(dataclasses.replace(base, name=name), changes) == config
+
+
+def test_a_derived_recipe_resolves_through_its_parents(monkeypatch):
+    monkeypatch.setitem(recipes._REGISTERED, "mild_longer", Derived("cifar_mild", {"schedule.epochs": 28}))
+    monkeypatch.setitem(recipes._REGISTERED, "mild_longest", Derived("mild_longer", {"methods.mixup": {}}))
+    config = get_recipe("mild_longest")
+    assert (config.name, config.schedule.epochs, config.methods.mixup.alpha) == ("mild_longest", 28.0, 0.2)
+    assert config.optimizer == get_recipe("cifar_mild").optimizer and recipe_parent("mild_longest") == "mild_longer"
+
+
+@pytest.mark.parametrize(("declared", "said"), [
+    ({"a": Derived("b", {}), "b": Derived("a", {})}, "recipe a descends from itself: a -> b -> a"),
+    ({"a": Derived("cifar_mlid", {})}, "recipe a: parent cifar_mlid is not a recipe; did you mean cifar_mild?"),
+    ({"a": Derived("cifar_mild", {"optimizer.lr": "0.3"})}, "recipe a: optimizer.lr: expected float, got str"),
+    ({"a": Derived("cifar_mild", {"optimizer.lrr": 0.3})}, "recipe a: optimizer.lrr: unknown field 'lrr'; did you "
+                                                           "mean lr?"),
+    ({"a": Derived("cifar_mild", {"methods.mixup.alpha": 0.3})}, "recipe a: methods.mixup.alpha: methods.mixup is "
+                                                                 "off"),
+])
+def test_a_bad_parent_or_change_is_refused_naming_the_recipe(declared, said, monkeypatch):
+    for name, recipe in declared.items():
+        monkeypatch.setitem(recipes._REGISTERED, name, recipe)
+    with pytest.raises(ValueError) as refused:
+        get_recipe("a")
+    assert str(refused.value).startswith(said)
 
 
 # Table 1 of "Mosaic ResNet Deep Dive", columns NVIDIA Hparams Baseline and MosaicML Mild/Medium/Hot.
@@ -177,23 +217,28 @@ def test_cifar_recipes_add_methods_in_the_mosaic_order(size):
     assert (hot.methods.sam.rho, hot.methods.sam.interval) == (0.05, 5)
 
 
-# The LR each recipe trains at on one process of its default batch: the CIFAR recipes' own LR
+# The LR each recipe trains at on one process of its default batch: the CIFAR and GPT recipes' own LR
 # (their reference is that batch), the ResNet-50 recipes' 2.048 scaled from 8 x 256 to 1 x 256.
 ONE_PROCESS_LR = {"cifar_baseline": 0.4, "cifar_mild": 0.3, "cifar_medium": 0.3, "cifar_hot": 0.3,
                   "cifar_baseline_small": 0.8, "cifar_mild_small": 0.6, "cifar_medium_small": 0.4,
-                  "cifar_hot_small": 0.4, **dict.fromkeys(RESNET50, 0.256)}
+                  "cifar_hot_small": 0.4, **dict.fromkeys(RESNET50, 0.256), **dict.fromkeys(GPT, 0.004)}
 
 
-@pytest.mark.parametrize("name", RESNET50 + CIFAR + CIFAR_SMALL)
+@pytest.mark.parametrize("name", ONE_PROCESS_LR)
+def test_each_recipe_trains_at_its_lr_on_one_process(name):
+    assert effective_lr(get_recipe(name), world_size=1) == ONE_PROCESS_LR[name]
+
+
+@pytest.mark.parametrize("name", RECIPES)
 def test_the_lr_follows_the_global_batch(name):
     config = get_recipe(name)
-    assert effective_lr(config, world_size=1) == ONE_PROCESS_LR[name]
-    assert effective_lr(config, world_size=2) == 2 * ONE_PROCESS_LR[name]
-    reference_processes = config.optimizer.reference_batch // config.data.batch_size
-    assert effective_lr(config, world_size=reference_processes) == config.optimizer.lr
+    one_process = effective_lr(config, world_size=1)
+    assert effective_lr(config, world_size=2) == 2 * one_process
+    reference_processes, rest = divmod(config.optimizer.reference_batch, config.data.batch_size)
+    assert rest or effective_lr(config, world_size=reference_processes) == config.optimizer.lr
     # Half the batch per process on twice the processes: the same global batch, the same LR.
     halved = override(config, [f"data.batch_size={config.data.batch_size // 2}"])
-    assert effective_lr(halved, world_size=2) == ONE_PROCESS_LR[name]
+    assert effective_lr(halved, world_size=2) == one_process
 
 
 def test_an_lr_override_is_the_lr_at_the_reference_batch_and_is_scaled_too():

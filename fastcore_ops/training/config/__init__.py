@@ -28,15 +28,15 @@ import json
 from pathlib import Path
 
 from fastcore_ops.data.shards import parse_json
-from fastcore_ops.training.config.fields import assign, from_fields
+from fastcore_ops.training.config.fields import assign, assign_value, differences, from_fields
 from fastcore_ops.training.config.schema import (OPTIMIZERS, PRECISIONS, TOKENIZERS, DataConfig, MethodsConfig,
                                                  ModelConfig, OptimizerConfig, ScheduleConfig, TextConfig, TrainConfig)
 from fastcore_ops.training.config.validation import validate
 from fastcore_ops.training.methods.registry import methods_of
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "TOKENIZERS", "DataConfig", "MethodsConfig", "ModelConfig", "OptimizerConfig",
-           "ScheduleConfig", "TextConfig", "TrainConfig", "config_hash", "from_dict", "load_config", "override",
-           "setup_hash", "to_dict", "validate"]
+           "ScheduleConfig", "TextConfig", "TrainConfig", "config_hash", "differences", "from_dict", "load_config",
+           "override", "setup_hash", "to_dict", "validate", "with_changes"]
 
 
 def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
@@ -61,9 +61,29 @@ def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
             config = assign(config, path.split("."), text, "")
         except (TypeError, ValueError) as error:
             raise ValueError(f"--set {path}={text}: {error}") from None
+    return _validated(config)
+
+
+def with_changes(config: TrainConfig, changes: dict[str, object]) -> TrainConfig:
+    """A validated copy of ``config`` with each dotted field of ``changes`` set to its Python value (a recipe's
+    changes to its parent), checked against the field's type as ``--set``'s text is; ValueError names the field.
+
+        >>> with_changes(TrainConfig(), {"optimizer.lr": 1, "methods.mixup": {"alpha": 0.2}}).optimizer.lr
+        1.0
+    """
+    config = dataclasses.replace(config)
+    for path, value in changes.items():
+        try:
+            config = assign_value(config, path.split("."), value, "")
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{path}: {error}") from None
+    return _validated(config)
+
+
+def _validated(config: TrainConfig) -> TrainConfig:
     try:
         validate(config)
-    except TypeError as error:  # a value of the wrong type inside a list or dict (model.options) is a bad text too
+    except TypeError as error:  # a value of the wrong type inside a list or dict (model.options) is a bad value too
         raise ValueError(str(error)) from None
     return config
 

@@ -10,8 +10,10 @@ of them turns an option group on with ``{}`` or says which field a value broke a
     >>> @dataclass
     ... class Section:
     ...     rate: float = 0.1
-    >>> assign(Section(), ["rate"], "1", "section")
-    Section(rate=1.0)
+    >>> assign(Section(), ["rate"], "1", "section"), assign_value(Section(), ["rate"], 2, "section")
+    (Section(rate=1.0), Section(rate=2.0))
+    >>> differences(Section(), Section(rate=2.0))
+    [('rate', 0.1, 2.0)]
 """
 
 from __future__ import annotations
@@ -147,6 +149,11 @@ def _parse(path: str, text: str, kind):
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
         raise ValueError(f"not a Python literal; expected {_type_name(kind)}") from None
+    return _checked(path, value, kind)
+
+
+def _checked(path: str, value, kind):
+    """``value`` in the canonical form of the field ``path``'s type ``kind``; ValueError when it is of another type."""
     value = canonical(path, value, kind)
     if not _is_instance(value, kind):
         raise ValueError(f"expected {_type_name(kind)}, got {type(value).__name__}")
@@ -160,6 +167,17 @@ def _sections(kind) -> list[str]:
 
 def assign(target, names: list[str], text: str, path: str):
     """A copy of the dataclass ``target`` (at ``path``) with its field at dotted ``names`` set from ``text``."""
+    return _assign(target, names, path, lambda here, kind: _parse(here, text, kind))
+
+
+def assign_value(target, names: list[str], value, path: str):
+    """A copy of ``target`` with its field at dotted ``names`` set to the Python ``value`` (a recipe's change),
+    in its canonical form and checked against the field's type as :func:`assign` checks text (see above)."""
+    return _assign(target, names, path, lambda here, kind: _checked(here, value, kind))
+
+
+def _assign(target, names: list[str], path: str, leaf):
+    """A copy of ``target`` (at ``path``) with its field at dotted ``names`` set to ``leaf(field path, field type)``."""
     name, rest = names[0], names[1:]
     here = _join(path, name)
     kinds = field_types(type(target))
@@ -177,11 +195,23 @@ def assign(target, names: list[str], text: str, path: str):
                              f"dict of its fields ({', '.join(field_types(group))})")
         if not dataclasses.is_dataclass(current):
             raise ValueError(f"{here} is a field, not a section; write --set {here}=value")
-        value = assign(current, rest, text, here)
+        value = _assign(current, rest, here, leaf)
     elif _is_section(kind):
         raise ValueError(f"{here} is a section; set its fields one by one: {here}.{next(iter(field_types(kind)))}"
                          f"=..., ...")
     else:
-        value = _parse(here, text, kind)
+        value = leaf(here, kind)
     return built(path, dataclasses.replace, target, **{name: value})
 
+
+def differences(old, new, path: str = "") -> list[tuple[str, object, object]]:
+    """Each field that differs between two dataclass trees of one type, by the dotted name --set gives it, with
+    its old and new value; a section or option group present in both is compared field by field."""
+    rows = []
+    for field in dataclasses.fields(new):
+        here, before, after = _join(path, field.name), getattr(old, field.name), getattr(new, field.name)
+        if dataclasses.is_dataclass(before) and type(before) is type(after):
+            rows += differences(before, after, here)
+        elif before != after:
+            rows.append((here, before, after))
+    return rows

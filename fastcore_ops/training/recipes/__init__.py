@@ -1,37 +1,58 @@
-"""Training recipes: one module each, defining ``RECIPE``, a :class:`~fastcore_ops.training.config.TrainConfig`.
+"""Training recipes: one module each, defining ``RECIPE``: a :class:`Derived` recipe, or a root one.
 
-A recipe is data: every choice it makes is a field of the config, and its module docstring
-says where the numbers come from. Adding a recipe is adding a module here; it is found by name.
-A package of your own registers its recipes with :func:`register_recipe` as its module loads
-(the commands import it with ``--import MODULE``).
+A recipe is data. A derived recipe names its parent recipe and only the fields it changes, by the
+dotted names ``--set`` takes (``section.field``, ``methods.name.option``), each value checked against
+the field's type; a root recipe is a whole :class:`~fastcore_ops.training.config.TrainConfig`. The
+module docstring says where the numbers come from. Adding a recipe is adding a module here; it is
+found by name, and ``python -m fastcore_ops.training.recipes show NAME`` prints what it resolves to
+and what it changes. A package of your own registers its recipes with :func:`register_recipe` as
+its module loads (the commands import it with ``--import MODULE``).
 
     >>> config = get_recipe("cifar_mild")
     >>> config.schedule.epochs = 4.0  # a fresh copy: the recipe itself is unchanged
+    >>> recipe_parent("cifar_mild"), get_recipe("cifar_mild").schedule.epochs
+    ('cifar_baseline', 14.0)
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib
 import pkgutil
 
-from fastcore_ops.training.config import TrainConfig
+from fastcore_ops import cli
+from fastcore_ops.training.config import TrainConfig, with_changes
 
-__all__ = ["get_recipe", "list_recipes", "register_recipe"]
-
-_REGISTERED: dict[str, TrainConfig] = {}  # recipes defined outside this package
+__all__ = ["Derived", "get_recipe", "list_recipes", "recipe_parent", "register_recipe"]
 
 
-def register_recipe(name: str, config: TrainConfig) -> None:
-    """Make ``config`` the recipe ``name``, for a recipe defined outside this package (with its own task, say).
+@dataclasses.dataclass(frozen=True)
+class Derived:
+    """A recipe stated as its parent recipe's name and the fields it changes, ``{"section.field": value}``.
+
+        >>> Derived("cifar_baseline", {"optimizer.lr": 0.8}).parent
+        'cifar_baseline'
+    """
+
+    parent: str
+    changes: dict[str, object]
+
+
+_REGISTERED: dict[str, TrainConfig | Derived] = {}  # recipes defined outside this package
+
+
+def register_recipe(name: str, config: TrainConfig | Derived) -> None:
+    """Make ``config`` (a whole TrainConfig, or a :class:`Derived` one) the recipe ``name``, for a recipe defined
+    outside this package (with its own task, say).
 
         >>> register_recipe("cifar_mild", TrainConfig())
         Traceback (most recent call last):
         ...
         ValueError: recipe 'cifar_mild' is registered twice; give one of them another name
     """
-    if not isinstance(config, TrainConfig):
-        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    if not isinstance(config, (TrainConfig, Derived)):
+        raise TypeError(f"config must be a TrainConfig or a Derived recipe, got {type(config).__name__}")
     if name in list_recipes() and _REGISTERED.get(name) is not config:
         raise ValueError(f"recipe {name!r} is registered twice; give one of them another name")
     _REGISTERED[name] = config
@@ -49,7 +70,7 @@ def list_recipes() -> list[str]:
 
 
 def get_recipe(name: str) -> TrainConfig:
-    """A copy of recipe ``name``'s config, free for the caller to change.
+    """A copy of recipe ``name``'s config, its parents' changes applied, free for the caller to change.
 
     Example:
         >>> get_recipe("resnet50_baseline").optimizer.momentum
@@ -58,8 +79,42 @@ def get_recipe(name: str) -> TrainConfig:
     recipes = list_recipes()
     if name not in recipes:
         raise ValueError(f"name must be one of the recipes {', '.join(recipes)}; got {name!r}")
+    # Deep, because the sections are mutable dataclasses shared with the module constants.
+    return copy.deepcopy(_resolved(name, ()))
+
+
+def recipe_parent(name: str) -> str | None:
+    """The name of the recipe ``name`` derives from, or None for a root recipe.
+
+        >>> recipe_parent("cifar_hot"), recipe_parent("cifar_baseline")
+        ('cifar_medium', None)
+    """
+    declared = _declared(name)
+    return declared.parent if isinstance(declared, Derived) else None
+
+
+def _declared(name: str) -> TrainConfig | Derived:
+    """Recipe ``name`` as declared: its config, or its parent and changes."""
     recipe = _REGISTERED[name] if name in _REGISTERED else importlib.import_module(f"{__name__}.{name}").RECIPE
-    if not isinstance(recipe, TrainConfig):
-        raise TypeError(f"{__name__}.{name}.RECIPE must be a TrainConfig, got {type(recipe).__name__}")
-    # Deep, because the sections are mutable dataclasses shared with the module constant.
-    return copy.deepcopy(recipe)
+    if not isinstance(recipe, (TrainConfig, Derived)):
+        raise TypeError(f"{__name__}.{name}.RECIPE must be a TrainConfig or a Derived recipe, got "
+                        f"{type(recipe).__name__}")
+    return recipe
+
+
+def _resolved(name: str, children: tuple[str, ...]) -> TrainConfig:
+    """Recipe ``name``, its parents' changes applied; ``children``: the recipes derived from it, nearest last."""
+    if name in children:
+        raise ValueError(f"recipe {children[0]} descends from itself: {' -> '.join((*children, name))}; "
+                         f"one of them must name another parent")
+    recipe = _declared(name)
+    if isinstance(recipe, TrainConfig):
+        return dataclasses.replace(recipe, name=name)
+    if recipe.parent not in list_recipes():
+        raise ValueError(f"recipe {name}: parent {cli.shown(recipe.parent)} is not a recipe; "
+                         f"{cli.closest(recipe.parent, list_recipes())}")
+    parent = _resolved(recipe.parent, (*children, name))
+    try:
+        return with_changes(dataclasses.replace(parent, name=name), recipe.changes)
+    except ValueError as error:
+        raise ValueError(f"recipe {name}: {error}") from None

@@ -12,11 +12,7 @@ Baseline" of the CIFAR family (see ``resnet50_baseline``). ``cifar_baseline_smal
 version tuned on 500 images per class.
 
 The LR 0.4 is for a global batch of 256 (``optimizer.reference_batch``), one process at its
-default batch; other global batches scale it linearly (lr = 0.4 x global batch / 256):
-
-    >>> from fastcore_ops.training.assemble import effective_lr
-    >>> effective_lr(RECIPE, world_size=1), effective_lr(RECIPE, world_size=2)
-    (0.4, 0.8)
+default batch; other global batches scale it linearly.
 """
 
 from fastcore_ops.data import PaddedCropOptions
@@ -24,7 +20,6 @@ from fastcore_ops.training.config import (DataConfig, MethodsConfig, ModelConfig
                                           TrainConfig)
 
 RECIPE = TrainConfig(
-    name="cifar_baseline",
     model=ModelConfig(name="cifar_resnet20"),
     # Searched one at a time on the full training set at 15 epochs, bf16, top-1 on the 10,000 test
     # images, the mean of seeds 0 and 1:

@@ -6,14 +6,6 @@ at half its budget (the baseline's 15 epochs), it reaches 65.4%, below
 augmentations cost accuracy at these lengths (``reports/ablation-cifar-flips-20261124/``).
 """
 
-from dataclasses import replace
+from fastcore_ops.training.recipes import Derived
 
-from fastcore_ops.training.recipes.cifar_hot import RECIPE as FULL_DATA
-from fastcore_ops.training.recipes.cifar_medium_small import RECIPE as MEDIUM
-
-RECIPE = replace(
-    FULL_DATA,
-    name="cifar_hot_small",
-    optimizer=replace(MEDIUM.optimizer),
-    methods=replace(FULL_DATA.methods, ema=replace(MEDIUM.methods.ema)),
-)
+RECIPE = Derived("cifar_hot", {"optimizer.lr": 0.4, "methods.ema.half_life_steps": 25})  # as cifar_medium_small

@@ -20,18 +20,12 @@ and is the baseline's since the baseline's LR and warmup were searched for seeds
 (in its file).
 """
 
-import dataclasses
-
 from fastcore_ops.surgery.alibi import ALiBiOptions
-from fastcore_ops.training.config import MethodsConfig, ModelConfig
 from fastcore_ops.training.methods import SeqLengthWarmupOptions
-from fastcore_ops.training.recipes.gpt_baseline import RECIPE as BASELINE
+from fastcore_ops.training.recipes import Derived
 
-RECIPE = dataclasses.replace(
-    BASELINE,
-    name="gpt_alibi",
-    model=ModelConfig(name="gpt", options=dict(BASELINE.model.options)),
-    optimizer=dataclasses.replace(BASELINE.optimizer, lr=4e-3),
-    methods=MethodsConfig(alibi=ALiBiOptions(), seq_length_warmup=SeqLengthWarmupOptions(start_length=8, duration=0.3)),
-    text=dataclasses.replace(BASELINE.text, eval_length_multiples=(1, 2, 4)),
-)
+RECIPE = Derived("gpt_baseline", {
+    "methods.alibi": ALiBiOptions(),
+    "methods.seq_length_warmup": SeqLengthWarmupOptions(start_length=8, duration=0.3),
+    "text.eval_length_multiples": (1, 2, 4),
+})

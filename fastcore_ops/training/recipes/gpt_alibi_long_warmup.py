@@ -7,13 +7,6 @@ the context the model sees early for time; ALiBi is what lets those short steps 
 the full length L. Everything else is gpt_alibi's, so the difference measures the schedule.
 """
 
-import dataclasses
+from fastcore_ops.training.recipes import Derived
 
-from fastcore_ops.training.methods.seq_length_warmup import SeqLengthWarmupOptions
-from fastcore_ops.training.recipes.gpt_alibi import RECIPE as ALIBI
-
-RECIPE = dataclasses.replace(
-    ALIBI,
-    name="gpt_alibi_long_warmup",
-    methods=dataclasses.replace(ALIBI.methods, seq_length_warmup=SeqLengthWarmupOptions(start_length=8, duration=0.6)),
-)
+RECIPE = Derived("gpt_alibi", {"methods.seq_length_warmup.duration": 0.6})

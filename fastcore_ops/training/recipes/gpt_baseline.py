@@ -19,7 +19,6 @@ from fastcore_ops.training.config import (DataConfig, ModelConfig, OptimizerConf
                                           TrainConfig)
 
 RECIPE = TrainConfig(
-    name="gpt_baseline",
     task="language_model",
     model=ModelConfig(name="gpt", options={"n_layer": 4, "n_head": 4, "n_embd": 128}),
     # Searched on this machine (2026-11-24, AMD EPYC with AVX-512 bf16, seed 0, 0.5 epochs =

@@ -14,11 +14,7 @@ baseline as an extra).
 Global batch semantics: the paper trains on 8 GPUs with a global batch of 2048 and LR 2.048.
 ``data.batch_size`` is per process (256), and ``optimizer.reference_batch`` 2048 records the
 global batch the LR was written for; a run scales the LR linearly to its own global batch,
-lr = 2.048 x (data.batch_size x processes) / 2048, so no LR needs setting by hand:
-
-    >>> from fastcore_ops.training.assemble import effective_lr
-    >>> effective_lr(RECIPE, world_size=8), effective_lr(RECIPE, world_size=1)  # 8 x 256, 1 x 256
-    (2.048, 0.256)
+lr = 2.048 x (data.batch_size x processes) / 2048, so no LR needs setting by hand.
 """
 
 from fastcore_ops.training.config import (DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, ScheduleConfig,
@@ -26,7 +22,6 @@ from fastcore_ops.training.config import (DataConfig, MethodsConfig, ModelConfig
 from fastcore_ops.training.methods import LabelSmoothingOptions
 
 RECIPE = TrainConfig(
-    name="resnet50_baseline",
     model=ModelConfig(name="resnet50"),
     optimizer=OptimizerConfig(
         lr=2.048,
