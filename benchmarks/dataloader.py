@@ -39,7 +39,8 @@ from fastcore_ops.data import build_loader
 from fastcore_ops.data.backends.crops import CropPlan
 from fastcore_ops.data.backends.pil import decode_crop
 from fastcore_ops.data.backends.probe import jpeg_truncation
-from fastcore_ops.data.prepare import PrepareSettings, prepare_shards, shrunk_jpeg
+from fastcore_ops.data.prepare import PrepareSettings
+from fastcore_ops.data.shard_writer import prepare_shards, shrunk_jpeg
 from fastcore_ops.data.sources import find_samples
 from fastcore_ops.data.transforms.device_stage import DeviceAugment
 from fastcore_ops.data.transforms.randaugment import RandAugmentOptions, randaugment_batch
@@ -267,7 +268,7 @@ def build_parser() -> cli.ArgumentParser:
                         help="decoding workers; the default is one per core")
     parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated backends of ours to time")
     parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated tables to measure")
-    parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"), help="folder for CSV, JSON and PNG")
+    parser.add_argument("--out", type=Path, required=True, help="folder for CSV, JSON and PNG")
     parser.add_argument("--prepared", type=Path, default=None,
                         help="where the prepared shards and folder copy are kept (default: OUT/prepared)")
     return parser

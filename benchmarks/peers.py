@@ -179,7 +179,7 @@ def build_parser() -> cli.ArgumentParser:
                         help="Composer's training images through torchvision's DataLoader, as its users write it, "
                              "or through our loader, which leaves the two trainers alone to compare")
     cli.add_device_option(parser)
-    parser.add_argument("--out", type=Path, default=Path("runs/peers"),
+    parser.add_argument("--out", type=Path, required=True,
                         help="folder for the tables, the plot and every run's folder (OUT/runs/)")
     return parser
 

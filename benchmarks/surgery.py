@@ -148,7 +148,7 @@ def build_parser() -> cli.ArgumentParser:
                         help="GPT tokens per sequence (default: 1024 on a GPU, 256 on the CPU)")
     parser.add_argument("--steps", type=cli.positive_int, default=None,
                         help="timed steps after a warm-up (default: 20 on a GPU, 5 on the CPU)")
-    parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"), help="folder for CSV and JSON")
+    parser.add_argument("--out", type=Path, required=True, help="folder for CSV and JSON")
     return parser
 
 

@@ -91,7 +91,7 @@ SOURCES: dict[str, CardSource] = {method.name: _method_source(method) for method
     "lamb_lars": CardSource("fastcore_ops/training/optim.py", "lamb_lars", turn_on="--set optimizer.name=lamb (or lars)"),
     "gradient_clipping": CardSource("fastcore_ops/training/optim.py", "gradient_clipping",
                                     turn_on="--set optimizer.grad_clip_norm=1.0"),
-    "scale_schedule": CardSource("fastcore_ops/training/assemble.py", "scale_schedule", turn_on="--scale-schedule 0.5"),
+    "scale_schedule": CardSource("fastcore_ops/training/assemble.py", "scale_schedule", turn_on="--budget 0.5"),
 }
 
 

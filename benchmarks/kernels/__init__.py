@@ -1,18 +1,21 @@
 """Kernel microbenchmarks: each fused Triton kernel against the PyTorch ops it replaces.
 
 Each kernel module here (``blurpool``, ``bce``, ...) builds a list of :class:`Case`; the
-runner in ``__main__`` times them and writes the table, CSV, JSON and a plot.
+runner in ``__main__`` times them and writes the table, CSV, JSON and a plot. This file imports
+torch only where a helper runs it, so that each command of this package parses its command line
+without torch.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-from .compile_cases import KernelCase
+    from .compile_cases import KernelCase
 
 
 @dataclass
@@ -82,6 +85,8 @@ class Goal:
 
 
 def element_size(dtype: torch.dtype) -> int:
+    import torch
+
     return torch.empty((), dtype=dtype).element_size()
 
 
@@ -135,6 +140,8 @@ class KernelSpec:
 
 def channels_last_image(shape, device, dtype) -> torch.Tensor:
     """A random channels-last image batch that requires grad."""
+    import torch
+
     return torch.randn(shape, device=device, dtype=dtype).to(memory_format=torch.channels_last).requires_grad_()
 
 
@@ -150,6 +157,8 @@ def compiled_on_first_call(fn: Callable[..., torch.Tensor]) -> Callable[..., tor
 
     @functools.cache
     def build():
+        import torch
+
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILED_GRAPHS)
         return torch.compile(fn, dynamic=False)
 

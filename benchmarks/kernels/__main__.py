@@ -240,7 +240,7 @@ def build_parser() -> cli.ArgumentParser:
                         help="comma-separated subset, e.g. blurpool2d,bce_with_logits (default: every kernel)")
     parser.add_argument("--profile", action="store_true",
                         help="also write profile.txt: each timed path's forward+backward op by op (PyTorch's profiler)")
-    parser.add_argument("--out", type=Path, default=Path("runs/benchmarks"), help="folder for CSV, JSON and PNG")
+    parser.add_argument("--out", type=Path, required=True, help="folder for CSV, JSON and PNG")
     parser.add_argument("--jsonl", type=Path, default=None,
                         help="also append each row to this file as one JSON line as soon as it is measured, so a run "
                              "stopped midway keeps the rows it finished (tools/lent_gpu.sh)")

@@ -140,7 +140,7 @@ def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(prog="python -m benchmarks.kernels.host_side", description=cli.description(__doc__))
     parser.add_argument("--kernels", default=None,
                         help="comma-separated subset, e.g. blurpool2d,bce_with_logits (default: every kernel)")
-    parser.add_argument("--out", type=Path, default=Path("runs/host-side"), help="folder for host_side.md and .json")
+    parser.add_argument("--out", type=Path, required=True, help="folder for host_side.md and .json")
     return parser
 
 

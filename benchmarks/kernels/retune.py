@@ -29,8 +29,9 @@ DTYPES = ("float16", "bfloat16", "float32")
 def build_parser() -> cli.ArgumentParser:
     """The command line of ``python -m benchmarks.kernels.retune``."""
     parser = cli.ArgumentParser(prog="python -m benchmarks.kernels.retune", description=cli.description(__doc__))
-    parser.add_argument("--out", type=Path, default=Path("fastcore_ops/kernels/tuned_configs.json"),
-                        help="the table to update (made if absent)")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="the table to update, made if absent (the kernels read "
+                             "fastcore_ops/kernels/tuned_configs.json)")
     parser.add_argument("--kernels", default=None,
                         help="comma-separated subset, e.g. blurpool2d,bce_with_logits (default: every kernel)")
     parser.add_argument("--batch-size", type=cli.positive_int, default=256, help="batch size of the CNN kernels")

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from fastcore_ops.kernels import backend
-from fastcore_ops.training.alibi_extrapolation import (CANNOT_RUN, RESULT_FILES, ExtrapolationConfig, evaluation_rows,
-                                                       main, run_experiment, train_config)
+from fastcore_ops.training.alibi_experiment import evaluation_rows, run_experiment, train_config
+from fastcore_ops.training.alibi_extrapolation import CANNOT_RUN, RESULT_FILES, ExtrapolationConfig, main
 from fastcore_ops.training.assemble import build_trainer
 from fastcore_ops.training.tasks.language import prepare_text_data
 

@@ -14,8 +14,13 @@ from __future__ import annotations
 import copy
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING
 
-from fastcore_ops.training.config import TrainConfig
+if TYPE_CHECKING:
+    from fastcore_ops.training.config import TrainConfig
+
+# The recipes are listed without importing them, or the configuration (which imports torch): a command's
+# parser names them. A recipe's module, and TrainConfig, load when a recipe is used.
 
 __all__ = ["get_recipe", "list_recipes", "register_recipe"]
 
@@ -25,11 +30,14 @@ _REGISTERED: dict[str, TrainConfig] = {}  # recipes defined outside this package
 def register_recipe(name: str, config: TrainConfig) -> None:
     """Make ``config`` the recipe ``name``, for a recipe defined outside this package (with its own task, say).
 
+        >>> from fastcore_ops.training.config import TrainConfig
         >>> register_recipe("cifar_mild", TrainConfig())
         Traceback (most recent call last):
         ...
         ValueError: recipe 'cifar_mild' is registered twice; give one of them another name
     """
+    from fastcore_ops.training.config import TrainConfig
+
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     if name in list_recipes() and _REGISTERED.get(name) is not config:
@@ -55,6 +63,8 @@ def get_recipe(name: str) -> TrainConfig:
         >>> get_recipe("resnet50_baseline").optimizer.momentum
         0.875
     """
+    from fastcore_ops.training.config import TrainConfig
+
     recipes = list_recipes()
     if name not in recipes:
         raise ValueError(f"name must be one of the recipes {', '.join(recipes)}; got {name!r}")

@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from fastcore_ops.training.text import prepare as prepare_module
+from fastcore_ops.training.text import tokens as prepare_module
 from fastcore_ops.training.text.corpus import corpus_files
-from fastcore_ops.training.text.prepare import (FORMAT_VERSION, META_FILE, PreparedTokens, cache_key, load_prepared,
+from fastcore_ops.training.text.tokens import (FORMAT_VERSION, META_FILE, PreparedTokens, cache_key, load_prepared,
                                                 main, prepare, prepared_tokens)
 from fastcore_ops.training.text.tokenizers import BPE_FILE
 from tests.training.text.conftest import write_tree

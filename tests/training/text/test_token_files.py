@@ -7,8 +7,8 @@ import shutil
 import numpy as np
 import pytest
 
-from fastcore_ops.training.text import prepare as prepare_module
-from fastcore_ops.training.text.prepare import META_FILE, largest_token_id, load_prepared, prepare
+from fastcore_ops.training.text import tokens as prepare_module
+from fastcore_ops.training.text.tokens import META_FILE, largest_token_id, load_prepared, prepare
 
 
 @pytest.fixture(scope="module")
