@@ -4,8 +4,8 @@ The kernels and the surgeries import torch and triton, so they load on first use
 parse its command line, and answer --help, without them.
 
     >>> import fastcore_ops
-    >>> "blurpool" in fastcore_ops.list_surgeries()
-    True
+    >>> [surgery["name"] for surgery in fastcore_ops.list_surgeries()][:2]
+    ['alibi', 'blurpool']
 """
 
 from fastcore_ops.lazy import lazy_exports

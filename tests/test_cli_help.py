@@ -70,15 +70,6 @@ print("status", status, *[name for name in {HEAVY!r} if name in sys.modules])
 """
 
 
-# The commands whose parser is still built from modules that import torch (their machinery is not yet apart from
-# their command line): expected to fail the test below until it is.
-STILL_HEAVY = {
-    "benchmarks.kernels", "benchmarks.kernels.retune", "benchmarks.kernels.host_side",
-    "benchmarks.surgery", "benchmarks.dataloader", "benchmarks.peers", "benchmarks.step_floor",
-    "benchmarks.composer_job", "benchmarks.gpu_check", "tools/method_cards.py",
-}
-
-
 def command_line(command: str) -> str:
     """What ``python -m`` runs for ``command`` (the package of a ``cli`` or ``__main__`` module), or its script."""
     if command.startswith("tools/"):
@@ -208,9 +199,7 @@ def test_every_command_of_the_project_is_walked():
     assert found == listed
 
 
-@pytest.mark.parametrize("command", [
-    pytest.param(command, marks=pytest.mark.xfail(command in STILL_HEAVY, reason="imports torch to parse", strict=True))
-    for command in [*map(command_line, COMMANDS), "fastcore_ops.training.torchrun"]])
+@pytest.mark.parametrize("command", [*map(command_line, COMMANDS), "fastcore_ops.training.torchrun"])
 @pytest.mark.parametrize("argv", [["--help"], ["--no-such-flag"]], ids=["help", "refused"])
 def test_parsing_imports_no_heavy_module(command, argv):
     """--help, and a command line the parser refuses, answer without importing torch, triton or numpy: parse

@@ -1,7 +1,7 @@
 """Kernel microbenchmarks: each fused Triton kernel against the PyTorch ops it replaces.
 
 Each kernel module here (``blurpool``, ``bce``, ...) builds a list of :class:`Case`; the
-runner in ``__main__`` times them and writes the table, CSV, JSON and a plot. This file imports
+runner (``runner.py``) times them and writes the table, CSV, JSON and a plot. This file imports
 torch only where a helper runs it, so that each command of this package parses its command line
 without torch.
 """
@@ -55,7 +55,7 @@ class Goal:
     """One bar a kernel is held to on a GPU: ``rival``'s ``metric`` over ours is at least ``at_least``, in the
     cases ``applies_to`` picks; ``text`` says it in words.
 
-    ``rival`` is a column of the benchmark rows (``benchmarks.kernels.__main__.measure``): "ref" (the case's
+    ``rival`` is a column of the benchmark rows (``benchmarks.kernels.runner.measure``): "ref" (the case's
     reference), "floor" (ours' modelled bytes at the device's peak DRAM bandwidth) or a key of the cases'
     ``others``. ``metric``: "fwd_bwd_ms" (forward+backward time: the ratio is a speed-up) or "peak_MB"
     (peak memory). "Within 1.3x of X" is ``Goal("X", 1 / 1.3, ...)``.

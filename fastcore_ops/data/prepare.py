@@ -59,7 +59,7 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("source", help="ImageFolder root: SRC/<class>/<image>")
     parser.add_argument("destination", help="a new or empty folder for the shards and index.json (a folder prepare "
                                             "wrote is resumed if unfinished)")
-    defaults = PrepareSettings()
+    defaults = PrepareSettings  # its fields' defaults, read without making (and checking) settings
     parser.add_argument("--max-side", type=int, default=defaults.max_side, help="longest image side, in pixels")
     parser.add_argument("--quality", type=int, default=defaults.quality, help="JPEG quality of re-encoded images")
     parser.add_argument("--shard-size", type=int, default=defaults.shard_size, help="images per shard")

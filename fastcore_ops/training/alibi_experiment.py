@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from fastcore_ops import cli
 from fastcore_ops.owned_folder import claim_folder
 from fastcore_ops.surgery.alibi import ALiBiOptions
 from fastcore_ops.training.alibi_extrapolation import CANNOT_RUN, MODELS, TOOL, ExtrapolationConfig
@@ -96,7 +97,7 @@ def run_experiment(config: ExtrapolationConfig, out: Path, *, data: Path | None 
     models, rows = {}, []
     for kind in MODELS:
         trainer = build_trainer(train_config(config, kind, steps_per_epoch), data=prepared.folder, out=out / kind,
-                                device=check_device(config.device), progress=progress, eval_every=0)
+                                device=cli.check_device(config.device), progress=progress, eval_every=0)
         try:
             result = trainer.fit()
         finally:

@@ -95,7 +95,7 @@ def format_table(results: dict) -> str:
 
 def build_parser() -> cli.ArgumentParser:
     """The command line of ``python -m fastcore_ops.training.alibi_extrapolation``."""
-    defaults = ExtrapolationConfig()
+    defaults = ExtrapolationConfig  # its fields' defaults, read without making (and checking) a configuration
     parser = cli.ArgumentParser(prog="python -m fastcore_ops.training.alibi_extrapolation", description=cli.description(__doc__))
     parser.add_argument("--steps", type=int, default=defaults.steps, help="training steps per model")
     parser.add_argument("--train-length", type=int, default=defaults.train_length,

@@ -55,7 +55,7 @@ def archive(tmp_path, monkeypatch):
     monkeypatch.setattr(CIFAR10, "train_list", [[f"data_batch_{n}", md5[f"data_batch_{n}"]] for n in range(1, 6)])
     monkeypatch.setattr(CIFAR10, "test_list", [["test_batch", md5["test_batch"]]])
     monkeypatch.setattr(CIFAR10, "meta", {**CIFAR10.meta, "md5": md5["batches.meta"]})
-    monkeypatch.setattr(datasets, "CIFAR10_PER_CLASS", PER_CLASS)
+    monkeypatch.setattr(cifar10, "CIFAR10_PER_CLASS", PER_CLASS)
     return path, made
 
 
