@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import sys
 import time
 from pathlib import Path
 
