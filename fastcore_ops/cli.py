@@ -8,11 +8,11 @@ way (``--batch-size``, ``--device``, ``--out``, ``--no-progress``, ``--seed``) a
 ones are added here, so their help reads the same everywhere.
 
 A concept is spelled one way in every command too: a recipe is ``--recipe``, a budget (the
-scale-schedule ratio that stretches every schedule) ``--budget``, a method ``--method``, and a
-flag that takes a comma-separated list of them is the plural (``--recipes``, ``--budgets``,
-``--methods``), only then. A spelling a command took before
-(:data:`RENAMED`) is refused, naming the one to use. Where a command writes is never a default:
-its ``--out`` is required, so no command writes where it was not told to.
+scale-schedule ratio that stretches every schedule) ``--budget``, a method ``--method``; a flag
+that takes a comma-separated list of them is the plural (``--recipes``, ``--budgets``,
+``--methods``), and only such a flag. A spelling a command took before (:data:`RENAMED`) is
+refused, naming the one to use. Where a command writes is never a default: its ``--out`` is
+required, so no command writes where it was not told to.
 
 Parsing imports nothing heavy (no torch, triton or numpy): a command builds its parser from light
 modules and imports its machinery after parsing, so ``--help`` and a refused command line answer
@@ -35,6 +35,10 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # torch is imported where a device is checked: parsing needs none of it
+    import torch
 
 # What bad input raises anywhere in the project (fastcore_ops.checks' rule, plus files that
 # cannot be read or written): a command refuses these; anything else is a bug and keeps its traceback.

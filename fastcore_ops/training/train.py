@@ -107,10 +107,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    return build_parser().parse_args(argv)
-
-
 # How long a rank other than 0 that refuses waits for torchrun to end it (below): torchrun ends it as soon as
 # rank 0 has said why and exited, so this is only a guard, long enough for a slow rank 0 on a busy machine.
 RANK_0_GRACE_SECONDS = 120.0
