@@ -1,7 +1,7 @@
 """Loaded by pytest before anything it collects, the docstring examples of the packages included.
 
-Kernels run through Triton's interpreter unless a GPU is present, and fastcore_ops must then be
-imported before any module imports triton (transformers does), since Triton fixes
+Kernels run through Triton's interpreter unless a GPU is present, and fastcore_ops.kernels must then
+be imported before any module imports triton (transformers does), since Triton fixes
 interpreting when it is first imported. The installed package holds no conftest.py: the
 fixtures its docstring examples use are here.
 """
@@ -18,14 +18,14 @@ os.environ.setdefault("FASTCORE_OPS_INTERPRET", "0" if torch.cuda.is_available()
 # FASTCORE_OPS_AUTOTUNE=1 tunes here too.
 os.environ.setdefault("FASTCORE_OPS_AUTOTUNE", "0")
 
-import fastcore_ops  # noqa: E402, F401
+import fastcore_ops.kernels  # noqa: E402, F401  (sets up the interpreter: see above)
 import pytest  # noqa: E402
 
 # The training command computes with the cores other work leaves idle (fastcore_ops/training/compute_threads.py).
 # A test's training child computes on one thread instead, whatever the load: its numbers do not
 # depend on the box, and a busy box does not stall it (a tiny step on two OpenMP threads with one
 # core taken ran 45x slower than on one: a 20-image run took 42 s against 0.9 s). This process
-# imported torch above, with fastcore_ops, so keeps PyTorch's default.
+# imported torch above, with fastcore_ops.kernels, so keeps PyTorch's default.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 from PIL import Image  # noqa: E402
 

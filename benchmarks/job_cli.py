@@ -8,18 +8,15 @@ its data, a summary.json in a new folder.
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import json
 from pathlib import Path
-from typing import Callable
-
-import torch
 
 from fastcore_ops import cli
-from fastcore_ops.training.config import TrainConfig, override
-from fastcore_ops.training.precision import choose_precision
-from fastcore_ops.training.recipes import get_recipe, list_recipes
-from fastcore_ops.training.tasks.classification import split_folders
+from fastcore_ops.training.recipes import list_recipes
+
+# Where the composer job's training images come from: torchvision's DataLoader, or our loader.
+LOADERS = ("torchvision", "ours")
 
 
 def job_parser(prog: str, description: str) -> cli.ArgumentParser:
@@ -35,16 +32,27 @@ def job_parser(prog: str, description: str) -> cli.ArgumentParser:
     return parser
 
 
-def job_main(parser: cli.ArgumentParser, argv: list[str] | None, check: Callable[[TrainConfig], None],
-            job: Callable[[argparse.Namespace], dict]) -> int:
-    """Parse ``argv`` (the recipe with its overrides as ``args.config``, refused unless ``check`` passes it),
-    run ``job`` and write what it returns as ``--out``/summary.json; exit 2 with one ``error:`` line on bad input."""
+def job_main(parser: cli.ArgumentParser, argv: list[str] | None, work: str) -> int:
+    """Parse ``argv``, then import the module ``work``: the recipe with its overrides becomes ``args.config``,
+    refused unless the module's ``check(config)`` passes it, and the module's ``job(args)`` runs it; what that
+    returns is written as ``--out``/summary.json. Exit 2 with one ``error:`` line on bad input."""
     try:
         args = parser.parse_args(argv)
+    except ValueError as error:
+        return cli.refuse(error)
+    import torch  # the job's machinery, torch with it: once the command line parsed
+
+    from fastcore_ops.training.config import override
+    from fastcore_ops.training.precision import choose_precision
+    from fastcore_ops.training.recipes import get_recipe
+    from fastcore_ops.training.tasks.classification import split_folders
+
+    job = importlib.import_module(work)
+    try:
         args.device = torch.device(args.device)
         recipe = get_recipe(cli.check_name("--recipe", args.recipe, list_recipes(), "recipe"))
         args.config = override(recipe, args.assignments)
-        check(args.config)
+        job.check(args.config)
         split_folders(args.data)  # a missing folder, or one without train/ and val/ (or test/), is refused here
         if args.out.exists() and any(args.out.iterdir()):
             raise ValueError(f"--out {args.out} is not empty; give a new folder")
@@ -53,7 +61,7 @@ def job_main(parser: cli.ArgumentParser, argv: list[str] | None, check: Callable
     # The precision every job of the comparison computes in, and why, chosen once (see fastcore_ops.training.precision).
     args.precision = choose_precision(args.config.precision, args.device)
     print(args.precision.describe(), flush=True)
-    summary = job(args) | {"precision": args.precision.describe()}
+    summary = job.job(args) | {"precision": args.precision.describe()}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     return 0

@@ -34,19 +34,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import torch
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
-
 from fastcore_ops import cli
 from fastcore_ops.owned_folder import check_claimable, claim_folder
-from fastcore_ops.training.config import override
-from fastcore_ops.training.figures import plt, save_figure
-from fastcore_ops.training.recipes import get_recipe, list_recipes
+from fastcore_ops.training.recipes import list_recipes
 from fastcore_ops.training.train import child_environment
 
-from .composer_job import LOADERS, check_supported
-from .timing import device_name
+from .job_cli import LOADERS
+
+# torch, matplotlib and the trainer's configuration are imported where they are used, once the command line parsed.
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPOSITORY.parent / "shared" / "datasets" / "cifar10-jpeg"
@@ -142,6 +137,11 @@ def summary_table(rows: list[dict], floor: dict) -> str:
 def peers_figure(rows: list[dict], floor: dict, title: str):
     """Training time of every run, ours green and Composer's grey, side by side per pair, with its top-1 on
     top; the floor dashed, the floor of median steps dotted, both named in the legend below the bars."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from fastcore_ops.training.figures import plt
+
     fig, ax = plt.subplots(figsize=(7, 4.6))
     colors = {"ours": "tab:green", "composer": "tab:gray"}
     for row in rows:
@@ -179,20 +179,27 @@ def build_parser() -> cli.ArgumentParser:
                         help="Composer's training images through torchvision's DataLoader, as its users write it, "
                              "or through our loader, which leaves the two trainers alone to compare")
     cli.add_device_option(parser)
-    parser.add_argument("--out", type=Path, default=Path("runs/peers"),
+    parser.add_argument("--out", type=Path, required=True,
                         help="folder for the tables, the plot and every run's folder (OUT/runs/)")
     return parser
 
 
 def parse_args(argv: list[str] | None = None):
     args = build_parser().parse_args(argv)
+    import torch
+
+    from fastcore_ops.training.config import override
+    from fastcore_ops.training.recipes import get_recipe
+
+    from . import composer_run
+
     args.device = torch.device(args.device)
     args.data, args.out, args.peers = args.data.resolve(), args.out.resolve(), args.peers.resolve()
     if not args.data.is_dir():
         raise ValueError(f"--data {args.data} is not a folder; give one with train/ and val/ (or test/) in it")
     args.config = override(get_recipe(cli.check_name("--recipe", args.recipe, list_recipes(), "recipe")),
                            args.assignments)
-    check_supported(args.config)
+    composer_run.check(args.config)
     check_claimable(args.out, "peers")
     return args
 
@@ -214,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     except JobFailed as error:
         print(cli.error_line(error), file=sys.stderr)
         return 1
+    from fastcore_ops.training.figures import save_figure
+
+    from .timing import device_name
+
     table = summary_table(rows, floor)
     machine = device_name(args.device)
     header = (f"{args.recipe} on {args.data.name}{f' (--subset {args.subset})' if args.subset else ''}, "

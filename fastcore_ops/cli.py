@@ -7,6 +7,17 @@ option has help text showing its default; the options every command may take are
 way (``--batch-size``, ``--device``, ``--out``, ``--no-progress``, ``--seed``) and the shared
 ones are added here, so their help reads the same everywhere.
 
+A concept is spelled one way in every command too: a recipe is ``--recipe``, a budget (the
+scale-schedule ratio that stretches every schedule) ``--budget``, a method ``--method``; a flag
+that takes a comma-separated list of them is the plural (``--recipes``, ``--budgets``,
+``--methods``), and only such a flag. A spelling a command took before (:data:`RENAMED`) is
+refused, naming the one to use. Where a command writes is never a default: its ``--out`` is
+required, so no command writes where it was not told to.
+
+Parsing imports nothing heavy (no torch, triton or numpy): a command builds its parser from light
+modules and imports its machinery after parsing, so ``--help`` and a refused command line answer
+at once; a default that needs torch to be known (``--device``'s) is computed once parsing is done.
+
     >>> parser = ArgumentParser(prog="python -m tool")
     >>> _ = parser.add_argument("--batch-size", type=positive_int)
     >>> parser.parse_args(["--batch-size", "0"])
@@ -24,15 +35,18 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-
-from fastcore_ops import checks
+if TYPE_CHECKING:  # torch is imported where a device is checked: parsing needs none of it
+    import torch
 
 # What bad input raises anywhere in the project (fastcore_ops.checks' rule, plus files that
 # cannot be read or written): a command refuses these; anything else is a bug and keeps its traceback.
 REFUSALS = (ValueError, TypeError, OSError)
 
+
+# Flags renamed so that each concept has one spelling (see above): the old one, and the one it is now.
+RENAMED = {"--base": "--recipe", "--scale-schedule": "--budget"}
 
 # The help text of the shared options, one wording for every command.
 DEVICE_HELP = "where to compute: cpu, cuda or cuda:N (default: cuda where this machine has it, else cpu)"
@@ -48,6 +62,20 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
                 getattr(action, "machine_default", False):
             return action.help
         return super()._get_help_string(action)
+
+
+class AfterParsing:
+    """A default only known by asking torch (whether this machine has CUDA): :class:`ArgumentParser` computes it
+    once the command line is parsed, so that --help and a refused command line do not import torch.
+
+        >>> parser = ArgumentParser(prog="tool")
+        >>> _ = parser.add_argument("--size", default=AfterParsing(lambda: 3))
+        >>> parser.parse_args([]).size
+        3
+    """
+
+    def __init__(self, compute):
+        self.compute = compute
 
 
 def machine_default(action: argparse.Action) -> argparse.Action:
@@ -72,6 +100,19 @@ class ArgumentParser(argparse.ArgumentParser):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
         if is_console_script(sys.argv[0]):  # fastcore-train: its usage and errors name what the user typed
             self.prog = Path(sys.argv[0]).name
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        for word in args:
+            flag = word.partition("=")[0]
+            if RENAMED.get(flag) in self._option_string_actions and flag not in self._option_string_actions:
+                self.error(f"{flag} is now {RENAMED[flag]}")
+        parsed, rest = super().parse_known_args(args, namespace)
+        if not rest:  # parse_args refuses the rest: no default needs computing then
+            for action in self._actions:
+                if isinstance(action.default, AfterParsing) and getattr(parsed, action.dest, None) is action.default:
+                    setattr(parsed, action.dest, action.default.compute())
+        return parsed, rest
 
     def error(self, message):
         raise ValueError(f"{message}; see {self.prog} --help")
@@ -115,8 +156,14 @@ def description(docstring: str) -> str:
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:
     """``--device``, as every command that computes takes it: a device this machine has, by name."""
-    machine_default(parser.add_argument("--device", type=device_name,
-                                        default="cuda" if torch.cuda.is_available() else "cpu", help=DEVICE_HELP))
+    machine_default(parser.add_argument("--device", type=device_name, default=AfterParsing(_default_device),
+                                        help=DEVICE_HELP))
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def add_no_progress_option(parser: argparse.ArgumentParser) -> None:
@@ -261,6 +308,8 @@ def device_name(text: str) -> str:
     >>> device_name("cpu")
     'cpu'
     """
+    from fastcore_ops import checks  # torch: only once a device is named
+
     try:
         return str(checks.check_device("device", text))
     except ValueError as error:
@@ -274,4 +323,6 @@ def check_device(name: str) -> torch.device:
     >>> check_device("cpu")
     device(type='cpu')
     """
+    from fastcore_ops import checks
+
     return checks.check_device("--device", name)

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from benchmarks.kernels import blurpool
-from benchmarks.kernels.__main__ import main, measure
+from benchmarks.kernels.__main__ import main
+from benchmarks.kernels.runner import measure
 
 
 def test_measure_reports_reference_time_and_traffic_model():
@@ -208,7 +209,7 @@ def test_retune_refuses_without_cuda_and_leaves_the_table(monkeypatch, tmp_path,
 def test_retune_replaces_the_keys_it_meets_and_keeps_the_others(monkeypatch, tmp_path, capsys):
     """The tuning itself needs a GPU (tests/kernels/test_backend.py times configs with a stand-in); here, what
     retune does with its choices."""
-    from benchmarks.kernels import retune
+    from benchmarks.kernels import retune, tuning
     from fastcore_ops.kernels import backend
 
     entry = {"kwargs": {"BLOCK_C": 1024}, "num_warps": 4, "num_stages": 3}
@@ -220,7 +221,7 @@ def test_retune_replaces_the_keys_it_meets_and_keeps_the_others(monkeypatch, tmp
     monkeypatch.setattr(backend, "INTERPRETING", False)
     monkeypatch.setattr(backend, "AUTOTUNE_MODE", "table")
     asked = []
-    monkeypatch.setattr(retune, "tune_kernels", lambda names, *args: asked.append(names) or {
+    monkeypatch.setattr(tuning, "tune_kernels", lambda names, *args: asked.append(names) or {
         "_bce_forward_kernel": {"(2048, True)": chosen}, "_scale_kernel": {"(4,)": chosen}})
     assert retune.main(["--out", str(table), "--kernels", "bce_with_logits"]) == 0
     assert asked == [["bce_with_logits"]]

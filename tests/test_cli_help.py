@@ -1,11 +1,15 @@
 """Every command speaks one language: each option explained with its default, plain descriptions, the shared
 options spelled one way, and a mistyped name answered with its flag and the closest names.
 
-``python -m fastcore_ops.training.torchrun`` is not here: its options are torchrun's own, from torch's parser.
+``python -m fastcore_ops.training.torchrun`` is not in COMMANDS: its options are torchrun's own, from torch's
+parser; only its --help is held, with every command's, to importing nothing heavy.
 """
 
 import argparse
 import importlib
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -28,7 +32,7 @@ COMMANDS = [
 ROOT = Path(__file__).resolve().parents[1]
 # What builds a command's parser, and the modules that only share such builders.
 BUILDERS = ("ArgumentParser(", "job_parser(")
-SHARED = {"fastcore_ops/cli.py", "benchmarks/job_cli.py"}
+SHARED = {"fastcore_ops/cli.py", "benchmarks/job_cli.py", "fastcore_ops/training/tradeoff/options.py"}
 
 # The one spelling of each shared concept, by the spellings it could take (lowercase, without dashes or _).
 SPELLINGS = {
@@ -38,6 +42,41 @@ SPELLINGS = {
     "--no-progress": {"progress", "noprogress", "nobar", "nobars", "noprogressbar", "noprogressbars", "quiet"},
     "--seed": {"seed", "randomseed", "rngseed"},
 }
+# The one spelling of each concept a command names one at a time, by the spellings it could take; a flag that
+# takes a list of them is the plural, and only such a flag (fastcore_ops/cli.py's rule).
+CONCEPTS = {
+    "--recipe": {"recipe", "recipes", "base", "bases", "baserecipe", "baserecipes"},
+    "--budget": {"budget", "budgets", "scaleschedule", "scaleschedules", "scalescheduleratio", "ratio", "ratios"},
+    "--method": {"method", "methods"},
+}
+
+
+# What no command may import to parse its command line (a --help or a refused command line): each takes
+# seconds to import on a busy box, and the parser needs none of them.
+HEAVY = ("torch", "triton", "numpy")
+# Runs a command in a child as ``python -m`` (or a script) does, then prints its exit status and the HEAVY
+# modules it imported.
+CHILD = f"""
+import runpy, sys
+target = sys.argv[1]
+sys.argv = sys.argv[1:]
+try:
+    if target.endswith(".py"):
+        runpy.run_path(target, run_name="__main__")
+    else:
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    status = 0
+except SystemExit as stop:
+    status = stop.code
+print("status", status, *[name for name in {HEAVY!r} if name in sys.modules])
+"""
+
+
+def command_line(command: str) -> str:
+    """What ``python -m`` runs for ``command`` (the package of a ``cli`` or ``__main__`` module), or its script."""
+    if command.startswith("tools/"):
+        return f"{command}.py"
+    return command.removesuffix(".__main__").removesuffix(".cli")
 
 
 def build_parser(command: str) -> argparse.ArgumentParser:
@@ -110,6 +149,38 @@ def test_shared_options_are_spelled_one_way(parser):
                 assert word not in variants or flag == spelling, f"{parser.prog}: {flag} should be {spelling}"
 
 
+def takes_a_list(action: argparse.Action) -> bool:
+    """Whether the argument takes several values: as separate words, or comma-separated (its help says so)."""
+    return action.nargs in ("+", "*") or "comma-separated" in (action.help or "")
+
+
+def test_each_concept_is_one_flag_plural_when_it_takes_a_list(parser):
+    for action in options(parser):
+        for flag in action.option_strings:
+            word = flag.lstrip("-").replace("-", "").replace("_", "").lower()
+            for spelling, variants in CONCEPTS.items():
+                wanted = f"{spelling}s" if takes_a_list(action) else spelling
+                assert word not in variants or flag == wanted, f"{parser.prog}: {flag} should be {wanted}"
+
+
+def test_where_a_command_writes_is_never_a_default(parser):
+    """--out (or a positional output folder) is required: no command writes where it was not told to."""
+    for action in parser._actions:
+        if "--out" in action.option_strings or action.dest in ("out", "destination"):
+            assert action.required and action.default in (None, argparse.SUPPRESS), f"{parser.prog}: {action.dest}"
+
+
+@pytest.mark.parametrize(("command", "argv", "said"), [
+    ("fastcore_ops.training.ablate.cli", ["--base", "cifar_mild"], "error: --base is now --recipe; see "),
+    ("fastcore_ops.training.train", ["--recipe", "cifar_mild", "--scale-schedule=0.5"],
+     "error: --scale-schedule is now --budget; see "),
+])
+def test_an_old_spelling_is_refused_naming_the_new_one(command, argv, said, tmp_path, capsys):
+    main = importlib.import_module(command).main
+    assert refused(main, [*argv, "--out", str(tmp_path / "out")], capsys).startswith(said)
+    assert not (tmp_path / "out").exists()
+
+
 def test_shared_options_read_the_same_everywhere(parser):
     wording = {"--device": cli.DEVICE_HELP, "--no-progress": cli.NO_PROGRESS_HELP}
     for action in options(parser):
@@ -128,6 +199,19 @@ def test_every_command_of_the_project_is_walked():
     listed = {f"{command}.py" if command.startswith("tools/") else command.replace(".", "/") + ".py"
               for command in COMMANDS}
     assert found == listed
+
+
+# torchrun's own flags are parsed by torch's parser: only its --help is light.
+@pytest.mark.parametrize(("command", "argv"), [
+    *[(command_line(command), argv) for command in COMMANDS for argv in (["--help"], ["--no-such-flag"])],
+    ("fastcore_ops.training.torchrun", ["--help"])])
+def test_parsing_imports_no_heavy_module(command, argv):
+    """--help, and a command line the parser refuses, answer without importing torch, triton or numpy: parse
+    first, import the machinery after."""
+    child = subprocess.run([sys.executable, "-c", CHILD, command, *argv], cwd=ROOT, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    status, *heavy = child.stdout.splitlines()[-1].split()[1:]
+    assert (status, heavy) == ("0" if argv == ["--help"] else "2", []), child.stdout[-2000:] + child.stderr[-2000:]
 
 
 @pytest.mark.parametrize(("text", "known", "said"), [
@@ -162,11 +246,11 @@ def test_train_names_a_mistyped_recipe_or_model_with_its_flag(argv, said, tmp_pa
 
 
 @pytest.mark.parametrize(("argv", "said"), [
-    (["--base", "cifar_basline"], "error: --base cifar_basline: no such recipe; did you mean cifar_baseline?"),
-    (["--base", "cifar_mild", "--methods", "cutout,mixip"],
+    (["--recipe", "cifar_basline"], "error: --recipe cifar_basline: no such recipe; did you mean cifar_baseline?"),
+    (["--recipe", "cifar_mild", "--methods", "cutout,mixip"],
      "error: --methods mixip: no such method; did you mean mixup?"),
 ])
-def test_ablate_names_a_mistyped_base_or_method_with_its_flag(argv, said, tmp_path, capsys):
+def test_ablate_names_a_mistyped_recipe_or_method_with_its_flag(argv, said, tmp_path, capsys):
     from fastcore_ops.training.ablate.cli import main
 
     assert refused(main, [*argv, "--out", str(tmp_path / "ablation")], capsys) == said

@@ -419,6 +419,7 @@ def test_a_step_that_outlives_its_limit_is_stopped_and_the_run_goes_on(checkout:
 def test_benchmark_appends_each_row_as_it_is_measured(tmp_path: Path, monkeypatch):
     """--jsonl: one line per case, written before the next case is measured."""
     from benchmarks.kernels import __main__ as kernels
+    from benchmarks.kernels import runner
 
     jsonl = tmp_path / "rows.jsonl"
     lines_seen = []
@@ -427,8 +428,8 @@ def test_benchmark_appends_each_row_as_it_is_measured(tmp_path: Path, monkeypatc
         lines_seen.append(len(jsonl.read_text().splitlines()) if jsonl.exists() else 0)
         return {"kernel": case.kernel, "size": case.size, "fwd_bwd_traffic_ratio": 2.0}
 
-    monkeypatch.setattr(kernels, "measure", measure)
-    monkeypatch.setattr(kernels, "plot_speedups", lambda rows, on_gpu, path: None)
+    monkeypatch.setattr(runner, "measure", measure)
+    monkeypatch.setattr(runner, "plot_speedups", lambda rows, on_gpu, path: None)
     assert kernels.main(["--device", "cpu", "--batch-size", "1", "--kernels", "blur_maxpool2d",
                          "--out", str(tmp_path / "out"), "--jsonl", str(jsonl)]) == 0
     rows = [json.loads(line) for line in jsonl.read_text().splitlines()]

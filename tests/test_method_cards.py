@@ -11,8 +11,8 @@ def test_every_card_is_what_its_sources_give():
 
 
 def test_every_method_the_ablation_knows_has_a_card_with_what_when_and_cost():
-    assert set(METHODS) <= set(method_cards.SOURCES)
-    for name, source in method_cards.SOURCES.items():
+    assert set(METHODS) <= set(method_cards.sources())
+    for name, source in method_cards.sources().items():
         title, fields = method_cards.card_section(source)
         labels = [label.split(" ")[0] for label, _ in fields]
         assert title and "What" in labels and "When" in labels, name

@@ -6,8 +6,8 @@ import sys
 import pytest
 import torch
 
-from benchmarks import peers
-from benchmarks.composer_job import check_supported, torchvision_loader
+from benchmarks import composer_run, peers
+from benchmarks.composer_run import torchvision_loader
 from fastcore_ops.training.config import override
 from fastcore_ops.training.recipes import get_recipe
 from tests.training.conftest import link_cifar_subset
@@ -82,9 +82,9 @@ def test_composer_s_torchvision_loader_crops_and_flips_as_the_recipe_does(micro_
 
 
 def test_a_composer_job_names_the_methods_it_cannot_hand_over():
-    check_supported(get_recipe("cifar_mild"))
+    composer_run.check(get_recipe("cifar_mild"))
     with pytest.raises(ValueError, match="has methods.stochastic_depth, methods.colout, methods.randaugment, "
                                          "methods.mixup, methods.sam, methods.ema: the Composer job sets up"):
-        check_supported(get_recipe("resnet50_hot"))
+        composer_run.check(get_recipe("resnet50_hot"))
     with pytest.raises(ValueError, match="task 'language_model'"):
-        check_supported(get_recipe("gpt_baseline"))
+        composer_run.check(get_recipe("gpt_baseline"))

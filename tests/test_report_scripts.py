@@ -310,7 +310,7 @@ def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys)
 
     run = tmp_path / "run"
     assert load("cifar-cost-model-20261129/step_times.py").main(
-        ["--recipe", "cifar_baseline", "--scale-schedule", "0.25", "--data", str(ten_jpegs), "--out", str(run),
+        ["--recipe", "cifar_baseline", "--budget", "0.25", "--data", str(ten_jpegs), "--out", str(run),
          "--no-progress", "--eval-every", "0", "--device", "cpu", "--threads", "1", "--set", "data.batch_size=1",
          "--set", "data.num_workers=0"]) == 0
     steps = json.loads((run / "steps.json").read_text())

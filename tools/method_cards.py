@@ -27,9 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere: the catalog is the project's own
 
 from fastcore_ops import cli  # noqa: E402
-from fastcore_ops.training.ablate.catalog import METHODS  # noqa: E402
-from fastcore_ops.training.config import TrainConfig  # noqa: E402
-from fastcore_ops.training.methods.registry import all_methods  # noqa: E402
 
 CARDS_FOLDER = ROOT / "docs" / "methods"
 
@@ -79,6 +76,9 @@ class CardSource:
 
 def _method_source(method) -> CardSource:
     """A registered method's card: in the module it registered from; turned on as the ablation does."""
+    from fastcore_ops.training.ablate.catalog import METHODS
+    from fastcore_ops.training.config import TrainConfig
+
     module = method.module.replace(".", "/") + ".py"
     if method.name in METHODS:
         _, assignments = METHODS[method.name].toggle(TrainConfig(task=method.task_names()[0]))
@@ -86,13 +86,18 @@ def _method_source(method) -> CardSource:
     return CardSource(module, turn_on=f'--set "methods.{method.name}={{}}"')
 
 
-# Every registered method's card, then the cards of settings that are not methods.
-SOURCES: dict[str, CardSource] = {method.name: _method_source(method) for method in all_methods()} | {
-    "lamb_lars": CardSource("fastcore_ops/training/optim.py", "lamb_lars", turn_on="--set optimizer.name=lamb (or lars)"),
-    "gradient_clipping": CardSource("fastcore_ops/training/optim.py", "gradient_clipping",
-                                    turn_on="--set optimizer.grad_clip_norm=1.0"),
-    "scale_schedule": CardSource("fastcore_ops/training/assemble.py", "scale_schedule", turn_on="--scale-schedule 0.5"),
-}
+@functools.cache  # the registry imports every method, and torch: once the command line parsed
+def sources() -> dict[str, CardSource]:
+    """Every registered method's card, then the cards of settings that are not methods."""
+    from fastcore_ops.training.methods.registry import all_methods
+
+    return {method.name: _method_source(method) for method in all_methods()} | {
+        "lamb_lars": CardSource("fastcore_ops/training/optim.py", "lamb_lars",
+                                turn_on="--set optimizer.name=lamb (or lars)"),
+        "gradient_clipping": CardSource("fastcore_ops/training/optim.py", "gradient_clipping",
+                                        turn_on="--set optimizer.grad_clip_norm=1.0"),
+        "scale_schedule": CardSource("fastcore_ops/training/assemble.py", "scale_schedule", turn_on="--budget 0.5"),
+    }
 
 
 def card_section(source: CardSource) -> tuple[str, list[tuple[str, str]]]:
@@ -151,7 +156,7 @@ def _measured_text(name: str) -> str:
 
 def render(name: str) -> str:
     """The Markdown card of method ``name``."""
-    source = SOURCES[name]
+    source = sources()[name]
     title, fields = card_section(source)
     body = "\n\n".join(f"**{label}.** {text}" for label, text in fields)
     return (f"# {name}\n\n{title}\n\n{body}\n\n**Turn it on**: `{source.turn_on}`\n\n"
@@ -162,12 +167,12 @@ def render(name: str) -> str:
 def render_index() -> str:
     lines = ["# Methods", "", "One card per method, written by `tools/method_cards.py` from the code and the committed "
              "measurements.", ""]
-    lines += [f"- [{name}]({name}.md): {card_section(source)[0]}" for name, source in SOURCES.items()]
+    lines += [f"- [{name}]({name}.md): {card_section(source)[0]}" for name, source in sources().items()]
     return "\n".join(lines) + "\n"
 
 
 def expected_files() -> dict[Path, str]:
-    files = {CARDS_FOLDER / f"{name}.md": render(name) for name in SOURCES}
+    files = {CARDS_FOLDER / f"{name}.md": render(name) for name in sources()}
     files[CARDS_FOLDER / "README.md"] = render_index()
     return files
 

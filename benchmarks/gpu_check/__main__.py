@@ -25,13 +25,11 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
-from benchmarks.gpu_check.figure import plot_kernel_speedups
 from benchmarks.gpu_check.parts import PARTS, SMALL_MODE_HEADROOM, Mode, Part
 from fastcore_ops import cli
 from fastcore_ops.owned_folder import check_claimable, claim_folder
-from fastcore_ops.training.precision import cpu_model
+
+# torch (and matplotlib, for the plot) are imported where they are used, once the command line parsed.
 
 TOOL = "benchmarks.gpu_check"
 EXIT_STATUS = ("Exit status: 0 when every part ran to its end; 1 when one did not (it raised, crashed, or was stopped "
@@ -41,6 +39,10 @@ PARTS_FOLDER = "parts"  # DIR/parts/<part>.json: each part's own record, as it w
 
 def environment(mode: Mode) -> dict[str, str]:
     """The hardware and software every number of the check came from."""
+    import torch
+
+    from fastcore_ops.training.precision import cpu_model
+
     found = {"python": platform.python_version(), "torch": torch.__version__, "triton": _triton_version(),
              "cpu": cpu_model() or platform.machine(), "cores": str(os.cpu_count())}
     if mode.small:
@@ -138,6 +140,8 @@ def part_markdown(index: int, result: dict) -> str:
 
 def write_report(out: Path, mode: Mode, found: dict[str, str], results: list[dict]) -> list[Path]:
     """Write gpu_check.json, gpu_check.md and, when the kernels part has rows, kernels.png; the paths written."""
+    from benchmarks.gpu_check.figure import plot_kernel_speedups  # matplotlib: only to write the report
+
     (out / "gpu_check.json").write_text(json.dumps({"mode": "small" if mode.small else "gpu", "environment": found,
                                                     "parts": results}, indent=1) + "\n")
     header = ", ".join(f"{key} {value}" for key, value in found.items())
@@ -187,6 +191,8 @@ def main(argv: list[str] | None = None, parts: list[Part] | None = None) -> int:
         check_claimable(args.out, TOOL)
     except cli.REFUSALS as error:
         return cli.refuse(error)
+    import torch  # once the command line parsed
+
     mode = Mode(small=args.small or not torch.cuda.is_available())
     if mode.small:
         why = "--small" if args.small else "no CUDA here"

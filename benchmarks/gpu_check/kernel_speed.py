@@ -21,7 +21,7 @@ import torch
 
 from benchmarks.gpu_check.parts import Mode, Recorder
 from benchmarks.kernels import Case
-from benchmarks.kernels.__main__ import all_cases, measure
+from benchmarks.kernels.runner import all_cases, measure
 from benchmarks.kernels.registry import KERNELS
 from benchmarks.timing import time_ms
 

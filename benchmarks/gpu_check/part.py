@@ -12,7 +12,7 @@ import sys
 import traceback
 from pathlib import Path
 
-import fastcore_ops  # noqa: F401  (first: it settles Triton's interpreter mode before anything imports triton)
+import fastcore_ops.kernels  # noqa: F401  (first: it settles Triton's interpreter mode before anything imports triton)
 from benchmarks.gpu_check.parts import Mode, Recorder
 
 

@@ -12,8 +12,10 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # torch is imported where it runs: the check's command line parses without it
+    import torch
 
 
 @dataclass(frozen=True)
@@ -24,11 +26,15 @@ class Mode:
 
     @property
     def device(self) -> torch.device:
+        import torch
+
         return torch.device("cpu" if self.small else "cuda")
 
     @property
     def dtypes(self) -> tuple[torch.dtype, ...]:
         """The storage dtypes the kernels are checked in: no bf16 in small mode (the interpreter gets it wrong)."""
+        import torch
+
         return (torch.float32, torch.float16) if self.small else (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -99,6 +105,8 @@ class Recorder:
 
 def _plain(value):
     """``value`` as JSON holds it: a tensor's number, a dtype's name; a float that is not finite as None."""
+    import torch
+
     if isinstance(value, torch.Tensor):
         value = value.item()
     if isinstance(value, torch.dtype):

@@ -1,6 +1,6 @@
 """Part 3: ResNet-50 and GPT-2 small, training steps per second in bf16 before and after each surgery.
 
-Each surgery alone on a fresh model (``benchmarks.surgery``): its parameters, the FLOPs of a
+Each surgery alone on a fresh model (``benchmarks.surgery_workloads``): its parameters, the FLOPs of a
 step and the throughput against the model as built. In small mode: ResNet-18 at 32 px and a
 two-layer GPT-2, in fp32 (a CPU without bf16 units only emulates it).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from benchmarks.gpu_check.parts import Mode, Recorder
-from benchmarks.surgery import Workload, gpt2_workload, measure, resnet_workload
+from benchmarks.surgery_workloads import Workload, gpt2_workload, measure, resnet_workload
 from fastcore_ops import list_surgeries
 
 

@@ -1,18 +1,21 @@
 """Kernel microbenchmarks: each fused Triton kernel against the PyTorch ops it replaces.
 
 Each kernel module here (``blurpool``, ``bce``, ...) builds a list of :class:`Case`; the
-runner in ``__main__`` times them and writes the table, CSV, JSON and a plot.
+runner (``runner.py``) times them and writes the table, CSV, JSON and a plot. This file imports
+torch only where a helper runs it, so that each command of this package parses its command line
+without torch.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-from .compile_cases import KernelCase
+    from .compile_cases import KernelCase
 
 
 @dataclass
@@ -52,7 +55,7 @@ class Goal:
     """One bar a kernel is held to on a GPU: ``rival``'s ``metric`` over ours is at least ``at_least``, in the
     cases ``applies_to`` picks; ``text`` says it in words.
 
-    ``rival`` is a column of the benchmark rows (``benchmarks.kernels.__main__.measure``): "ref" (the case's
+    ``rival`` is a column of the benchmark rows (``benchmarks.kernels.runner.measure``): "ref" (the case's
     reference), "floor" (ours' modelled bytes at the device's peak DRAM bandwidth) or a key of the cases'
     ``others``. ``metric``: "fwd_bwd_ms" (forward+backward time: the ratio is a speed-up) or "peak_MB"
     (peak memory). "Within 1.3x of X" is ``Goal("X", 1 / 1.3, ...)``.
@@ -82,6 +85,8 @@ class Goal:
 
 
 def element_size(dtype: torch.dtype) -> int:
+    import torch
+
     return torch.empty((), dtype=dtype).element_size()
 
 
@@ -135,6 +140,8 @@ class KernelSpec:
 
 def channels_last_image(shape, device, dtype) -> torch.Tensor:
     """A random channels-last image batch that requires grad."""
+    import torch
+
     return torch.randn(shape, device=device, dtype=dtype).to(memory_format=torch.channels_last).requires_grad_()
 
 
@@ -150,6 +157,8 @@ def compiled_on_first_call(fn: Callable[..., torch.Tensor]) -> Callable[..., tor
 
     @functools.cache
     def build():
+        import torch
+
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, COMPILED_GRAPHS)
         return torch.compile(fn, dynamic=False)
 

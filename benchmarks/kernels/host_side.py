@@ -15,153 +15,30 @@ Writes ``host_side.md`` and ``host_side.json`` into ``--out``.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import sys
-import time
 from pathlib import Path
-from unittest import mock
-
-import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
 
 from fastcore_ops import cli
-from fastcore_ops.kernels import backend
-from fastcore_ops.kernels.launches import LaunchRecorder, Phase, run_backward_node
-from fastcore_ops.owned_folder import check_claimable, claim_folder
-from fastcore_ops.training.compute_threads import torch_threads
-from fastcore_ops.training.precision import cpu_model
-
-from . import KernelSpec
-from .registry import KERNELS
-
-HOST_TIME_GOAL = 1.2  # ours / the rival's, at most (issue 69)
-
-
-@contextlib.contextmanager
-def triton_path():
-    """CPU tensors take the Triton path too (as under the interpreter), so their host side is the GPU's."""
-    with mock.patch.object(backend, "use_triton", lambda *tensors: True):
-        yield
-
-
-def launches_on_fake_gpu(spec: KernelSpec, dtype: torch.dtype = torch.bfloat16) -> dict[str, Phase]:
-    """The forward's and the backward's phases of ``spec`` on fake CUDA tensors at a training step's size."""
-    with FakeTensorMode():
-        inputs = spec.inputs("cuda", dtype, False)
-        with LaunchRecorder(stub_triton=True) as recorder:
-            with recorder.phase("forward"):
-                out = spec.ours(*inputs)
-            grad = torch.ones_like(out)
-            with recorder.phase("backward"):
-                run_backward_node(out, grad)
-    return recorder.phases
-
-
-def zero_fills_through_autograd(spec: KernelSpec) -> dict[str, Phase]:
-    """The forward's and the backward's phases of ``spec`` on tiny CPU tensors, backward through the engine."""
-    inputs = spec.inputs("cpu", torch.float32, True)
-    with triton_path(), LaunchRecorder(stub_triton=True) as recorder:
-        with recorder.phase("forward"):
-            out = spec.ours(*inputs)
-        grad = torch.ones_like(out)
-        with recorder.phase("backward"):
-            out.backward(grad)
-    return recorder.phases
-
-
-def host_times_us(spec: KernelSpec, rounds: int = 15, calls: int = 20) -> tuple[float, float]:
-    """The least host time of one forward+backward, ours and the rival's, in microseconds (see the module)."""
-    inputs = spec.inputs("cpu", torch.float32, True)
-
-    def step(function):
-        out = function(*inputs)
-        out.backward(torch.ones_like(out))
-
-    best = {spec.ours: float("inf"), spec.rival: float("inf")}
-    # One compute thread: the host's own work is single-threaded, and a thread spinning at an OpenMP barrier
-    # for a preempted partner would count as this one's time.
-    with triton_path(), LaunchRecorder(stub_triton=True).triton_only(), torch_threads(1):
-        for function in best:  # warm: first calls build caches
-            for _ in range(calls):
-                step(function)
-        for _ in range(rounds):  # in turn, so that a busy spell hits both sides
-            for function in best:
-                # This thread's CPU time, not the wall clock's: the spells other processes hold the core count
-                # on neither side, so a busy machine measures what an idle one does.
-                start = time.thread_time()
-                for _ in range(calls):
-                    step(function)
-                best[function] = min(best[function], (time.thread_time() - start) / calls * 1e6)
-    return best[spec.ours], best[spec.rival]
-
-
-def row(spec: KernelSpec) -> dict:
-    """One kernel's line of the report."""
-    gpu = launches_on_fake_gpu(spec)
-    cpu = zero_fills_through_autograd(spec)
-    ours_us, rival_us = host_times_us(spec)
-    return {
-        "kernel": spec.name,
-        "forward_launches": gpu["forward"].launches, "forward_budget": spec.forward_launches,
-        "backward_launches": gpu["backward"].launches, "backward_budget": spec.backward_launches,
-        "host_waits": gpu["forward"].host_waits + gpu["backward"].host_waits,
-        "host_copies": gpu["forward"].host_copies + gpu["backward"].host_copies,
-        "zero_fills": cpu["forward"].zero_fills + cpu["backward"].zero_fills,
-        "ours_host_us": ours_us, "rival_host_us": rival_us, "host_ratio": ours_us / rival_us,
-    }
-
-
-def markdown(rows: list[dict], machine: str) -> str:
-    lines = [
-        f"# The kernels' host side ({machine})",
-        "",
-        "Launches on fake CUDA tensors at a training step's size (bf16), Triton stubbed; zero-fills through "
-        "autograd's engine on CPU tensors; host time of a forward+backward on tiny CPU tensors, the least of "
-        f"15 rounds of 20 calls, ours against the PyTorch op a user would run (goal: at most {HOST_TIME_GOAL}x).",
-        "",
-        "| kernel | forward launches (budget) | backward launches (budget) | host waits | host copies | zero-fills "
-        "| ours µs | rival µs | ours / rival |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['kernel']} | {len(r['forward_launches'])} ({r['forward_budget']}) "
-            f"| {len(r['backward_launches'])} ({r['backward_budget']}) | {len(r['host_waits'])} "
-            f"| {len(r['host_copies'])} | {len(r['zero_fills'])} | {r['ours_host_us']:.1f} | {r['rival_host_us']:.1f} "
-            f"| {r['host_ratio']:.2f} |")
-    lines += ["", "Launches, in order:", ""]
-    lines += [f"- {r['kernel']}: forward {', '.join(r['forward_launches'])}; "
-              f"backward {', '.join(r['backward_launches'])}" for r in rows]
-    return "\n".join(lines) + "\n"
+from fastcore_ops.owned_folder import check_claimable
 
 
 def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(prog="python -m benchmarks.kernels.host_side", description=cli.description(__doc__))
     parser.add_argument("--kernels", default=None,
                         help="comma-separated subset, e.g. blurpool2d,bce_with_logits (default: every kernel)")
-    parser.add_argument("--out", type=Path, default=Path("runs/host-side"), help="folder for host_side.md and .json")
+    parser.add_argument("--out", type=Path, required=True, help="folder for host_side.md and .json")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        known = {spec.name: spec for spec in KERNELS}
-        names = cli.check_names("--kernels", args.kernels, known, "kernel") if args.kernels else list(known)
         check_claimable(args.out, "benchmarks")
     except cli.REFUSALS as error:
         return cli.refuse(error)
-    rows = []
-    for name in names:
-        rows.append(row(known[name]))
-        print(f"{name}: host {rows[-1]['host_ratio']:.2f}x the rival's", flush=True)
-    machine = f"{cpu_model() or 'CPU'}, {torch.get_num_threads()} threads, torch {torch.__version__}"
-    claim_folder(args.out, "benchmarks")
-    (args.out / "host_side.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2))
-    (args.out / "host_side.md").write_text(markdown(rows, machine))
-    print(markdown(rows, machine))
-    return 0
+    from .host_costs import run  # torch and every kernel: once the command line parsed
+
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -10,18 +10,10 @@ so that a GPU session's time can be spent a few kernels at a time (``--kernels``
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
 
-import torch
-from tqdm import tqdm
-
 from fastcore_ops import cli
-from fastcore_ops.kernels import backend
-
-from .registry import KERNELS
 
 DTYPES = ("float16", "bfloat16", "float32")
 
@@ -29,8 +21,9 @@ DTYPES = ("float16", "bfloat16", "float32")
 def build_parser() -> cli.ArgumentParser:
     """The command line of ``python -m benchmarks.kernels.retune``."""
     parser = cli.ArgumentParser(prog="python -m benchmarks.kernels.retune", description=cli.description(__doc__))
-    parser.add_argument("--out", type=Path, default=Path("fastcore_ops/kernels/tuned_configs.json"),
-                        help="the table to update (made if absent)")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="the table to update, made if absent (the kernels read "
+                             "fastcore_ops/kernels/tuned_configs.json)")
     parser.add_argument("--kernels", default=None,
                         help="comma-separated subset, e.g. blurpool2d,bce_with_logits (default: every kernel)")
     parser.add_argument("--batch-size", type=cli.positive_int, default=256, help="batch size of the CNN kernels")
@@ -39,77 +32,14 @@ def build_parser() -> cli.ArgumentParser:
     return parser
 
 
-def check_can_tune(out: Path) -> dict:
-    """The table at ``out`` to update (empty if absent); ValueError where this process cannot tune, or ``out``
-    cannot be updated: before anything runs or is written."""
-    if not torch.cuda.is_available():
-        raise ValueError("retuning times the kernels on a GPU, and this machine has no CUDA device; "
-                         "the table is left as it is")
-    if backend.INTERPRETING:
-        raise ValueError("Triton's interpreter is on (FASTCORE_OPS_INTERPRET or TRITON_INTERPRET): it cannot time "
-                         "configs; unset both")
-    if backend.AUTOTUNE_MODE == "first":
-        raise ValueError(f"{backend.AUTOTUNE_VARIABLE}=0 keeps each kernel's first config alone; unset it")
-    if out.is_dir() or not out.parent.is_dir():
-        raise ValueError(f"--out {out}: must be a file in an existing folder")
-    return backend.load_tuned_configs(out) if out.exists() else {}
-
-
-def parse_dtypes(text: str) -> list[torch.dtype]:
-    """The dtypes named in ``text``, e.g. ``"float16,bfloat16"``."""
-    names = cli.check_names("--dtypes", text, DTYPES, "dtype")
-    return [getattr(torch, name) for name in names]
-
-
-def tune_kernels(names: list[str], batch: int, dtypes: list[torch.dtype],
-                 device: torch.device) -> dict[str, dict[str, dict]]:
-    """The benchmark cases of the kernels ``names`` run once forward and backward with tuning forced on; the
-    configs chosen, by autotuner and key."""
-    for tuner in backend.TUNERS.values():
-        tuner.cache.clear()
-        tuner.cache_results = False  # measure here, not read back what Triton's cache folder kept
-    cases = [case for spec in KERNELS if spec.name in names for dtype in dtypes
-             for case in spec.benchmark_cases(batch, dtype, device, False)]
-    with backend.tuning():
-        for case in tqdm(cases, desc="tuning", leave=False):
-            try:
-                _forward_backward(case.ours, case.make_inputs())
-            except torch.OutOfMemoryError:  # its keys stay out of the table, which then runs their first config
-                print(f"skipped {case.kernel} {case.size}: out of memory", file=sys.stderr)
-            torch.cuda.empty_cache()
-    return backend.chosen_configs()
-
-
-def _forward_backward(fn, inputs: tuple) -> None:
-    out = fn(*inputs)
-    torch.autograd.grad(out, [t for t in inputs if t.requires_grad], torch.randn_like(out))
-    torch.cuda.synchronize()
-
-
-def write_table(table: dict, out: Path) -> None:
-    """``table`` as JSON at ``out``, whole or not at all (written beside it, then moved over it)."""
-    partial = out.with_name(out.name + ".partial")
-    partial.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
-    os.replace(partial, out)
-
-
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        known = [spec.name for spec in KERNELS]
-        names = cli.check_names("--kernels", args.kernels, known, "kernel") if args.kernels else known
-        dtypes = parse_dtypes(args.dtypes)
-        table = check_can_tune(args.out)
-    except cli.REFUSALS as error:
+    except ValueError as error:
         return cli.refuse(error)
-    chosen = tune_kernels(names, args.batch_size, dtypes, torch.device("cuda"))
-    for tuner_name, entries in chosen.items():
-        table.setdefault(tuner_name, {}).update(entries)
-    write_table(table, args.out)
-    keys = sum(len(entries) for entries in chosen.values())
-    print(f"Wrote {args.out}: {keys} keys of {len(chosen)} autotuned kernels tuned on {torch.cuda.get_device_name()} "
-          f"(batch {args.batch_size}, {args.dtypes})")
-    return 0
+    from .tuning import run  # torch, triton and every kernel: once the command line parsed
+
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -10,16 +10,16 @@ decoders and the pil workers' machinery; shards/ the prepared-shard format that
     ...                       device="cuda", randaugment=RandAugmentOptions(depth=1))   # doctest: +SKIP
 """
 
-from .loader import Loader, RepeatedEpochWarning, SkippedImagesWarning, build_loader
-from .loader_options import Crops, Shard
-from .sources import DatasetScanWarning
-from .transforms import (AlternatingFlipOptions, ColOutOptions, DeviceAugment, PaddedCropOptions, ProgressiveResize,
-                         RandAugmentOptions, colout_batch, flip_batch, padded_crop_batch, randaugment_batch,
-                         resize_batch)
+from fastcore_ops.lazy import lazy_exports
 
-__all__ = [
-    "build_loader", "Crops", "Shard", "Loader", "SkippedImagesWarning", "RepeatedEpochWarning", "DatasetScanWarning",
-    "randaugment_batch", "colout_batch", "resize_batch", "flip_batch", "padded_crop_batch",
-    "RandAugmentOptions", "ColOutOptions", "PaddedCropOptions", "ProgressiveResize", "DeviceAugment",
-    "AlternatingFlipOptions",
-]
+# Each public name, by the module that defines it: imported on first use, so that a command of this package
+# (prepare, datasets) parses its command line without torch.
+_PUBLIC = {
+    "loader": ["Loader", "RepeatedEpochWarning", "SkippedImagesWarning", "build_loader"],
+    "loader_options": ["Crops", "Shard"],
+    "sources": ["DatasetScanWarning"],
+    "transforms": ["AlternatingFlipOptions", "ColOutOptions", "DeviceAugment", "PaddedCropOptions", "ProgressiveResize",
+                   "RandAugmentOptions", "colout_batch", "flip_batch", "padded_crop_batch", "randaugment_batch",
+                   "resize_batch"],
+}
+__all__, __getattr__ = lazy_exports(__name__, _PUBLIC)

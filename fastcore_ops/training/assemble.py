@@ -6,7 +6,7 @@ windows and language models) are built by the run's task (:mod:`fastcore_ops.tra
 shared here.
 
 Method card: scale_schedule
-    What: ``--scale-schedule r`` (``schedule.scale_schedule_ratio``) multiplies the run's epochs
+    What: ``--budget r`` (``schedule.scale_schedule_ratio``) multiplies the run's epochs
         and warmup by r, and every schedule that is a fraction of the run (the cosine,
         progressive resizing, layer freezing, SWA) stretches with it.
     When it helps: measuring a recipe at several budgets: the tradeoff curves are runs at

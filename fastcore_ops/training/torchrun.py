@@ -11,6 +11,9 @@ refusal, 130 or 143 after a stop. Any other failure keeps torchrun's traceback a
 command line torchrun cannot parse is refused in one ``error:`` line (exit 2), not with its usage, and
 so is one it would fail on with a traceback (a process count that is not a number >= 1, a node
 count < 1, a ``-m`` module or a script that does not exist), before any process is started.
+
+Its options are torchrun's own, parsed by torch's parser: ``--help`` alone (before the training
+command) prints this and points there, without importing torch; ``torchrun --help`` lists them.
 """
 
 from __future__ import annotations
@@ -21,20 +24,41 @@ import signal
 import sys
 from pathlib import Path
 
-from torch.distributed import run as torchrun
-from torch.distributed.elastic.multiprocessing.api import SignalException
-from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-
 from fastcore_ops import cli
+
+PROG = "python -m fastcore_ops.training.torchrun"
 
 # fastcore_ops.training.train's statuses that come with their own message: a refusal, and a stop that checkpointed.
 SAID_ALREADY = (2, 128 + signal.SIGINT, 128 + signal.SIGTERM)
 
 
+def asks_for_help(argv: list[str]) -> bool:
+    """Whether ``argv`` asks for this command's help: -h or --help before any word that is not an option (the
+    training command, or an option's value: torch's parser then decides).
+
+        >>> asks_for_help(["--nproc_per_node=2", "--help"]), asks_for_help(["-m", "mod", "--help"])
+        (True, False)
+    """
+    for word in argv:
+        if word in ("-h", "--help"):
+            return True
+        if not word.startswith("-"):
+            return False
+    return False
+
+
+def short_help() -> str:
+    """This command's --help: its usage and description, and where its options (torchrun's) are listed."""
+    return (f"usage: {PROG} [torchrun's options] (-m MODULE | SCRIPT) [its arguments]\n\n{cli.description(__doc__)}\n\n"
+            f"Its options are torchrun's own: torchrun --help lists them.\n")
+
+
 def parse_args(argv: list[str] | None):
     """torchrun's arguments; ValueError, not its usage, for a command line it cannot parse."""
+    from torch.distributed import run as torchrun
+
     parser = torchrun.get_args_parser()
-    parser.prog = "python -m fastcore_ops.training.torchrun"
+    parser.prog = PROG
     parser.error = functools.partial(cli.ArgumentParser.error, parser)
     return parser.parse_args(argv)
 
@@ -66,6 +90,8 @@ def check_nproc_per_node(text: str) -> int:
         >>> check_nproc_per_node("2")
         2
     """
+    from torch.distributed import run as torchrun
+
     fix = f"give a whole number >= 1 or one of {', '.join(NPROC_WORDS)}, as in --nproc_per_node=2"
     try:
         count = torchrun.determine_local_world_size(text)
@@ -83,6 +109,8 @@ def check_nnodes(text: str) -> tuple[int, int]:
         >>> check_nnodes("1:4")
         (1, 4)
     """
+    from torch.distributed import run as torchrun
+
     try:
         low, high = torchrun.parse_min_max_nnodes(text)
     except (ValueError, RuntimeError):
@@ -111,6 +139,13 @@ def check_module(name: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if asks_for_help(sys.argv[1:] if argv is None else argv):
+        print(short_help(), end="")
+        return 0
+    from torch.distributed import run as torchrun  # once help is ruled out: torch takes seconds to import
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
     try:
         args = parse_args(argv)
         check_args(args)

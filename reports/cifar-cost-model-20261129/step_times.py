@@ -1,6 +1,6 @@
 """Train one run with ``python -m fastcore_ops.training.train``, keeping every step's seconds: what the cost pass models.
 
-    PYTHONPATH=. python reports/cifar-cost-model-20261129/step_times.py --recipe cifar_mild --scale-schedule 0.25 \
+    PYTHONPATH=. python reports/cifar-cost-model-20261129/step_times.py --recipe cifar_mild --budget 0.25 \
         --seed 5 --data ../shared/datasets/cifar10-jpeg --out RUN --no-progress --eval-every 0 --threads 2
 
 Takes ``python -m fastcore_ops.training.train``'s arguments. Besides the run's own files, writes into ``--out``

@@ -29,7 +29,8 @@ from collections import Counter
 from pathlib import Path
 
 from fastcore_ops.data import build_loader
-from fastcore_ops.data.prepare import PrepareSettings, prepare_shards
+from fastcore_ops.data.prepare import PrepareSettings
+from fastcore_ops.data.shard_writer import prepare_shards
 from fastcore_ops.data.shards import read_shard_samples, verify_shards
 from fastcore_ops.data.sources import find_samples
 

@@ -4,7 +4,7 @@ vocabulary size): seconds per 100 MB.
     PYTHONPATH=. python reports/token-scan-20261125/measure.py 512 /tmp/token-scan > reports/token-scan-20261125/output.txt
 
 Writes SIZE_MB of random ids below 4096 (``--dtype``, uint16 by default) to FOLDER/train.bin,
-then times ``fastcore_ops.training.text.prepare.largest_token_id`` on it, the scan ``load_prepared`` runs
+then times ``fastcore_ops.training.text.tokens.largest_token_id`` on it, the scan ``load_prepared`` runs
 (16 MB at a time), in two states taking turns ``--repeats`` times:
 
 - cold: the file's pages dropped from the page cache first (``posix_fadvise(DONTNEED)`` on this
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fastcore_ops.training.text.prepare import largest_token_id
+from fastcore_ops.training.text.tokens import largest_token_id
 
 _WRITE_IDS = 1 << 24  # ids written at a time
 

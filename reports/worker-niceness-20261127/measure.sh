@@ -1,5 +1,5 @@
 #!/bin/bash
-# Full-data cifar_mild at --scale-schedule 0.25 with the decoding workers at niceness 0, 5 and 10,
+# Full-data cifar_mild at --budget 0.25 with the decoding workers at niceness 0, 5 and 10,
 # taking turns (each round starts one further along the list), ROUNDS rounds (default 3); one CSV
 # row per run. Further arguments go to every training run. From the repository root:
 #   bash reports/worker-niceness-20261127/measure.sh ../shared/datasets/cifar10-jpeg RUNS_FOLDER > runs.csv
@@ -13,7 +13,7 @@ for round in $(seq 0 $((rounds - 1))); do
   for turn in 0 1 2; do
     niceness=${levels[$(((round + turn) % 3))]}
     out=$runs/n$niceness-r$round
-    PYTHONPATH=. python "$here/measure.py" "$niceness" --recipe cifar_mild --data "$data" --scale-schedule 0.25 \
+    PYTHONPATH=. python "$here/measure.py" "$niceness" --recipe cifar_mild --data "$data" --budget 0.25 \
       --eval-every 0 --no-progress --out "$out" "$@" > "$out.log" 2>&1
     python -c "
 import json

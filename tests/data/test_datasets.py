@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 from torchvision.datasets import CIFAR10
 
-from fastcore_ops.data import datasets
+from fastcore_ops.data import cifar10, datasets
 from fastcore_ops.owned_folder import marker
 
 from .conftest import CIFAR_TRAIN
@@ -39,7 +39,7 @@ def archive(tmp_path, monkeypatch):
         images = rng.integers(0, 256, (len(labels), 32, 32, 3), dtype=np.uint8)
         images[:, :16, :16] = 128  # one flat 16 x 16 block (a JPEG MCU at 4:2:0), as photographs have
         made[split] = images, labels
-    files = {"batches.meta": pickle.dumps({"label_names": list(datasets.CIFAR10_CLASSES)})}
+    files = {"batches.meta": pickle.dumps({"label_names": list(cifar10.CIFAR10_CLASSES)})}
     train_images, train_labels = made["train"]
     for number, part in enumerate(np.array_split(np.arange(len(train_labels)), 5), 1):
         files[f"data_batch_{number}"] = _batch(train_images[part], [train_labels[i] for i in part])
@@ -55,7 +55,7 @@ def archive(tmp_path, monkeypatch):
     monkeypatch.setattr(CIFAR10, "train_list", [[f"data_batch_{n}", md5[f"data_batch_{n}"]] for n in range(1, 6)])
     monkeypatch.setattr(CIFAR10, "test_list", [["test_batch", md5["test_batch"]]])
     monkeypatch.setattr(CIFAR10, "meta", {**CIFAR10.meta, "md5": md5["batches.meta"]})
-    monkeypatch.setattr(datasets, "CIFAR10_PER_CLASS", PER_CLASS)
+    monkeypatch.setattr(cifar10, "CIFAR10_PER_CLASS", PER_CLASS)
     return path, made
 
 
@@ -67,9 +67,9 @@ def test_the_archive_becomes_the_image_folder_in_its_order_and_is_checked(archiv
     for split, (images, labels) in made.items():
         seen = [0] * 10
         for image, label in zip(images, labels):
-            file = out / split / datasets.CIFAR10_CLASSES[label] / f"{seen[label]:04d}.jpg"
+            file = out / split / cifar10.CIFAR10_CLASSES[label] / f"{seen[label]:04d}.jpg"
             seen[label] += 1
-            assert file.read_bytes() == datasets.jpeg_bytes(image)  # the archive's order, numbered within its class
+            assert file.read_bytes() == cifar10.jpeg_bytes(image)  # the archive's order, numbered within its class
             with Image.open(file) as decoded:
                 assert decoded.info.get("progressive") is None and decoded.size == (32, 32)
                 flat = np.asarray(decoded)[:12, :12].astype(int)  # away from the noise its upsampled chroma reaches
@@ -104,18 +104,18 @@ def test_a_folder_of_someone_elses_files_is_refused_and_kept(archive, tmp_path, 
 
 def test_the_check_names_a_missing_or_foreign_image(tmp_path):
     for split, count in PER_CLASS.items():
-        for name in datasets.CIFAR10_CLASSES:
+        for name in cifar10.CIFAR10_CLASSES:
             (tmp_path / split / name).mkdir(parents=True)
             for number in range(count):
                 (tmp_path / split / name / f"{number:04d}.jpg").write_bytes(
-                    datasets.jpeg_bytes(np.zeros((32, 32, 3), np.uint8)))
-    datasets.check_cifar10(tmp_path, PER_CLASS)
+                    cifar10.jpeg_bytes(np.zeros((32, 32, 3), np.uint8)))
+    cifar10.check_cifar10(tmp_path, PER_CLASS)
     Image.new("RGB", (16, 16)).save(tmp_path / "test" / "cat" / "0000.jpg", "JPEG")
     with pytest.raises(ValueError, match=r"test/cat/0000.jpg is a JPEG RGB \(16, 16\), not a 32 x 32 RGB JPEG"):
-        datasets.check_cifar10(tmp_path, PER_CLASS)
+        cifar10.check_cifar10(tmp_path, PER_CLASS)
     (tmp_path / "train" / "dog" / "0001.jpg").unlink()
     with pytest.raises(ValueError, match=r"train/dog holds 1 files, not 2 named 0000.jpg to 0001.jpg"):
-        datasets.check_cifar10(tmp_path, PER_CLASS)
+        cifar10.check_cifar10(tmp_path, PER_CLASS)
 
 
 def test_it_encodes_as_the_projects_copy_was_encoded():
@@ -123,6 +123,6 @@ def test_it_encodes_as_the_projects_copy_was_encoded():
     from PIL import JpegImagePlugin
 
     with Image.open(CIFAR_TRAIN / "cat" / "0000.jpg") as shared:
-        made = Image.open(io.BytesIO(datasets.jpeg_bytes(np.asarray(shared.convert("RGB")))))
+        made = Image.open(io.BytesIO(cifar10.jpeg_bytes(np.asarray(shared.convert("RGB")))))
         assert made.quantization == shared.quantization
         assert JpegImagePlugin.get_sampling(made) == JpegImagePlugin.get_sampling(shared) == 2  # 4:2:0

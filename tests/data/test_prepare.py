@@ -15,10 +15,10 @@ import torch
 import webdataset
 from PIL import Image
 
-from fastcore_ops.data import build_loader
-from fastcore_ops.data import prepare as prepare_module
+from fastcore_ops.data import build_loader, shard_writer
 from fastcore_ops.data.backends.dali import dali_available
-from fastcore_ops.data.prepare import PrepareSettings, main, prepare_shards
+from fastcore_ops.data.prepare import PrepareSettings, main
+from fastcore_ops.data.shard_writer import prepare_shards
 from fastcore_ops.data.shards import ShardChecksumError, ShardMember, read_encoded, read_shard_samples
 from fastcore_ops.data.sources import DatasetScanWarning
 from fastcore_ops.owned_folder import owns
@@ -79,7 +79,7 @@ def test_the_webdataset_package_reads_the_shards_as_they_are(source, tmp_path):
 
 def _stopped_in_the_second_shard(source, folder, monkeypatch):
     """Prepare ``source`` into ``folder`` and stop it (KeyboardInterrupt) as it writes shard 1, half written."""
-    write_shard = prepare_module._write_shard
+    write_shard = shard_writer._write_shard
 
     def stopped(path, members):
         if path.name == "shard-000001.tar":
@@ -88,7 +88,7 @@ def _stopped_in_the_second_shard(source, folder, monkeypatch):
         return write_shard(path, members)
 
     with monkeypatch.context() as patch:
-        patch.setattr(prepare_module, "_write_shard", stopped)
+        patch.setattr(shard_writer, "_write_shard", stopped)
         with pytest.raises(KeyboardInterrupt):
             prepare_shards(source, folder, SMALL, workers=1, progress=False)
 
@@ -289,7 +289,7 @@ def test_a_start_that_fails_before_its_first_shard_leaves_the_destination_as_it_
         path.with_name(path.name + ".partial").write_bytes(b"the start of a shard")
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(prepare_module, "_write_shard", disk_full)
+    monkeypatch.setattr(shard_writer, "_write_shard", disk_full)
     assert "No space left on device" in _refused([str(source), str(out), "--workers", "1"], capsys)
     assert _snapshot(out) == ({} if existed else None)
 
@@ -317,7 +317,7 @@ def test_a_named_pipe_in_the_source_is_left_out_and_named_never_opened(source, t
 
 def _disk_full_in_shard(number: int, monkeypatch) -> None:
     """Make the real shard writer run out of space in shard ``number``, after its first image is written."""
-    add_member = prepare_module._add_member
+    add_member = shard_writer._add_member
 
     def add(tar, name, data):
         start = add_member(tar, name, data)
@@ -326,7 +326,7 @@ def _disk_full_in_shard(number: int, monkeypatch) -> None:
             raise OSError(errno.ENOSPC, "No space left on device")
         return start
 
-    monkeypatch.setattr(prepare_module, "_add_member", add)
+    monkeypatch.setattr(shard_writer, "_add_member", add)
 
 
 @pytest.mark.parametrize("full_in", [0, 1], ids=["first-shard", "second-shard"])

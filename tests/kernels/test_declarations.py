@@ -7,9 +7,9 @@ from pathlib import Path
 import torch
 
 from benchmarks.gpu_check.correctness import TOLERANCES, largest_errors
-from benchmarks.kernels import declarations, host_side
-from benchmarks.kernels.__main__ import measure
+from benchmarks.kernels import declarations, host_costs
 from benchmarks.kernels.registry import KERNELS
+from benchmarks.kernels.runner import measure
 from tests.kernels import toy_kernel
 
 
@@ -24,9 +24,9 @@ def test_every_kernel_is_declared_once_under_its_public_name():
 
 def test_a_toy_kernel_goes_through_the_host_side_checks():
     spec = toy_kernel.SPEC
-    phases = host_side.launches_on_fake_gpu(spec)
+    phases = host_costs.launches_on_fake_gpu(spec)
     assert phases["forward"].launches == ["_double_kernel"] and phases["backward"].launches == ["_double_kernel"]
-    row = host_side.row(spec)
+    row = host_costs.row(spec)
     assert row["host_waits"] == row["host_copies"] == row["zero_fills"] == []
     assert row["ours_host_us"] > 0 and row["rival_host_us"] > 0
 

@@ -1,11 +1,11 @@
 """The kernels' host side, checked without a GPU: launches within budget, no host waits, no zero-fills,
-and a host time close to the PyTorch op's (benchmarks/kernels/host_side.py measures; the kernels
+and a host time close to the PyTorch op's (benchmarks/kernels/host_costs.py measures; the kernels
 come from their declarations, benchmarks/kernels/registry.py).
 """
 
 import pytest
 
-from benchmarks.kernels import host_side
+from benchmarks.kernels import host_costs
 from benchmarks.kernels.registry import KERNELS
 
 SPECS = [pytest.param(spec, id=spec.name) for spec in KERNELS]
@@ -13,7 +13,7 @@ SPECS = [pytest.param(spec, id=spec.name) for spec in KERNELS]
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_forward_and_backward_launch_within_budget(spec):
-    phases = host_side.launches_on_fake_gpu(spec)
+    phases = host_costs.launches_on_fake_gpu(spec)
     assert len(phases["forward"].launches) <= spec.forward_launches, phases["forward"]
     assert len(phases["backward"].launches) <= spec.backward_launches, phases["backward"]
     assert phases["forward"].triton_launches and phases["backward"].triton_launches  # the kernels, not a fallback
@@ -21,13 +21,13 @@ def test_forward_and_backward_launch_within_budget(spec):
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_no_host_waits_and_no_host_data_copied_to_the_device(spec):
-    for name, phase in host_side.launches_on_fake_gpu(spec).items():
+    for name, phase in host_costs.launches_on_fake_gpu(spec).items():
         assert phase.host_waits == [] and phase.host_copies == [], (name, phase)
 
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_autograd_zero_fills_nothing(spec):
-    for name, phase in host_side.zero_fills_through_autograd(spec).items():
+    for name, phase in host_costs.zero_fills_through_autograd(spec).items():
         assert phase.zero_fills == [], (name, phase)
 
 
@@ -37,9 +37,9 @@ def test_host_time_is_close_to_the_pytorch_ops(spec):
     # many rounds is the call's own cost. Three tries, so that one unlucky sitting does not decide.
     ratios = []
     for _ in range(3):
-        ours, rival = host_side.host_times_us(spec)
+        ours, rival = host_costs.host_times_us(spec)
         ratios.append(ours / rival)
-        if ratios[-1] <= host_side.HOST_TIME_GOAL:
+        if ratios[-1] <= host_costs.HOST_TIME_GOAL:
             return
     pytest.fail(f"{spec.name}: our forward+backward costs the host {min(ratios):.2f}x the PyTorch op's "
-                f"(goal {host_side.HOST_TIME_GOAL}x; tries {', '.join(f'{r:.2f}' for r in ratios)})")
+                f"(goal {host_costs.HOST_TIME_GOAL}x; tries {', '.join(f'{r:.2f}' for r in ratios)})")

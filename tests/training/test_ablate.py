@@ -12,6 +12,7 @@ from fastcore_ops.training.ablate.report import ablation_report
 from fastcore_ops.training.config import override, validate
 from fastcore_ops.training.recipes import get_recipe
 from fastcore_ops.training.tasks.registry import task_named
+from fastcore_ops.training.tradeoff import sweep
 from fastcore_ops.training.tradeoff.results import FailedRun, RunRecord
 from tests.training.conftest import link_cifar_subset
 
@@ -123,19 +124,27 @@ def test_an_ablation_whose_every_run_failed_still_lists_them(tmp_path):
 
 
 def test_an_unknown_base_and_a_method_that_does_not_apply_are_refused_before_training(tmp_path, capsys):
-    assert main(["--base", "cifar_spicy", "--out", str(tmp_path)]) == 2
-    assert "--base cifar_spicy: no such recipe; known: " in capsys.readouterr().err
-    assert main(["--base", "gpt_baseline", "--methods", "cutout", "--out", str(tmp_path)]) == 2
+    assert main(["--recipe", "cifar_spicy", "--out", str(tmp_path)]) == 2
+    assert "--recipe cifar_spicy: no such recipe; known: " in capsys.readouterr().err
+    assert main(["--recipe", "gpt_baseline", "--methods", "cutout", "--out", str(tmp_path)]) == 2
     assert "--methods: cutout applies to task 'image_classification' only" in capsys.readouterr().err
-    assert main(["--base", "cifar_hot", "--methods", "cutmix", "--out", str(tmp_path)]) == 2
+    assert main(["--recipe", "cifar_hot", "--methods", "cutmix", "--out", str(tmp_path)]) == 2
     assert "variant cifar_hot+cutmix: methods.cutmix must be None when methods.mixup is on" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("flags", "seeds"), [([], [3, 4]), (["--first-seed", "0"], [0, 1])])
+def test_the_ablation_runs_on_seeds_no_search_used_unless_told_otherwise(flags, seeds, tmp_path, monkeypatch):
+    plans = []
+    monkeypatch.setattr(sweep, "execute_sweep", lambda plan: plans.append(plan) or 0)
+    assert main(["--recipe", "gpt_baseline", "--methods", "alibi", *flags, "--out", str(tmp_path / "ablation")]) == 0
+    assert sorted({run.seed for run in plans[0].runs}) == seeds
 
 
 def test_a_tiny_ablation_trains_each_variant_and_reports_its_effect(tmp_path, capsys):
     data = link_cifar_subset(tmp_path / "cifar", train_per_class=20, test_per_class=5)
     out = tmp_path / "ablation"
-    args = ["--base", "cifar_baseline", "--methods", "cutout,blurpool", "--budgets", "0.05", "--seeds", "1",
+    args = ["--recipe", "cifar_baseline", "--methods", "cutout,blurpool", "--budgets", "0.05", "--seeds", "1",
             "--data", str(data), "--out", str(out), "--no-progress", "--set", "data.batch_size=32",
             "--set", "data.num_workers=1", "--set", "schedule.epochs=4.0", "--set", "schedule.warmup_epochs=0.0"]
     code = main(args)
@@ -145,7 +154,7 @@ def test_a_tiny_ablation_trains_each_variant_and_reports_its_effect(tmp_path, ca
         rows = list(csv.DictReader(file))
     assert [row["variant"] for row in rows] == ["cifar_baseline+cutout", "cifar_baseline+blurpool"]
     assert all(row["per seed"] and row["time per step change (%)"] for row in rows)
-    summary = (out / "runs" / "cifar_baseline+blurpool-x0.05-s0" / "config.json").read_text()
+    summary = (out / "runs" / "cifar_baseline+blurpool-x0.05-s3" / "config.json").read_text()
     assert '"blurpool"' in summary and '"tta": {' in summary
     page = (out / "report.html").read_text()
     assert "Each method alone" in page and page.count("data:image/png;base64,") == 3

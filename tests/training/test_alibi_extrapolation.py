@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from fastcore_ops.kernels import backend
-from fastcore_ops.training.alibi_extrapolation import (CANNOT_RUN, RESULT_FILES, ExtrapolationConfig, evaluation_rows,
-                                                       main, run_experiment, train_config)
+from fastcore_ops.training.alibi_experiment import evaluation_rows, run_experiment, train_config
+from fastcore_ops.training.alibi_extrapolation import CANNOT_RUN, RESULT_FILES, ExtrapolationConfig, main
 from fastcore_ops.training.assemble import build_trainer
 from fastcore_ops.training.tasks.language import prepare_text_data
 
@@ -69,7 +69,8 @@ def test_bad_options_stop_with_a_clear_message(argv, message, tmp_path, capsys):
     stranger = tmp_path / "stranger"
     stranger.mkdir()
     (stranger / "results.csv").write_text("mine")
-    assert main([argument.format(stranger=stranger) for argument in argv] + ["--no-progress"]) == 2
+    out = [] if "--out" in argv else ["--out", str(tmp_path / "out")]  # --out is required
+    assert main([argument.format(stranger=stranger) for argument in argv] + [*out, "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err
     assert [path.name for path in stranger.iterdir()] == ["results.csv"]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fastcore_ops.data.prepare import PrepareSettings, prepare_shards
+from fastcore_ops.data.prepare import PrepareSettings
+from fastcore_ops.data.shard_writer import prepare_shards
 from fastcore_ops.training import checkpoint
 from fastcore_ops.training.train import main
 from fastcore_ops.training.trainer import Trainer
@@ -87,7 +88,7 @@ def test_a_refused_start_leaves_out_as_it_was(case, micro_cifar, prepared_cifar,
     assert snapshot(tmp_path / "parent") == before
 
 
-@pytest.mark.parametrize("flag", ["--epochs", "--scale-schedule"])
+@pytest.mark.parametrize("flag", ["--epochs", "--budget"])
 def test_a_flag_that_overflows_to_inf_is_refused_naming_the_flag(flag, micro_cifar, tmp_path, capsys):
     err = refused([*TINY_IMAGES, "--data", str(micro_cifar), flag, "1e999", "--out", str(tmp_path / "run")], capsys)
     assert f"argument {flag}: must be a finite number, got '1e999'" in err and "--set" not in err

@@ -8,7 +8,7 @@ import torch
 
 from fastcore_ops.training.config import TrainConfig, override, validate
 from fastcore_ops.training.models import build_model, is_known_model
-from fastcore_ops.training.train import check_arguments
+from fastcore_ops.training.launch import check_arguments
 
 timm = pytest.importorskip("timm", reason="timm is the optional 'optim' extra (make installs it)")
 

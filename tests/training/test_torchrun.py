@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from torch.distributed import run as torch_run
 
-from fastcore_ops.training import torchrun
 from fastcore_ops.training.torchrun import main as torchrun_main
 from fastcore_ops.training.train import child_environment, main
 from tests.hang_guard import HANG_GUARD_S
@@ -54,7 +54,7 @@ def test_a_command_line_torchrun_cannot_parse_is_one_error_line_and_exit_2(capsy
 def test_a_process_or_node_count_torchrun_cannot_use_is_refused_before_any_process_starts(
         args, message, monkeypatch, capsys):
     # Plain torchrun ended each with its own ValueError or AssertionError traceback and status 1.
-    monkeypatch.setattr(torchrun.torchrun, "run", _no_run)
+    monkeypatch.setattr(torch_run, "run", _no_run)
     assert torchrun_main([*args, "-m", "fastcore_ops.training.train"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {message}") and err.count("\n") == 1, err
@@ -71,7 +71,7 @@ def test_a_training_command_that_does_not_exist_is_refused_before_any_process_st
         args, message, monkeypatch, capsys):
     # Plain torchrun started the processes, each failed with python's "No module named", and it ended with
     # its ChildFailedError traceback and status 1.
-    monkeypatch.setattr(torchrun.torchrun, "run", _no_run)
+    monkeypatch.setattr(torch_run, "run", _no_run)
     assert torchrun_main(["--standalone", "--nproc_per_node=1", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {message}") and err.count("\n") == 1, err

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from fastcore_ops.data.prepare import PrepareSettings, prepare_shards
-from fastcore_ops.training import checkpoint
-from fastcore_ops.training import train as train_module
+from fastcore_ops.data.prepare import PrepareSettings
+from fastcore_ops.data.shard_writer import prepare_shards
+from fastcore_ops.training import checkpoint, launch
 from fastcore_ops.training.config import override, to_dict
+from fastcore_ops.training.launch import resumed_run
 from fastcore_ops.training.recipes import get_recipe
-from fastcore_ops.training.train import child_environment, main, parse_args, resumed_run
+from fastcore_ops.training.train import child_environment, main, parse_args
 from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m fastcore_ops.training.train runs from here
@@ -382,8 +383,8 @@ def _stop_before_training(device):
 @pytest.mark.parametrize(("flags", "kept"), [([], [True]), (["--return-freed-memory"], [])])
 def test_training_on_a_cpu_keeps_freed_memory_unless_told_not_to(flags, kept, micro_cifar, tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(train_module, "keep_freed_memory", lambda: calls.append(True) or True)
-    monkeypatch.setattr(train_module, "init_distributed", _stop_before_training)
+    monkeypatch.setattr(launch, "keep_freed_memory", lambda: calls.append(True) or True)
+    monkeypatch.setattr(launch, "init_distributed", _stop_before_training)
     with pytest.raises(_StopBeforeTraining):
         main(["--recipe", "cifar_baseline", "--set", "data.batch_size=4", "--device", "cpu", "--no-progress", *flags,
               "--data", str(micro_cifar), "--out", str(tmp_path / "run")])

@@ -21,7 +21,7 @@ def ablation_arms(base: str, methods: str) -> tuple[list[Variant], tuple[str, ..
     settings (image runs also evaluate with test-time augmentation). ValueError names a recipe or
     method that is not known, or a method that does not apply to the base's task.
     """
-    recipe = cli.check_name("--base", base, list_recipes(), "recipe")
+    recipe = cli.check_name("--recipe", base, list_recipes(), "recipe")
     names = None if methods.strip() == "all" else cli.check_names("--methods", methods, METHODS, "method")
     config = get_recipe(recipe)
     task = task_named(config.task)

@@ -1,6 +1,6 @@
 """``python -m fastcore_ops.training.ablate``: what each method is worth on its own, against a base recipe.
 
-    python -m fastcore_ops.training.ablate --base cifar_baseline_small --methods all --seeds 2 \\
+    python -m fastcore_ops.training.ablate --recipe cifar_baseline_small --methods all --seeds 2 \\
         --data ../shared/datasets/cifar10-jpeg --subset 500 --out reports/ablation
 
 Trains the base recipe and, for every method, the base with that method added (or, when the
@@ -25,27 +25,23 @@ from pathlib import Path
 
 from fastcore_ops import cli
 from fastcore_ops.cli import refuse
-from fastcore_ops.training.ablate.arms import ablation_arms
-from fastcore_ops.training.ablate.catalog import METHODS
-from fastcore_ops.training.ablate.report import ablation_report
 from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import list_recipes
-from fastcore_ops.training.tradeoff.planning import SweepRequest, budget_list, plan_sweep
-from fastcore_ops.training.tradeoff.sweep import execute_sweep
+from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list
 
 
 def build_parser() -> cli.ArgumentParser:
     """The command line of ``python -m fastcore_ops.training.ablate``."""
     parser = cli.ArgumentParser(prog="python -m fastcore_ops.training.ablate", description=cli.description(__doc__))
-    parser.add_argument("--base", required=True,
+    parser.add_argument("--recipe", required=True,
                         help=f"the recipe every variant changes; known: {', '.join(list_recipes())}")
     parser.add_argument("--methods", default="all",
-                        help=f"comma-separated methods, or 'all' (those that apply to the base's task); known: "
-                             f"{', '.join(METHODS)}")
+                        help="comma-separated methods, or 'all' (those that apply to the recipe's task); a name that "
+                             "is not a method that trains is answered with the known ones")
     parser.add_argument("--budgets", type=budget_list, default="1",
                         help="comma-separated scale-schedule ratios; two or more give each variant a curve and a "
                              "speedup")
-    parser.add_argument("--seeds", type=cli.positive_int, default=2, help="seeds per variant and budget: 0 to N-1")
+    add_seed_options(parser, seeds=2)
     parser.add_argument("--data", type=Path, help="image classification: folder with train/ and val/ (or test/)")
     parser.add_argument("--subset", type=cli.positive_int, help="train on the first N images of each class")
     parser.add_argument("--out", type=Path, required=True, help="report folder; the runs go to OUT/runs/")
@@ -65,11 +61,19 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; returns its exit code."""
     try:
         args = parse_args(argv)
+    except ValueError as error:
+        return refuse(error)
+    from fastcore_ops.training.ablate.arms import ablation_arms  # torch, and the trainer's parts: once parsed
+    from fastcore_ops.training.ablate.report import ablation_report
+    from fastcore_ops.training.tradeoff.planning import SweepRequest, plan_sweep
+    from fastcore_ops.training.tradeoff.sweep import execute_sweep
+
+    try:
         import_modules(args.imports)
-        arms, shared = ablation_arms(args.base, args.methods)
+        arms, shared = ablation_arms(args.recipe, args.methods)
         plan = plan_sweep(SweepRequest(arms, args.budgets, args.seeds, args.data, args.subset, args.device,
-                                       [*shared, *args.assignments], args.out, args.base, tool="ablate",
-                                       progress=not args.no_progress, report=ablation_report,
+                                       [*shared, *args.assignments], args.out, args.recipe, first_seed=args.first_seed,
+                                       tool="ablate", progress=not args.no_progress, report=ablation_report,
                                        imports=tuple(args.imports)))
     except (ValueError, TypeError, OSError) as error:
         return refuse(error)

@@ -5,6 +5,12 @@
     >>> model = load_model("exports/mild")   # doctest: +SKIP
 """
 
-from fastcore_ops.training.export.folder import load_model
-
 __all__ = ["load_model"]
+
+
+def __getattr__(name: str):
+    # Imported on first use: the command's parser (fastcore_ops.training.export.cli) loads without torch.
+    if name == "load_model":
+        from fastcore_ops.training.export.folder import load_model
+        return load_model
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

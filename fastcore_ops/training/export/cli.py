@@ -18,13 +18,7 @@ from pathlib import Path
 
 from fastcore_ops import cli
 from fastcore_ops.owned_folder import check_claimable
-from fastcore_ops.training.checkpoint import CheckpointError
-from fastcore_ops.training.export.folder import FORMATS, TOOL, write_export
-from fastcore_ops.training.export.from_run import read_run
 from fastcore_ops.training.plugins import add_import_option, import_modules
-
-# A damaged checkpoint is bad input too.
-REFUSALS = (*cli.REFUSALS, CheckpointError)
 
 
 def build_parser() -> cli.ArgumentParser:
@@ -34,8 +28,9 @@ def build_parser() -> cli.ArgumentParser:
                         help="the folder of a run python -m fastcore_ops.training.train wrote (its --out)")
     parser.add_argument("--out", type=Path, required=True,
                         help="the folder to write the export into: new, empty, or an earlier export")
-    parser.add_argument("--format", choices=list(FORMATS), default="safetensors",
-                        help="the weights' file: model.safetensors, or model.pt for torch.load(weights_only=True)")
+    parser.add_argument("--format", default="safetensors",
+                        help="the weights' file: safetensors (model.safetensors), or pt (model.pt, for "
+                             "torch.load(weights_only=True))")
     add_import_option(parser)
     return parser
 
@@ -43,11 +38,19 @@ def build_parser() -> cli.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+    except ValueError as error:
+        return cli.refuse(error)
+    from fastcore_ops.training.checkpoint import CheckpointError  # torch and the trainer's parts: once parsed
+    from fastcore_ops.training.export.folder import FORMATS, TOOL, write_export
+    from fastcore_ops.training.export.from_run import read_run
+
+    try:
+        cli.check_name("--format", args.format, FORMATS, "format")
         import_modules(args.imports)
         check_claimable(args.out, TOOL)
         export = read_run(args.run, args.format)
         write_export(args.out, export.weights, export.config, export.info)
-    except REFUSALS as error:
+    except (*cli.REFUSALS, CheckpointError) as error:  # a damaged checkpoint is bad input too
         return cli.refuse(error)
     info = export.info
     print(f"{args.out}: {FORMATS[args.format].file_name} (the {info['weights_from']} weights at step {info['step']}), "

@@ -20,9 +20,15 @@ import copy
 import dataclasses
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING
 
 from fastcore_ops import cli
-from fastcore_ops.training.config import TrainConfig, with_changes
+
+if TYPE_CHECKING:
+    from fastcore_ops.training.config import TrainConfig
+
+# The recipes are listed without importing them, or the configuration (which imports torch): a command's
+# parser names them. A recipe's module, and TrainConfig, load when a recipe is used.
 
 __all__ = ["Derived", "get_recipe", "list_recipes", "recipe_parent", "register_recipe"]
 
@@ -46,11 +52,14 @@ def register_recipe(name: str, config: TrainConfig | Derived) -> None:
     """Make ``config`` (a whole TrainConfig, or a :class:`Derived` one) the recipe ``name``, for a recipe defined
     outside this package (with its own task, say).
 
+        >>> from fastcore_ops.training.config import TrainConfig
         >>> register_recipe("cifar_mild", TrainConfig())
         Traceback (most recent call last):
         ...
         ValueError: recipe 'cifar_mild' is registered twice; give one of them another name
     """
+    from fastcore_ops.training.config import TrainConfig
+
     if not isinstance(config, (TrainConfig, Derived)):
         raise TypeError(f"config must be a TrainConfig or a Derived recipe, got {type(config).__name__}")
     if name in list_recipes() and _REGISTERED.get(name) is not config:
@@ -95,6 +104,8 @@ def recipe_parent(name: str) -> str | None:
 
 def _declared(name: str) -> TrainConfig | Derived:
     """Recipe ``name`` as declared: its config, or its parent and changes."""
+    from fastcore_ops.training.config import TrainConfig
+
     recipe = _REGISTERED[name] if name in _REGISTERED else importlib.import_module(f"{__name__}.{name}").RECIPE
     if not isinstance(recipe, (TrainConfig, Derived)):
         raise TypeError(f"{__name__}.{name}.RECIPE must be a TrainConfig or a Derived recipe, got "
@@ -107,8 +118,10 @@ def _resolved(name: str, children: tuple[str, ...]) -> TrainConfig:
     if name in children:
         raise ValueError(f"recipe {children[0]} descends from itself: {' -> '.join((*children, name))}; "
                          f"one of them must name another parent")
+    from fastcore_ops.training.config import with_changes
+
     recipe = _declared(name)
-    if isinstance(recipe, TrainConfig):
+    if not isinstance(recipe, Derived):  # a root recipe: a whole TrainConfig
         return dataclasses.replace(recipe, name=name)
     if recipe.parent not in list_recipes():
         raise ValueError(f"recipe {name}: parent {cli.shown(recipe.parent)} is not a recipe; "

@@ -38,7 +38,7 @@ from fastcore_ops.training.models.language import build_language_model, language
 from fastcore_ops.training.tasks.base import Task
 from fastcore_ops.training.tasks.registry import register_task
 from fastcore_ops.training.text.loader import TokenEvaluation, TokenWindows
-from fastcore_ops.training.text.prepare import (META_FILE, SPLITS, PreparedTokens, bin_file, load_prepared,
+from fastcore_ops.training.text.tokens import (META_FILE, SPLITS, PreparedTokens, bin_file, load_prepared,
                                                 prepared_tokens, token_cache)
 from fastcore_ops.training.text.tokenizers import BPE_FILE
 

@@ -8,6 +8,6 @@
 - ``loader``: the batches the trainer iterates, ``TokenWindows`` to train, ``TokenEvaluation``
   to evaluate.
 
-Import from the modules (``from fastcore_ops.training.text.prepare import prepared_tokens``): this file
+Import from the modules (``from fastcore_ops.training.text.tokens import prepared_tokens``): this file
 imports none of them, so ``python -m fastcore_ops.training.text.prepare`` does not load its module twice.
 """

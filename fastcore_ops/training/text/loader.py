@@ -4,7 +4,7 @@ Both loaders follow the trainer's loader contract (as ``fastcore_ops.data`` load
 ``len(loader)`` batches per epoch, ``set_epoch(epoch, first_batch=0)``, iteration yielding
 ``(inputs, targets)`` int64 tensors on ``device``, shaped (batch, length), where targets are
 the inputs shifted by one token, and ``close()``. They take the token ids as a 1-D numpy
-array (a read-only ``numpy.memmap`` from ``fastcore_ops.training.text.prepare.load_prepared``) or a 1-D
+array (a read-only ``numpy.memmap`` from ``fastcore_ops.training.text.tokens.load_prepared``) or a 1-D
 torch tensor, and read only the windows of each batch, so a corpus of many GB never has
 to fit in memory.
 

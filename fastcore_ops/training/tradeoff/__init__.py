@@ -16,18 +16,17 @@ their times in one curve.
     15.0
 """
 
-from fastcore_ops.training.tradeoff.analysis import BreakdownRow, SpeedupRow, speedup_table, time_breakdown, verdicts
-from fastcore_ops.training.tradeoff.curves import CurvePoint, Reach, pareto_frontier, quality_at_time, time_to_quality
-from fastcore_ops.training.tradeoff.metric import TOP1, Metric
-from fastcore_ops.training.tradeoff.planning import PlannedRun, SweepRequest, plan_sweep
-from fastcore_ops.training.tradeoff.report import build_report
-from fastcore_ops.training.tradeoff.results import (FailedRun, RunRecord, common_metric, machine_label, merge_records,
-                                                    read_results)
-from fastcore_ops.training.tradeoff.sweep import execute_sweep
+from fastcore_ops.lazy import lazy_exports
 
-__all__ = [
-    "TOP1", "BreakdownRow", "CurvePoint", "FailedRun", "Metric", "PlannedRun", "Reach", "RunRecord", "SpeedupRow",
-    "SweepRequest", "build_report", "common_metric", "execute_sweep", "machine_label", "merge_records",
-    "pareto_frontier", "plan_sweep", "quality_at_time", "read_results", "speedup_table", "time_breakdown",
-    "time_to_quality", "verdicts",
-]
+# Each public name, by the module of this package that defines it: imported on first use, so that the
+# command's parser (fastcore_ops.training.tradeoff.cli) loads without torch.
+_PUBLIC = {
+    "analysis": ["BreakdownRow", "SpeedupRow", "speedup_table", "time_breakdown", "verdicts"],
+    "curves": ["CurvePoint", "Reach", "pareto_frontier", "quality_at_time", "time_to_quality"],
+    "metric": ["TOP1", "Metric"],
+    "planning": ["PlannedRun", "SweepRequest", "plan_sweep"],
+    "report": ["build_report"],
+    "results": ["FailedRun", "RunRecord", "common_metric", "machine_label", "merge_records", "read_results"],
+    "sweep": ["execute_sweep"],
+}
+__all__, __getattr__ = lazy_exports(__name__, _PUBLIC)

@@ -25,12 +25,9 @@ from fastcore_ops import cli
 from fastcore_ops.cli import refuse
 from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import list_recipes
-from fastcore_ops.training.tradeoff.analysis import choose_baseline
-from fastcore_ops.training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, price_runs
-from fastcore_ops.training.tradeoff.planning import SweepRequest, budget_list, claim_out, plan_sweep
-from fastcore_ops.training.tradeoff.report import build_report
-from fastcore_ops.training.tradeoff.results import merged_runs
-from fastcore_ops.training.tradeoff.sweep import execute_sweep
+from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list
+
+# The machinery each mode needs (torch with it) is imported once the command line is parsed.
 
 SWEEP_ONLY = {"recipes": "--recipes", "budgets": "--budgets", "data": "--data", "subset": "--subset",
               "assignments": "--set"}  # argument name -> flag
@@ -42,10 +39,7 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--recipes", help=f"comma-separated recipe names; known: {', '.join(list_recipes())}")
     parser.add_argument("--budgets", type=budget_list,
                         help="comma-separated scale-schedule ratios > 0, e.g. 0.25,0.5,1,2")
-    parser.add_argument("--seeds", type=cli.positive_int, default=1, help="seeds per recipe and budget")
-    parser.add_argument("--first-seed", type=cli.non_negative_int, default=0,
-                        help="the first seed: the runs use seeds FIRST to FIRST+N-1; a sweep that reports a speed-up "
-                             "runs on seeds its recipes were not searched on")
+    add_seed_options(parser, seeds=1, first_seed=0)
     parser.add_argument("--data", type=Path, help="image classification: folder with train/ and val/ (or test/) "
                                                    "ImageFolders; language models: a text folder or prepared tokens "
                                                    "(default: the recipe's own text)")
@@ -95,6 +89,10 @@ def parse_recipes(text: str) -> list[str]:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from fastcore_ops.training.tradeoff.analysis import choose_baseline
+    from fastcore_ops.training.tradeoff.planning import SweepRequest, plan_sweep
+    from fastcore_ops.training.tradeoff.sweep import execute_sweep
+
     try:
         for flag in ("recipes", "budgets"):
             if getattr(args, flag) is None:
@@ -110,6 +108,11 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
+    from fastcore_ops.training.tradeoff.analysis import choose_baseline
+    from fastcore_ops.training.tradeoff.planning import claim_out
+    from fastcore_ops.training.tradeoff.report import build_report
+    from fastcore_ops.training.tradeoff.results import merged_runs
+
     try:
         given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name)]
         if given:
@@ -125,6 +128,8 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _cost(args: argparse.Namespace) -> int:
+    from fastcore_ops.training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, price_runs
+
     try:
         given = [flag for name, flag in SWEEP_ONLY.items()
                  if getattr(args, name) and name not in ("data", "subset", "assignments")]

@@ -2,7 +2,7 @@
 
 A command (``python -m fastcore_ops.training.tradeoff``, ``python -m fastcore_ops.training.ablate``) parses its arguments
 into a :class:`SweepRequest` (its parser already refused malformed budgets, counts and devices:
-:func:`budget_list`, :func:`fastcore_ops.cli.positive_int`, ...). :func:`plan_sweep` checks the
+:func:`fastcore_ops.training.tradeoff.options.budget_list`, :func:`fastcore_ops.cli.positive_int`, ...). :func:`plan_sweep` checks the
 rest in one pass, writing nothing: the curves' configurations, their one metric, the data their
 tasks need, ``--out`` and the finished runs already there. It returns the :class:`SweepPlan` that
 :func:`fastcore_ops.training.tradeoff.sweep.execute_sweep` trains, after marking ``--out`` as the tool's.
@@ -15,9 +15,7 @@ tasks need, ``--out`` and the finished runs already there. It returns the :class
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,28 +30,6 @@ from fastcore_ops.training.tradeoff.results import Run, machine_label
 
 RUNS = "runs"  # the sweep's output folder holds one folder per run under this
 RESERVED = ("seed", "schedule.scale_schedule_ratio")  # what the sweep sets in each run itself
-
-
-def budget_list(text: str) -> list[float]:
-    """An argparse type: comma-separated scale-schedule ratios, finite numbers > 0, each given once.
-
-    Example:
-        >>> budget_list("0.25,1,2")
-        [0.25, 1.0, 2.0]
-    """
-    budgets = []
-    for item in text.split(","):
-        try:
-            budget = float(item)
-        except ValueError:
-            budget = math.nan
-        if not (math.isfinite(budget) and budget > 0):
-            raise argparse.ArgumentTypeError(f"{item.strip()!r} is not a budget; accepted: comma-separated "
-                                             f"scale-schedule ratios > 0, e.g. 0.25,0.5,1,2")
-        budgets.append(budget)
-    if len(set(budgets)) != len(budgets):
-        raise argparse.ArgumentTypeError(f"{text!r}: a budget is given twice; give each once")
-    return budgets
 
 
 @dataclass(frozen=True)

@@ -49,12 +49,12 @@ def train_command(run: PlannedRun, folder: Path, options: TrainOptions, resume: 
     Example:
         >>> options = TrainOptions(data=Path("data"), device="cpu", machine="h/cpu", assignments=("seed=1",))
         >>> train_command(PlannedRun("cifar_mild", 0.5, 2, 4.0), Path("runs/x"), options, resume=True)[3:]
-        ['--recipe', 'cifar_mild', '--scale-schedule', '0.5', '--seed', '2', '--data', 'data', '--out', 'runs/x', '--no-progress', '--eval-every', '0', '--device', 'cpu', '--set', 'seed=1', '--resume']
+        ['--recipe', 'cifar_mild', '--budget', '0.5', '--seed', '2', '--data', 'data', '--out', 'runs/x', '--no-progress', '--eval-every', '0', '--device', 'cpu', '--set', 'seed=1', '--resume']
     """
     # A curve needs only each run's final quality: no evaluation between epochs.
     data = [] if options.data is None else ["--data", str(options.data)]
     command = [sys.executable, "-m", "fastcore_ops.training.train", "--recipe", run.trains.recipe,
-               "--scale-schedule", f"{run.budget!r}",
+               "--budget", f"{run.budget!r}",
                "--seed", str(run.seed), *data, "--out", str(folder), "--no-progress",
                "--eval-every", "0", "--device", options.device]
     if options.subset is not None:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from fastcore_ops.data import build_loader
-from fastcore_ops.data.prepare import PrepareSettings, prepare_shards
+from fastcore_ops.data.prepare import PrepareSettings
+from fastcore_ops.data.shard_writer import prepare_shards
 from fastcore_ops.data.shards import ShardChecksumError, read_encoded, read_index, read_shard_samples, verify_shards
 from fastcore_ops.data.shards import format as shards_module
 from tests.data.conftest import coded_image, jpeg_bytes

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fastcore_ops.training.text.loader import TokenEvaluation, TokenWindows
-from fastcore_ops.training.text.prepare import load_prepared, prepare
+from fastcore_ops.training.text.tokens import load_prepared, prepare
 from tests.training.text.conftest import write_tree
 
 

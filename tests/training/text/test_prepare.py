@@ -7,10 +7,11 @@ import os
 import numpy as np
 import pytest
 
-from fastcore_ops.training.text import prepare as prepare_module
+from fastcore_ops.training.text import tokens as tokens_module
 from fastcore_ops.training.text.corpus import corpus_files
-from fastcore_ops.training.text.prepare import (FORMAT_VERSION, META_FILE, PreparedTokens, cache_key, load_prepared,
-                                                main, prepare, prepared_tokens)
+from fastcore_ops.training.text.prepare import main
+from fastcore_ops.training.text.tokens import (FORMAT_VERSION, META_FILE, PreparedTokens, cache_key, load_prepared,
+                                               prepare, prepared_tokens)
 from fastcore_ops.training.text.tokenizers import BPE_FILE
 from tests.training.text.conftest import write_tree
 
@@ -78,7 +79,7 @@ def test_an_undecodable_file_stops_bpe_but_not_bytes(text_folder, tmp_path):
 
 
 def test_a_failure_midway_leaves_no_destination_and_no_partial_folder(text_folder, tmp_path, monkeypatch):
-    write_split = prepare_module._write_split
+    write_split = tokens_module._write_split
     written = []
 
     def fail_on_validation(files, names, tokenizer, dtype, path, progress, split):
@@ -88,7 +89,7 @@ def test_a_failure_midway_leaves_no_destination_and_no_partial_folder(text_folde
         written.append(split)
         return write_split(files, names, tokenizer, dtype, path, progress, split)
 
-    monkeypatch.setattr(prepare_module, "_write_split", fail_on_validation)
+    monkeypatch.setattr(tokens_module, "_write_split", fail_on_validation)
     with pytest.raises(RuntimeError, match="disk full"):
         prepare(text_folder, tmp_path / "out" / "tokens", progress=False)
     assert written == ["train"]
@@ -103,8 +104,8 @@ def test_a_killed_preparation_leaves_nothing_that_looks_complete(text_folder, tm
         raise Killed
 
     # A kill cannot run the clean-up: simulate it by making the clean-up do nothing.
-    monkeypatch.setattr(prepare_module.shutil, "rmtree", lambda *args, **kwargs: None)
-    monkeypatch.setattr(prepare_module, "_write_json", killed)  # killed just before meta.json
+    monkeypatch.setattr(tokens_module.shutil, "rmtree", lambda *args, **kwargs: None)
+    monkeypatch.setattr(tokens_module, "_write_json", killed)  # killed just before meta.json
     with pytest.raises(Killed):
         prepared_tokens(text_folder, tmp_path / "cache", "bytes", None, 5, progress=False)
     left = os.listdir(tmp_path / "cache")
@@ -121,7 +122,7 @@ def test_the_cache_reuses_a_folder_until_its_inputs_change(text_folder, tmp_path
     files = corpus_files(text_folder, validation_every=4)
     assert first == cache / f"bytes-256-{cache_key(files.fingerprint, 'bytes', 256, 4)}"
     calls = []
-    monkeypatch.setattr(prepare_module, "_prepare", lambda *args, **options: calls.append(args) or cache / "new")
+    monkeypatch.setattr(tokens_module, "_prepare", lambda *args, **options: calls.append(args) or cache / "new")
     assert prepared_tokens(text_folder, cache, "bytes", None, 4, progress=False) == first
     assert calls == []  # reused without preparing
     assert prepared_tokens(text_folder, cache, "bytes", None, 5, progress=False) == cache / "new"

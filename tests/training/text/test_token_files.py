@@ -7,8 +7,8 @@ import shutil
 import numpy as np
 import pytest
 
-from fastcore_ops.training.text import prepare as prepare_module
-from fastcore_ops.training.text.prepare import META_FILE, largest_token_id, load_prepared, prepare
+from fastcore_ops.training.text import tokens as tokens_module
+from fastcore_ops.training.text.tokens import META_FILE, largest_token_id, load_prepared, prepare
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +142,8 @@ def test_a_token_file_of_a_partial_token_is_refused(copy_of):
 def test_each_token_file_is_scanned_once_per_version(copy_of, monkeypatch):
     folder = copy_of("bytes")
     scanned = []
-    scan = prepare_module.largest_token_id
-    monkeypatch.setattr(prepare_module, "largest_token_id",
+    scan = tokens_module.largest_token_id
+    monkeypatch.setattr(tokens_module, "largest_token_id",
                         lambda path, dtype: scanned.append(path) or scan(path, dtype))
     for _ in range(3):
         load_prepared(folder)

@@ -38,7 +38,7 @@ def summary(command: list[str], fate: str = FINISH) -> dict:
 
     fate: NAN gives NaN metrics, INF an infinite loss, ZERO no step in no time.
     """
-    budget = float(flag(command, "--scale-schedule"))
+    budget = float(flag(command, "--budget"))
     seconds = 0.0 if fate == ZERO else 100.0 * budget * (0.5 if "mild" in flag(command, "--recipe") else 1.0)
     top1, loss = {NAN: (float("nan"), float("nan")), INF: (0.1, float("inf"))}.get(fate, (0.4 + 0.2 * budget, 1.0))
     return {"metrics": {"top1": top1, "eval_loss": loss, "top1_tta": top1}, "metric": "top1",
@@ -51,7 +51,7 @@ def summary(command: list[str], fate: str = FINISH) -> dict:
 def write_run(command: list[str], fate: str = FINISH) -> None:
     """What a finished run of ``command`` leaves in its --out: config.json (as train builds it) and summary.json."""
     out = Path(flag(command, "--out"))
-    flags = [f"seed={flag(command, '--seed')}", f"schedule.scale_schedule_ratio={flag(command, '--scale-schedule')}"]
+    flags = [f"seed={flag(command, '--seed')}", f"schedule.scale_schedule_ratio={flag(command, '--budget')}"]
     sets = [command[index + 1] for index, arg in enumerate(command) if arg == "--set"]
     config = override(get_recipe(flag(command, "--recipe")), [*flags, *sets])
     (out / "config.json").write_text(json.dumps(to_dict(config)))

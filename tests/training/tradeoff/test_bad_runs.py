@@ -117,7 +117,7 @@ def _run_folder(tmp_path, summary_text):
     return folder
 
 
-GOOD = fakes.summary(["--recipe", "cifar_mild", "--scale-schedule", "1.0"])
+GOOD = fakes.summary(["--recipe", "cifar_mild", "--budget", "1.0"])
 
 
 @pytest.mark.parametrize("text, says", [

@@ -14,7 +14,8 @@ from tests.training.tradeoff import fakes
 
 TOOLS = {"tradeoff": tradeoff.main, "ablate": ablate.main}
 SWEEP_ARGS = {"tradeoff": ["--recipes", "cifar_baseline,cifar_mild", "--budgets", "1"],
-              "ablate": ["--base", "cifar_baseline", "--methods", "cutout", "--budgets", "1", "--seeds", "1"]}
+              "ablate": ["--recipe", "cifar_baseline", "--methods", "cutout", "--budgets", "1", "--seeds", "1",
+                         "--first-seed", "0"]}
 
 
 def _stranger(out):
@@ -37,7 +38,7 @@ def _finished_elsewise(out):
     claim_folder(out, "tradeoff")
     folder = out / "runs" / "cifar_baseline-x1-s0"
     folder.mkdir(parents=True)
-    command = ["--recipe", "cifar_baseline", "--scale-schedule", "1.0", "--seed", "0", "--out", str(folder),
+    command = ["--recipe", "cifar_baseline", "--budget", "1.0", "--seed", "0", "--out", str(folder),
                "--set", "data.batch_size=64"]
     fakes.write_run(command)
 
@@ -71,14 +72,14 @@ REFUSALS = [
     ("tradeoff", SWEEP_ARGS["tradeoff"], _owned_by("ablate"), "did not write (it has no .fastcore_ops-tradeoff)"),
     ("tradeoff", SWEEP_ARGS["tradeoff"], _a_file, "is a file, not a folder"),
     ("tradeoff", SWEEP_ARGS["tradeoff"], _finished_elsewise, "holds a finished run with another configuration"),
-    ("ablate", ["--base", "cifar_spicy"], None, "--base cifar_spicy: no such recipe"),
-    ("ablate", ["--base", "cifar_baseline", "--methods", "cutout,spicy"], None, "--methods spicy: no such method"),
-    ("ablate", ["--base", "cifar_baseline", "--seeds", "0"], None, "argument --seeds: must be a whole number >= 1"),
-    ("ablate", ["--base", "cifar_baseline", "--subset", "0"], None, "argument --subset: must be a whole number >= 1"),
-    ("ablate", ["--base", "cifar_baseline", "--set", "seed=3"], None, "use --seeds and --budgets instead"),
-    ("ablate", ["--base", "cifar_baseline", "--budgets", "0"], None, "'0' is not a budget"),
-    ("ablate", ["--base", "cifar_baseline", "--seeds", "two"], None, "argument --seeds: must be a whole number >= 1, got 'two'"),
-    ("ablate", ["--base", "gpt_baseline", "--methods", "cutout"], None, "--methods: cutout applies to task "),
+    ("ablate", ["--recipe", "cifar_spicy"], None, "--recipe cifar_spicy: no such recipe"),
+    ("ablate", ["--recipe", "cifar_baseline", "--methods", "cutout,spicy"], None, "--methods spicy: no such method"),
+    ("ablate", ["--recipe", "cifar_baseline", "--seeds", "0"], None, "argument --seeds: must be a whole number >= 1"),
+    ("ablate", ["--recipe", "cifar_baseline", "--subset", "0"], None, "argument --subset: must be a whole number >= 1"),
+    ("ablate", ["--recipe", "cifar_baseline", "--set", "seed=3"], None, "use --seeds and --budgets instead"),
+    ("ablate", ["--recipe", "cifar_baseline", "--budgets", "0"], None, "'0' is not a budget"),
+    ("ablate", ["--recipe", "cifar_baseline", "--seeds", "two"], None, "argument --seeds: must be a whole number >= 1, got 'two'"),
+    ("ablate", ["--recipe", "gpt_baseline", "--methods", "cutout"], None, "--methods: cutout applies to task "),
     ("ablate", SWEEP_ARGS["ablate"], _stranger, "did not write (it has no .fastcore_ops-ablate)"),
     ("ablate", SWEEP_ARGS["ablate"], _owned_by("tradeoff"), "did not write (it has no .fastcore_ops-ablate)"),
     ("ablate", SWEEP_ARGS["ablate"], _a_file, "is a file, not a folder"),

@@ -107,7 +107,7 @@ def test_every_run_gets_the_shared_options_and_never_the_triton_interpreter(fake
     command = fake_train.commands[0]
     pairs = dict(zip(command[3::2], command[4::2]))
     assert command[1:3] == ["-m", "fastcore_ops.training.train"] and "--no-progress" in command
-    assert pairs["--recipe"] == "cifar_baseline" and pairs["--scale-schedule"] == "0.5" and pairs["--seed"] == "0"
+    assert pairs["--recipe"] == "cifar_baseline" and pairs["--budget"] == "0.5" and pairs["--seed"] == "0"
     assert command[command.index("--subset") + 1] == "5"
     assert command[command.index("--set") + 1] == "data.batch_size=8"
     assert command[command.index("--device") + 1] == "cpu"

@@ -1,0 +1,51 @@
+"""The options the sweep commands share (``python -m fastcore_ops.training.tradeoff`` and ``.ablate``), light to
+import: their parsers are built without torch.
+
+    >>> parser = cli.ArgumentParser(prog="sweep")
+    >>> add_seed_options(parser, seeds=2)
+    >>> args = parser.parse_args([])
+    >>> list(range(args.first_seed, args.first_seed + args.seeds))
+    [3, 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from fastcore_ops import cli
+
+# The first seed no recipe's search used: every CIFAR search ran on seeds 0 and 1
+# (reports/cifar-full-baseline-search-20261125/), the GPT baseline's on 0, 1 and 2
+# (reports/gpt-baseline-stability-20261125/). A measurement on seeds from here on is held out.
+FIRST_UNSEARCHED_SEED = 3
+
+
+def budget_list(text: str) -> list[float]:
+    """An argparse type: comma-separated scale-schedule ratios, finite numbers > 0, each given once.
+
+    Example:
+        >>> budget_list("0.25,1,2")
+        [0.25, 1.0, 2.0]
+    """
+    budgets = []
+    for item in text.split(","):
+        try:
+            budget = float(item)
+        except ValueError:
+            budget = math.nan
+        if not (math.isfinite(budget) and budget > 0):
+            raise argparse.ArgumentTypeError(f"{item.strip()!r} is not a budget; accepted: comma-separated "
+                                             f"scale-schedule ratios > 0, e.g. 0.25,0.5,1,2")
+        budgets.append(budget)
+    if len(set(budgets)) != len(budgets):
+        raise argparse.ArgumentTypeError(f"{text!r}: a budget is given twice; give each once")
+    return budgets
+
+
+def add_seed_options(parser: argparse.ArgumentParser, *, seeds: int, first_seed: int = FIRST_UNSEARCHED_SEED) -> None:
+    """``--seeds`` (how many, ``seeds`` by default) and ``--first-seed``, as every sweep command takes them."""
+    parser.add_argument("--seeds", type=cli.positive_int, default=seeds, help="seeds per curve and budget")
+    parser.add_argument("--first-seed", type=cli.non_negative_int, default=first_seed,
+                        help=f"the first seed: the runs use seeds FIRST to FIRST+N-1; from {FIRST_UNSEARCHED_SEED} on, "
+                             f"no recipe's search used them, so a measurement that reports a gain runs on them")
