@@ -14,7 +14,6 @@ import json
 import sys
 
 from fastcore_ops import cli
-from fastcore_ops.training.config import TrainConfig, differences, to_dict
 from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import get_recipe, list_recipes, recipe_parent
 
@@ -31,6 +30,8 @@ def build_parser() -> cli.ArgumentParser:
 def show(name: str) -> str:
     """What ``show NAME`` prints: the line of parents, the resolved configuration and the changes (pytest does not
     run a ``__main__.py``'s examples: tests/training/test_recipe_show.py holds them)."""
+    from fastcore_ops.training.config import TrainConfig, differences, to_dict  # torch: after parsing
+
     config, parent = get_recipe(name), recipe_parent(name)
     line = [name]
     while recipe_parent(line[0]) is not None:
