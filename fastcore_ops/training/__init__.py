@@ -6,14 +6,8 @@
     result = fit("cifar_mild_small", data="data/cifar10-jpeg", out="runs/mild", subset=500)
 """
 
+from fastcore_ops.lazy import lazy_exports
 
-def __getattr__(name: str):
-    # Imported on first use: `fit` brings in every part of the trainer, which a submodule such as
-    # fastcore_ops.training.config does not need.
-    if name == "fit":
-        from fastcore_ops.training.train import fit
-        return fit
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["fit"]
+# `fit` on first use: it brings in every part of the trainer, which a submodule such as
+# fastcore_ops.training.config does not need.
+__all__, __getattr__ = lazy_exports(__name__, {"train": ["fit"]})
