@@ -212,7 +212,7 @@ def _print_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
 
 def _plot(rows: list[dict], path: Path, title: str) -> None:
     """One panel per section: images/s per loader, torchvision grey, ours green, each ratio written."""
-    from fastcore_ops.training.figures import plt
+    from fastcore_ops.training.figures import plt, save_figure
 
     sections = list(dict.fromkeys(r["section"] for r in rows))
     heights = [sum(r["section"] == section for r in rows) for section in sections]
@@ -230,8 +230,7 @@ def _plot(rows: list[dict], path: Path, title: str) -> None:
     axes[-1, 0].set_xlabel("images / s (higher is better)")
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def run(args: argparse.Namespace) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastcore_ops.training.figures import plt
+from fastcore_ops.training.figures import plt, save_figure
 
 
 def plot_kernel_speedups(rows: list[dict], title: str, path: Path) -> None:
@@ -25,5 +25,4 @@ def plot_kernel_speedups(rows: list[dict], title: str, path: Path) -> None:
     axes.set_xlabel("forward+backward speed-up over the PyTorch ops it replaces (log; 1 = parity; | = its goal)")
     axes.set_title(title)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)

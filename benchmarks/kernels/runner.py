@@ -200,7 +200,7 @@ def _format_table(rows: list[dict], columns: list[str]) -> str:
 
 def plot_speedups(rows: list[dict], on_gpu: bool, path: Path) -> None:
     """A bar per row: the measured forward+backward speed-up on a GPU, else the modelled traffic ratio."""
-    from fastcore_ops.training.figures import plt
+    from fastcore_ops.training.figures import plt, save_figure
 
     key, title = (("fwd_bwd_speedup", "measured speedup, forward+backward") if on_gpu
                   else ("fwd_bwd_traffic_ratio", "modelled DRAM traffic, reference / ours, forward+backward"))
@@ -216,8 +216,7 @@ def plot_speedups(rows: list[dict], on_gpu: bool, path: Path) -> None:
     ax.set_xlabel("x (higher is better; 1 = parity)")
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def run(args: argparse.Namespace) -> int:

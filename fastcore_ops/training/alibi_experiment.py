@@ -21,7 +21,7 @@ from fastcore_ops.training.alibi_extrapolation import CANNOT_RUN, MODELS, TOOL, 
 from fastcore_ops.training.assemble import build_trainer
 from fastcore_ops.training.config import (DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, ScheduleConfig,
                                           TextConfig, TrainConfig, validate)
-from fastcore_ops.training.figures import plt
+from fastcore_ops.training.figures import plt, save_figure
 from fastcore_ops.training.tasks.language import CausalLanguageModeling, metric_suffix, prepare_text_data
 from fastcore_ops.training.text.loader import TokenWindows
 from fastcore_ops.training.text.tokens import load_prepared
@@ -154,5 +154,4 @@ def plot_results(results: dict, path: Path) -> None:
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
