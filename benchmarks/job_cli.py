@@ -3,7 +3,7 @@ its data, a summary.json in a new folder.
 
     >>> parser = job_parser("python -m benchmarks.step_floor", "The floor.")
     >>> sorted(action.dest for action in parser._actions if action.dest != "help")
-    ['assignments', 'data', 'device', 'out', 'recipe', 'subset']
+    ['assignments', 'data', 'device', 'imports', 'out', 'recipe', 'subset']
 """
 
 from __future__ import annotations
@@ -17,35 +17,41 @@ import torch
 
 from fastcore_ops import cli
 from fastcore_ops.training.config import TrainConfig, override
+from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.precision import choose_precision
 from fastcore_ops.training.recipes import get_recipe, list_recipes
-from fastcore_ops.training.tasks.classification import split_folders
+from fastcore_ops.training.tasks.registry import task_named
 
 
 def job_parser(prog: str, description: str) -> cli.ArgumentParser:
     """A parser with the arguments every job takes; a job adds its own."""
     parser = cli.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--recipe", required=True, help="an image-classification recipe")
-    parser.add_argument("--data", type=Path, required=True, help="a folder with train/ and val/ (or test/)")
+    parser.add_argument("--recipe", required=True, help="a recipe")
+    parser.add_argument("--data", type=Path,
+                        help="the recipe's data; image classification: a folder with train/ and val/ (or test/)")
     parser.add_argument("--out", type=Path, required=True, help="an empty or new folder for summary.json")
     parser.add_argument("--subset", type=cli.positive_int, help="train on the first N images of each class")
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="configuration override; repeatable")
     cli.add_device_option(parser)
+    add_import_option(parser)
     return parser
 
 
-def job_main(parser: cli.ArgumentParser, argv: list[str] | None, check: Callable[[TrainConfig], None],
-            job: Callable[[argparse.Namespace], dict]) -> int:
-    """Parse ``argv`` (the recipe with its overrides as ``args.config``, refused unless ``check`` passes it),
-    run ``job`` and write what it returns as ``--out``/summary.json; exit 2 with one ``error:`` line on bad input."""
+def job_main(parser: cli.ArgumentParser, argv: list[str] | None, job: Callable[[argparse.Namespace], dict],
+             check: Callable[[TrainConfig], None] = lambda config: None) -> int:
+    """Parse ``argv`` (the recipe with its overrides as ``args.config``, refused unless ``check`` passes it; its
+    data checked by its task, as ``args.data`` and ``args.found``), run ``job`` and write what it returns as
+    ``--out``/summary.json; exit 2 with one ``error:`` line on bad input."""
     try:
         args = parser.parse_args(argv)
+        import_modules(args.imports)
         args.device = torch.device(args.device)
         recipe = get_recipe(cli.check_name("--recipe", args.recipe, list_recipes(), "recipe"))
         args.config = override(recipe, args.assignments)
         check(args.config)
-        split_folders(args.data)  # a missing folder, or one without train/ and val/ (or test/), is refused here
+        args.data, args.found = task_named(args.config.task).check_data(args.config, args.data, subset=args.subset,
+                                                                        world_size=1, progress=False)
         if args.out.exists() and any(args.out.iterdir()):
             raise ValueError(f"--out {args.out} is not empty; give a new folder")
     except cli.REFUSALS as error:

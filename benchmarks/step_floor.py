@@ -1,24 +1,24 @@
 """``python -m benchmarks.step_floor``: what a recipe's model alone costs over a whole run, forward plus backward.
 
 The recipe's model as our trainer trains it (its surgeries, patch-whitened stem, memory format,
-precision and, on a CPU, its allocator setting) runs forward, loss and backward on random
-batches already in memory, at every image size the run trains at; each size's fastest step (of
-at least five, after a warm-up: the floor is what a step costs when nothing interrupts it),
-times the number of steps the run trains at that size, summed. No loader, no optimizer step,
-no methods: a training run's time over this floor is what everything else costs. The same sum
-over each size's median step is recorded beside it: what an uninterrupted step typically costs.
+precision and, on a CPU, its allocator setting) runs forward, loss and backward on batches
+already in memory, of every shape the run trains on, as its task makes them (random images at
+each image size an image run trains at); each shape's fastest step (of at least five, after a
+warm-up: the floor is what a step costs when nothing interrupts it), times the number of steps
+the run trains on that shape, summed. No loader, no optimizer step, no methods: a training
+run's time over this floor is what everything else costs. The same sum over each shape's median
+step is recorded beside it: what an uninterrupted step typically costs.
 
     python -m benchmarks.step_floor --recipe cifar_mild --data ../shared/datasets/cifar10-jpeg --out runs/floor
 
 Writes ``summary.json`` in ``--out``: ``train_seconds`` (the floor), ``median_train_seconds``,
-``steps``, and per size the steps and the seconds of its fastest and its median step.
+``steps``, and per shape (``sizes``: an image size) the steps and the seconds of its fastest and its median step.
 """
 
 from __future__ import annotations
 
 import statistics
 import sys
-from collections import Counter
 from pathlib import Path
 
 import torch
@@ -29,64 +29,49 @@ from fastcore_ops.training.assemble import scaled
 from fastcore_ops.training.config import TrainConfig
 from fastcore_ops.training.methods.registry import plan_methods
 from fastcore_ops.training.precision import Precision
-from fastcore_ops.training.tasks.classification import ImageClassification, build_image_classification
 from fastcore_ops.training.tasks.registry import task_named
 
 from .job_cli import job_main, job_parser
 from .timing import time_samples_ms
 
 
-def steps_at_sizes(loader, total_steps: int) -> Counter:
-    """How many of the run's ``total_steps`` train at each image size (one size without progressive resizing)."""
-    sizes = Counter()
-    for step in range(total_steps):
-        epoch, batch = divmod(step, len(loader))
-        sizes[loader.image_size_at(epoch, batch) or loader.image_size] += 1
-    return sizes
-
-
-def measure_floor(config: TrainConfig, *, data: Path, device: torch.device, subset: int | None,
-                  precision: Precision) -> dict:
-    """Forward plus backward of ``config``'s model alone over the run's steps (see the module's text)."""
+def measure_floor(config: TrainConfig, *, data: Path | None, found: object, device: torch.device,
+                  subset: int | None, precision: Precision) -> dict:
+    """Forward plus backward of ``config``'s model alone over the run's steps (see the module's text), on the batches
+    its task shapes (:meth:`~fastcore_ops.training.tasks.base.Task.floor_batches`); ``data`` and ``found``: what the
+    task's ``check_data`` gave."""
     config = scaled(config)
     plan = plan_methods(config)
     torch.manual_seed(config.seed)
-    model, loader, task = build_image_classification(config, plan, data=data, device=device, subset=subset)
+    model, batches, task = task_named(config.task).build(config, plan, data=data, device=device, subset=subset,
+                                                         found=found)
     task.close()
-    total_steps = max(1, round(config.schedule.epochs * len(loader)))
-    sizes = steps_at_sizes(loader, total_steps)
-    loader.close()
-    memory_format = torch.channels_last if plan.loader_switches.get("channels_last") else torch.contiguous_format
+    total_steps = max(1, round(config.schedule.epochs * len(batches)))
+    shapes = task.floor_batches(batches, total_steps, plan, device)
+    batches.close()
     model.train()
     fastest, median = {}, {}
-    for size in sorted(sizes):
-        images = torch.randn(config.data.batch_size, 3, size, size, device=device).contiguous(memory_format=memory_format)
-        labels = torch.randint(0, task.num_classes, (config.data.batch_size,), device=device)
+    for shape in shapes:
+        inputs, targets = shape.make()
 
         def step():
             with precision.autocast(device):
-                loss = task.loss(model(images), labels)
+                loss = task.loss(task.forward(model, inputs), targets)
             loss.backward()
             model.zero_grad(set_to_none=True)
 
         samples = time_samples_ms(step, device, min_samples=5)
-        fastest[size], median[size] = min(samples) / 1e3, statistics.median(samples) / 1e3
-    return {"train_seconds": sum(fastest[size] * count for size, count in sizes.items()),
-            "median_train_seconds": sum(median[size] * count for size, count in sizes.items()), "steps": total_steps,
-            "sizes": {str(size): {"steps": sizes[size], "step_seconds": fastest[size],
-                                  "median_step_seconds": median[size]} for size in sorted(sizes)}}
-
-
-def check_image_classification(config: TrainConfig) -> None:
-    if task_named(config.task) is not ImageClassification:
-        raise ValueError(f"recipe {config.name!r} is a {config.task} recipe; the floor is measured for image "
-                         f"classification")
+        fastest[shape.shape], median[shape.shape] = min(samples) / 1e3, statistics.median(samples) / 1e3
+    return {"train_seconds": sum(fastest[shape.shape] * shape.steps for shape in shapes),
+            "median_train_seconds": sum(median[shape.shape] * shape.steps for shape in shapes), "steps": total_steps,
+            "sizes": {shape.shape: {"steps": shape.steps, "step_seconds": fastest[shape.shape],
+                                    "median_step_seconds": median[shape.shape]} for shape in shapes}}
 
 
 def floor_job(args) -> dict:
     if args.device.type == "cpu":
         keep_freed_memory()  # as python -m fastcore_ops.training.train trains on a CPU
-    return measure_floor(args.config, data=args.data, device=args.device, subset=args.subset,
+    return measure_floor(args.config, data=args.data, found=args.found, device=args.device, subset=args.subset,
                          precision=args.precision)
 
 
@@ -96,7 +81,7 @@ def build_parser() -> cli.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return job_main(build_parser(), argv, check_image_classification, floor_job)
+    return job_main(build_parser(), argv, floor_job)
 
 
 if __name__ == "__main__":
