@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..checks import check_bool, check_int, check_number, check_str
+from ..discovery import import_package_modules
 from .report import SurgeryRecord, SurgeryReport
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,16 @@ def register_surgery(name: str, description: str, options: type):
         return plan
 
     return decorator
+
+
+def registered_surgeries() -> dict[str, Surgery]:
+    """Every surgery by name, once each module of this package has registered its own (:mod:`fastcore_ops.discovery`).
+
+        >>> registered_surgeries()["blurpool"].options.__name__
+        'BlurPoolOptions'
+    """
+    import_package_modules(__package__)
+    return _REGISTRY
 
 
 # ----------------------------------------------------------------------------------------
@@ -392,13 +403,13 @@ def check_surgeries(surgeries) -> list[tuple[Surgery, object]]:
         ...
         ValueError: surgery 'blurpool' has no option 'min_chanels'; its options are: min_channels, replace_convs, replace_maxpools
     """
-    requests = []
+    registry, requests = registered_surgeries(), []
     for name, given in _normalize(surgeries):
-        if name not in _REGISTRY:
-            raise ValueError(f"unknown surgery {name!r}; choose from: {', '.join(sorted(_REGISTRY))}")
+        if name not in registry:
+            raise ValueError(f"unknown surgery {name!r}; choose from: {', '.join(sorted(registry))}")
         if not isinstance(given, Mapping):
             raise TypeError(f"options of surgery {name!r} must be a dict, got {type(given).__name__}")
-        requests.append((_REGISTRY[name], build_options(_REGISTRY[name], given)))
+        requests.append((registry[name], build_options(registry[name], given)))
     return requests
 
 
@@ -467,6 +478,6 @@ def list_surgeries() -> list[dict]:
             "description": s.description,
             "options": {f.name: f.default for f in dataclasses.fields(s.options)},
         }
-        for s in sorted(_REGISTRY.values(), key=lambda s: s.name)
+        for s in sorted(registered_surgeries().values(), key=lambda s: s.name)
     ]
 

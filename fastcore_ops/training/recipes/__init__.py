@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import copy
 import importlib
-import pkgutil
 
+from fastcore_ops.discovery import import_package_modules
 from fastcore_ops.training.config import TrainConfig
 
 __all__ = ["get_recipe", "list_recipes", "register_recipe"]
@@ -44,7 +44,7 @@ def list_recipes() -> list[str]:
         >>> "resnet50_hot" in list_recipes()
         True
     """
-    modules = [info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
+    modules = [name for name in import_package_modules(__name__) if not name.startswith("_")]
     return sorted([*modules, *_REGISTERED])
 
 
