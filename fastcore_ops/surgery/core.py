@@ -83,28 +83,50 @@ def skip_for_existing(sites: Sequence[Site], feature: str, holders: Sequence[str
                 already_applied=already_applied)
 
 
+INPUTS = ("images", "tokens")  # what the models a surgery operates on take
+
+
 @dataclass
 class Surgery:
+    """One registered surgery, with what it declares about itself (see :func:`register_surgery`)."""
+
     name: str
     description: str
     options: type  # a dataclass; its fields are the surgery's options
     plan: Callable[[nn.Module, object], Plan]
+    order: int
+    inputs: str
+    leaves_parameters_unused: bool = False
+    loader_switch: str | None = None
+    tried_with: dict = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, Surgery] = {}
 
 
-def register_surgery(name: str, description: str, options: type):
+def register_surgery(name: str, description: str, options: type, *, order: int, inputs: str,
+                     leaves_parameters_unused: bool = False, loader_switch: str | None = None,
+                     tried_with: dict | None = None):
     """Register ``plan`` under ``name``; ``options`` is a dataclass whose fields are the options.
+
+    order: its place among surgeries applied together, lower first (a training run applies them in it).
+    inputs: what the models it operates on take, one of :data:`INPUTS` (a training run offers it to the tasks
+        whose batches hold them).
+    leaves_parameters_unused: a training step of the operated model may leave some parameters without a gradient.
+    loader_switch: a keyword of :func:`fastcore_ops.data.build_loader` to turn on with it (its batches' layout).
+    tried_with: the options, where not their defaults, that an ablation tries it with.
 
     A second surgery under a registered name is refused, as the method and model registries refuse one.
     """
+    if inputs not in INPUTS:
+        raise ValueError(f"inputs must be one of {', '.join(INPUTS)}, got {inputs!r}")
 
     def decorator(plan: Callable[[nn.Module, object], Plan]):
         if name in _REGISTRY and _REGISTRY[name].plan is not plan:
             raise ValueError(f"surgery {name!r} is registered twice ({_REGISTRY[name].plan.__module__} and "
                              f"{plan.__module__}); give one of them another name")
-        _REGISTRY[name] = Surgery(name, description, options, plan)
+        _REGISTRY[name] = Surgery(name, description, options, plan, order, inputs, leaves_parameters_unused,
+                                  loader_switch, dict(tried_with or {}))
         return plan
 
     return decorator
