@@ -47,12 +47,12 @@ def measure_floor(config: TrainConfig, *, data: Path | None, found: object, devi
                                                          found=found)
     task.close()
     total_steps = max(1, round(config.schedule.epochs * len(batches)))
-    shapes = task.floor_batches(batches, total_steps, plan, device)
+    kinds = task.floor_batches(batches, total_steps, plan, device)
     batches.close()
     model.train()
     fastest, median = {}, {}
-    for shape in shapes:
-        inputs, targets = shape.make()
+    for kind in kinds:
+        inputs, targets = kind.make()
 
         def step():
             with precision.autocast(device):
@@ -61,11 +61,11 @@ def measure_floor(config: TrainConfig, *, data: Path | None, found: object, devi
             model.zero_grad(set_to_none=True)
 
         samples = time_samples_ms(step, device, min_samples=5)
-        fastest[shape.shape], median[shape.shape] = min(samples) / 1e3, statistics.median(samples) / 1e3
-    return {"train_seconds": sum(fastest[shape.shape] * shape.steps for shape in shapes),
-            "median_train_seconds": sum(median[shape.shape] * shape.steps for shape in shapes), "steps": total_steps,
-            "sizes": {shape.shape: {"steps": shape.steps, "step_seconds": fastest[shape.shape],
-                                    "median_step_seconds": median[shape.shape]} for shape in shapes}}
+        fastest[kind.label], median[kind.label] = min(samples) / 1e3, statistics.median(samples) / 1e3
+    return {"train_seconds": sum(fastest[kind.label] * kind.steps for kind in kinds),
+            "median_train_seconds": sum(median[kind.label] * kind.steps for kind in kinds), "steps": total_steps,
+            "sizes": {kind.label: {"steps": kind.steps, "step_seconds": fastest[kind.label],
+                                   "median_step_seconds": median[kind.label]} for kind in kinds}}
 
 
 def floor_job(args) -> dict:

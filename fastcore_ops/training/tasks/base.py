@@ -28,14 +28,14 @@ def metric_phrase(label: str, value: float) -> str:
 class FloorBatch:
     """One shape of batch a run trains on, for the step floor (:meth:`Task.floor_batches`).
 
-    shape: its name in the floor's summary (an image size: "224"); steps: how many of the run's steps train on it;
-    make: () -> (inputs, targets), one such batch in memory.
+    label: the shape's name in the floor's summary (an image size: "224"); steps: how many of the run's steps train
+    on it; make: () -> (inputs, targets), one such batch in memory.
 
         >>> FloorBatch("4", 16, lambda: (torch.zeros(2, 4), torch.zeros(2))).make()[0].shape
         torch.Size([2, 4])
     """
 
-    shape: str
+    label: str
     steps: int
     make: Callable[[], tuple[torch.Tensor, torch.Tensor]]
 
