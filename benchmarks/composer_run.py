@@ -19,11 +19,10 @@ from fastcore_ops.data.backends.pil import default_num_workers
 from fastcore_ops.data.transforms.device_stage import IMAGENET_MEAN, IMAGENET_STD
 from fastcore_ops.training.assemble import effective_lr, scaled
 from fastcore_ops.training.config import TrainConfig
-from fastcore_ops.training.methods.registry import active, plan_methods
+from fastcore_ops.training.methods.registry import IMAGES, active, plan_methods
 from fastcore_ops.training.optim import build_optimizer
 from fastcore_ops.training.precision import Precision
-from fastcore_ops.training.tasks.classification import (ImageClassification, build_image_classification,
-                                                        first_per_class, split_folders)
+from fastcore_ops.training.tasks.classification import build_image_classification, first_per_class, split_folders
 from fastcore_ops.training.tasks.registry import task_named
 
 
@@ -59,7 +58,7 @@ def check(config: TrainConfig) -> None:
     """ValueError unless every method of ``config`` is one this job hands to Composer or sets up as ours."""
     handled = _COMPOSER_ALGORITHMS.keys() | _SET_UP_AS_OURS
     others = [f"methods.{method.name}" for method, _ in active(config.methods) if method.name not in handled]
-    others += [f"task {config.task!r}"] * (task_named(config.task) is not ImageClassification)
+    others += [f"task {config.task!r}"] * (not IMAGES <= task_named(config.task).traits)
     others += ["compile"] * config.compile
     if others:
         raise ValueError(f"recipe {config.name!r} has {', '.join(others)}: the Composer job sets up image "

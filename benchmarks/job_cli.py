@@ -3,7 +3,7 @@ its data, a summary.json in a new folder.
 
     >>> parser = job_parser("python -m benchmarks.step_floor", "The floor.")
     >>> sorted(action.dest for action in parser._actions if action.dest != "help")
-    ['assignments', 'data', 'device', 'out', 'recipe', 'subset']
+    ['assignments', 'data', 'device', 'imports', 'out', 'recipe', 'subset']
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from fastcore_ops import cli
+from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import list_recipes
 
 # Where the composer job's training images come from: torchvision's DataLoader, or our loader.
@@ -22,20 +23,23 @@ LOADERS = ("torchvision", "ours")
 def job_parser(prog: str, description: str) -> cli.ArgumentParser:
     """A parser with the arguments every job takes; a job adds its own."""
     parser = cli.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--recipe", required=True, help="an image-classification recipe")
-    parser.add_argument("--data", type=Path, required=True, help="a folder with train/ and val/ (or test/)")
+    parser.add_argument("--recipe", required=True, help="a recipe")
+    parser.add_argument("--data", type=Path,
+                        help="the recipe's data; image classification: a folder with train/ and val/ (or test/)")
     parser.add_argument("--out", type=Path, required=True, help="an empty or new folder for summary.json")
     parser.add_argument("--subset", type=cli.positive_int, help="train on the first N images of each class")
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="configuration override; repeatable")
     cli.add_device_option(parser)
+    add_import_option(parser)
     return parser
 
 
 def job_main(parser: cli.ArgumentParser, argv: list[str] | None, work: str) -> int:
     """Parse ``argv``, then import the module ``work``: the recipe with its overrides becomes ``args.config``,
-    refused unless the module's ``check(config)`` passes it, and the module's ``job(args)`` runs it; what that
-    returns is written as ``--out``/summary.json. Exit 2 with one ``error:`` line on bad input."""
+    refused unless the module's ``check(config)`` passes it, its data checked by its task (as ``args.data`` and
+    ``args.found``), and the module's ``job(args)`` runs it; what that returns is written as
+    ``--out``/summary.json. Exit 2 with one ``error:`` line on bad input."""
     try:
         args = parser.parse_args(argv)
     except ValueError as error:
@@ -45,15 +49,17 @@ def job_main(parser: cli.ArgumentParser, argv: list[str] | None, work: str) -> i
     from fastcore_ops.training.config import override
     from fastcore_ops.training.precision import choose_precision
     from fastcore_ops.training.recipes import get_recipe
-    from fastcore_ops.training.tasks.classification import split_folders
+    from fastcore_ops.training.tasks.registry import task_named
 
     job = importlib.import_module(work)
     try:
+        import_modules(args.imports)
         args.device = torch.device(args.device)
         recipe = get_recipe(cli.check_name("--recipe", args.recipe, list_recipes(), "recipe"))
         args.config = override(recipe, args.assignments)
         job.check(args.config)
-        split_folders(args.data)  # a missing folder, or one without train/ and val/ (or test/), is refused here
+        args.data, args.found = task_named(args.config.task).check_data(args.config, args.data, subset=args.subset,
+                                                                        world_size=1, progress=False)
         if args.out.exists() and any(args.out.iterdir()):
             raise ValueError(f"--out {args.out} is not empty; give a new folder")
     except cli.REFUSALS as error:

@@ -163,7 +163,8 @@ def _stranger(folder):
     ("peers", ["--data", "{missing}"], "is not a folder; give one with train/ and val/"),
     ("peers", ["--out", "{stranger}"], "holds files that python -m benchmarks.peers did not write"),
     ("step_floor", ["--recipe", "cifar_mild", "--data", "{missing}"], "no such folder; pass a folder holding train/"),
-    ("step_floor", ["--recipe", "gpt_baseline", "--data", "{missing}"], "the floor is measured for image classification"),
+    # Each recipe's task checks its own data: a language model's is a folder of text.
+    ("step_floor", ["--recipe", "gpt_baseline", "--data", "{missing}"], "source must be an existing folder of text"),
     ("composer_job", ["--recipe", "cifar_mild", "--data", "{missing}", "--peers", "{missing}"],
      "holds no composer package; install it there with `make peers`"),
 ])

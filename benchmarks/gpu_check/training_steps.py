@@ -19,13 +19,13 @@ import torch
 from benchmarks.gpu_check.parts import Mode, Recorder
 from fastcore_ops.training.config import TrainConfig
 from fastcore_ops.training.methods.library import apply_surgery_methods
-from fastcore_ops.training.methods.registry import plan_methods
+from fastcore_ops.training.methods.registry import IMAGES, plan_methods
 from fastcore_ops.training.models import build_model
 from fastcore_ops.training.models.language import build_language_model, logits_of
 from fastcore_ops.training.optim import build_optimizer
 from fastcore_ops.training.precision import choose_precision
 from fastcore_ops.training.recipes import get_recipe
-from fastcore_ops.training.tasks.classification import ImageClassification, loss_function
+from fastcore_ops.training.tasks.classification import loss_function
 from fastcore_ops.training.tasks.registry import task_named
 
 PAIRS = (("resnet50_baseline", "resnet50_mild"), ("gpt_baseline", "gpt_alibi"))
@@ -99,7 +99,7 @@ def run(mode: Mode, record: Recorder) -> None:
         baseline_rate = None
         for name in (first, second):
             config = replace(get_recipe(name), compile=False)
-            builder = _image_step if task_named(config.task) is ImageClassification else _language_step
+            builder = _image_step if IMAGES <= task_named(config.task).traits else _language_step
             step, items = builder(config, mode.device, mode.small)
             rate = steps_per_second(step, mode.device, 3 if mode.small else 30)
             baseline_rate = baseline_rate or rate

@@ -350,6 +350,8 @@ def _registration_for(module: nn.Module) -> _Registration | None:
     "register_alibi_model) with ALiBi "
     "attention biases, so they run on sequences up to max_sequence_length and beyond",
     ALiBiOptions,
+    order=10,
+    inputs="tokens",
 )
 def plan_alibi(model: nn.Module, options: ALiBiOptions) -> Plan:
     planning = ALiBiPlanning(Plan(), options)

@@ -126,6 +126,8 @@ def _blurrable_pool(module: nn.Module) -> bool:
     "blurpool",
     "blur before every strided Conv2d (>= min_channels inputs) and fuse a blur into every MaxPool2d",
     BlurPoolOptions,
+    order=20,
+    inputs="images",
 )
 def plan_blurpool(model: nn.Module, options: BlurPoolOptions) -> Plan:
     def wanted(module):

@@ -31,8 +31,10 @@ def _nchw_tensors(model: nn.Module) -> list[torch.Tensor]:
     ]
 
 
+# Last: it converts the parameters and buffers the other surgeries add. Its batches come channels_last too.
 @register_surgery(
-    "channels_last", "convert 4-D parameters and buffers to channels_last (NHWC) memory format", ChannelsLastOptions
+    "channels_last", "convert 4-D parameters and buffers to channels_last (NHWC) memory format", ChannelsLastOptions,
+    order=90, inputs="images", loader_switch="channels_last",
 )
 def plan_channels_last(model: nn.Module, options: ChannelsLastOptions) -> Plan:
     tensors = _nchw_tensors(model)

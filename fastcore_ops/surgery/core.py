@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..checks import check_bool, check_int, check_number, check_str
+from ..discovery import import_package_modules
 from .report import SurgeryRecord, SurgeryReport
 
 log = logging.getLogger(__name__)
@@ -82,31 +83,63 @@ def skip_for_existing(sites: Sequence[Site], feature: str, holders: Sequence[str
                 already_applied=already_applied)
 
 
+INPUTS = ("images", "tokens")  # what the models a surgery operates on take
+
+
 @dataclass
 class Surgery:
+    """One registered surgery, with what it declares about itself (see :func:`register_surgery`)."""
+
     name: str
     description: str
     options: type  # a dataclass; its fields are the surgery's options
     plan: Callable[[nn.Module, object], Plan]
+    order: int
+    inputs: str
+    leaves_parameters_unused: bool = False
+    loader_switch: str | None = None
+    tried_with: dict = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, Surgery] = {}
 
 
-def register_surgery(name: str, description: str, options: type):
+def register_surgery(name: str, description: str, options: type, *, order: int, inputs: str,
+                     leaves_parameters_unused: bool = False, loader_switch: str | None = None,
+                     tried_with: dict | None = None):
     """Register ``plan`` under ``name``; ``options`` is a dataclass whose fields are the options.
+
+    order: its place among surgeries applied together, lower first (a training run applies them in it).
+    inputs: what the models it operates on take, one of :data:`INPUTS` (a training run offers it to the tasks
+        whose batches hold them).
+    leaves_parameters_unused: a training step of the operated model may leave some parameters without a gradient.
+    loader_switch: a keyword of :func:`fastcore_ops.data.build_loader` to turn on with it (its batches' layout).
+    tried_with: the options, where not their defaults, that an ablation tries it with.
 
     A second surgery under a registered name is refused, as the method and model registries refuse one.
     """
+    if inputs not in INPUTS:
+        raise ValueError(f"inputs must be one of {', '.join(INPUTS)}, got {inputs!r}")
 
     def decorator(plan: Callable[[nn.Module, object], Plan]):
         if name in _REGISTRY and _REGISTRY[name].plan is not plan:
             raise ValueError(f"surgery {name!r} is registered twice ({_REGISTRY[name].plan.__module__} and "
                              f"{plan.__module__}); give one of them another name")
-        _REGISTRY[name] = Surgery(name, description, options, plan)
+        _REGISTRY[name] = Surgery(name, description, options, plan, order, inputs, leaves_parameters_unused,
+                                  loader_switch, dict(tried_with or {}))
         return plan
 
     return decorator
+
+
+def registered_surgeries() -> dict[str, Surgery]:
+    """Every surgery by name, once each module of this package has registered its own (:mod:`fastcore_ops.discovery`).
+
+        >>> registered_surgeries()["blurpool"].options.__name__
+        'BlurPoolOptions'
+    """
+    import_package_modules(__package__)
+    return _REGISTRY
 
 
 # ----------------------------------------------------------------------------------------
@@ -392,13 +425,13 @@ def check_surgeries(surgeries) -> list[tuple[Surgery, object]]:
         ...
         ValueError: surgery 'blurpool' has no option 'min_chanels'; its options are: min_channels, replace_convs, replace_maxpools
     """
-    requests = []
+    registry, requests = registered_surgeries(), []
     for name, given in _normalize(surgeries):
-        if name not in _REGISTRY:
-            raise ValueError(f"unknown surgery {name!r}; choose from: {', '.join(sorted(_REGISTRY))}")
+        if name not in registry:
+            raise ValueError(f"unknown surgery {name!r}; choose from: {', '.join(sorted(registry))}")
         if not isinstance(given, Mapping):
             raise TypeError(f"options of surgery {name!r} must be a dict, got {type(given).__name__}")
-        requests.append((_REGISTRY[name], build_options(_REGISTRY[name], given)))
+        requests.append((registry[name], build_options(registry[name], given)))
     return requests
 
 
@@ -467,6 +500,6 @@ def list_surgeries() -> list[dict]:
             "description": s.description,
             "options": {f.name: f.default for f in dataclasses.fields(s.options)},
         }
-        for s in sorted(_REGISTRY.values(), key=lambda s: s.name)
+        for s in sorted(registered_surgeries().values(), key=lambda s: s.name)
     ]
 

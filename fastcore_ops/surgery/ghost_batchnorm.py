@@ -105,6 +105,8 @@ class GhostBatchNormOptions:
     "replace BatchNorm1d/2d (and timm's BatchNormAct2d) with Ghost BatchNorm: statistics per chunk of "
     "ghost_batch_size samples",
     GhostBatchNormOptions,
+    order=50,
+    inputs="images",
 )
 def plan_ghost_batchnorm(model: nn.Module, options: GhostBatchNormOptions) -> Plan:
     ghosts = _ghosts()

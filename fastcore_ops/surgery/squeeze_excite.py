@@ -87,6 +87,11 @@ class SqueezeExciteOptions:
     "squeeze_excite",
     "add a squeeze-excite gate after every Conv2d whose input and output channels reach min_channels",
     SqueezeExciteOptions,
+    order=30,
+    inputs="images",
+    # ResNet-20's convolutions have 16 to 64 channels: at the default min_channels (128, for ImageNet
+    # ResNets) an ablation on CIFAR would gate none of them.
+    tried_with={"min_channels": 16},
 )
 def plan_squeeze_excite(model: nn.Module, options: SqueezeExciteOptions) -> Plan:
     def wanted(module):

@@ -139,6 +139,10 @@ class StochasticDepthOptions:
     "stochastic_depth",
     "drop the residual branch of torchvision and timm ResNet blocks, with probability rising linearly to drop_rate",
     StochasticDepthOptions,
+    order=40,
+    inputs="images",
+    leaves_parameters_unused=True,  # in its "block" mode a dropped block's parameters get no gradient in that step
+    tried_with={"drop_rate": 0.05},
 )
 def plan_stochastic_depth(model: nn.Module, options: StochasticDepthOptions) -> Plan:
     timm_blocks = imported_classes(_TIMM_BLOCKS)

@@ -173,8 +173,8 @@ def run_checked(args: argparse.Namespace, run: CheckedRun) -> FitResult:
             print(f"{config.name} ({config_hash(config)}) on {device}, writing to {args.out}")
             print(lr_scaling_note(config, joined_world_size()))
             print(trainer.precision.describe())
-            if hasattr(trainer.train_loader, "describe_decoding"):  # image loaders; a token file needs no decoding
-                print(trainer.train_loader.describe_decoding())
+            for line in trainer.task.log_lines():
+                print(line)
         result = trainer.fit(resume=args.resume)
         skipped = skipped_on_every_process(trainer.task)
     except TrainingInterrupted as stop:

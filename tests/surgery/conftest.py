@@ -25,7 +25,8 @@ def failing_surgery(monkeypatch) -> str:
     def failing_plan(model, options):
         raise RuntimeError("planned failure")
 
-    broken = core.Surgery("broken", "fails", core._REGISTRY["channels_last"].options, failing_plan)
+    broken = core.Surgery("broken", "fails", core._REGISTRY["channels_last"].options, failing_plan, order=1,
+                          inputs="images")
     monkeypatch.setitem(core._REGISTRY, "broken", broken)
     return "broken"
 

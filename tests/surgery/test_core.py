@@ -199,7 +199,8 @@ def _drop_bias_plan(model, options):
 
 
 def test_optimizers_lose_removed_and_gain_new_parameters_in_the_right_group(monkeypatch):
-    monkeypatch.setitem(core._REGISTRY, "drop_bias", core.Surgery("drop_bias", "test", _DropOptions, _drop_bias_plan))
+    monkeypatch.setitem(core._REGISTRY, "drop_bias", core.Surgery("drop_bias", "test", _DropOptions, _drop_bias_plan,
+                                                                  order=1, inputs="images"))
     model = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 2))
     sgd = torch.optim.SGD([{"params": model[0].parameters()}, {"params": model[2].parameters(), "lr": 0.5}],
                           lr=0.1, momentum=0.9)
@@ -249,5 +250,7 @@ def test_a_second_surgery_under_a_registered_name_is_refused():
 
     with pytest.raises(ValueError, match=r"surgery 'blurpool' is registered twice \(fastcore_ops.surgery.blurpool and "
                                          r"tests.surgery.test_core\); give one of them another name"):
-        core.register_surgery("blurpool", "a stranger", NoOptions)(lambda model, options: None)
+        core.register_surgery("blurpool", "a stranger", NoOptions, order=1, inputs="images")(lambda model, options: None)
     assert core._REGISTRY["blurpool"].plan.__module__ == "fastcore_ops.surgery.blurpool"
+    with pytest.raises(ValueError, match="inputs must be one of images, tokens, got 'audio'"):
+        core.register_surgery("stranger", "a stranger", NoOptions, order=1, inputs="audio")

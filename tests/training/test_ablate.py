@@ -81,6 +81,7 @@ def test_effects_pair_the_variant_with_the_base_seed_by_seed():
 
 
 NAN = float("nan")
+IMAGE_TASK = task_named("image_classification")  # the task of the made-up base "b"
 # The base and two variants over two seeds: +x gains 2 points; +y's seed 0 diverged and its seed 1 failed.
 ABLATION = [_record("b", 0, 100, 0.60), _record("b", 1, 100, 0.62), _record("b+x", 0, 110, 0.62),
             _record("b+x", 1, 110, 0.64), _record("b+y", 0, 100, NAN),
@@ -93,7 +94,7 @@ def _ablation_rows(out):
 
 
 def test_a_variant_whose_runs_diverged_or_failed_is_listed_as_not_measured_and_the_rest_is_reported(tmp_path):
-    written = ablation_report(ABLATION, tmp_path, "b")
+    written = ablation_report(ABLATION, tmp_path, "b", IMAGE_TASK)
     assert all(path.stat().st_size > 0 for path in written)
     rows = _ablation_rows(tmp_path)
     assert rows["b+x"]["per seed"] == "+2.00, +2.00" and rows["b+x"]["runs left out"] == ""
@@ -106,11 +107,11 @@ def test_a_variant_whose_runs_diverged_or_failed_is_listed_as_not_measured_and_t
 
 def test_a_diverged_base_seed_is_named_beside_every_variant_and_a_base_that_never_finished_measures_nothing(tmp_path):
     base_lost = [_record("b", 0, 100, NAN), *ABLATION[1:4]]
-    ablation_report(base_lost, tmp_path / "one", "b")
+    ablation_report(base_lost, tmp_path / "one", "b", IMAGE_TASK)
     assert _ablation_rows(tmp_path / "one")["b+x"]["per seed"] == "+2.00"  # seed 1 only
     assert _ablation_rows(tmp_path / "one")["b+x"]["runs left out"] == "base seed 0 diverged"
     no_base = [_record("b", seed, 100, NAN) for seed in (0, 1)] + ABLATION[2:4]
-    ablation_report(no_base, tmp_path / "none", "b")
+    ablation_report(no_base, tmp_path / "none", "b", IMAGE_TASK)
     row = _ablation_rows(tmp_path / "none")["b+x"]
     assert (row["top-1 change (points, + is better)"], row["runs left out"]) == (
         "not measured", "base seed 0 diverged; base seed 1 diverged")

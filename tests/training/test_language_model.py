@@ -203,3 +203,15 @@ def test_ema_and_layer_freezing_apply_to_a_language_model(tiny_text, reference_k
     frozen = [name for name, p in trainer.model.named_parameters() if not p.requires_grad]
     assert frozen and "wte.weight" not in frozen, "the first layers froze, but not the embedding tied to the output"
     assert trainer.state.eval_model is not None and math.isfinite(metrics["eval_loss"])
+
+
+def test_the_step_floor_times_a_language_model_on_its_first_batch(tiny_text, tmp_path, reference_kernels):
+    from benchmarks import step_floor
+
+    out = tmp_path / "floor"
+    settings = [value for flag, value in zip(TINY[:-1:2], TINY[1::2]) if flag == "--set"]
+    assert step_floor.main(["--recipe", "gpt_alibi", "--data", str(tiny_text), "--out", str(out), "--device", "cpu",
+                            "--set", "schedule.epochs=0.05", *(f"--set={value}" for value in settings)]) == 0
+    floor = json.loads((out / "summary.json").read_text())
+    assert list(floor["sizes"]) == ["16"], "one shape: windows of the sequence length"
+    assert floor["sizes"]["16"]["steps"] == floor["steps"] > 0 and floor["train_seconds"] > 0

@@ -18,10 +18,10 @@ random flip, or the decoders' alternating flips, which must act before the padde
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from fastcore_ops.discovery import import_package_modules
 
 RESIZE_ORDER = 10  # the resize to the batch's size: before anything else, so the rest works on fewer pixels
 FLIP_ORDER = 30  # the flips: after the padded crop, before ColOut and RandAugment
@@ -102,7 +102,6 @@ def registered_transform(name: str) -> BatchTransform:
 
 
 def _import_transforms() -> None:
-    """Import every module of this package: each registers its own augmentation as it loads."""
-    package = importlib.import_module(_PACKAGE)
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{_PACKAGE}.{module.name}")
+    """Import every module of this package: each registers its own augmentation as it loads
+    (:mod:`fastcore_ops.discovery`)."""
+    import_package_modules(_PACKAGE)

@@ -17,9 +17,6 @@ from fastcore_ops.training.tradeoff.metric import Metric
 from fastcore_ops.training.tradeoff.results import Run, RunRecord, common_metric, split_runs
 from fastcore_ops.training.tradeoff.tables import Table
 
-TTA_METRIC = "top1_tta"
-
-
 @dataclass(frozen=True)
 class Effect:
     """One variant (base with a method added or removed) against the base, at one budget on one machine.
@@ -100,28 +97,44 @@ def runs_left_out(runs: Sequence[Run], base: str, budget: float) -> list[RunsLef
             for machine, variant in variants]
 
 
-def tta_sentence(records: Sequence[RunRecord], base: str, budget: float) -> str:
-    """Test-time augmentation's top-1 gain on the base's runs (``top1_tta`` - ``top1``) in words; "" if unmeasured.
+def _with_unit(metric: Metric, text: str, separator: str = ", ", first: bool = False) -> str:
+    """``text`` joined to the unit of a change in ``metric`` (points for a percentage), ``first`` or after it; alone
+    for a metric without unit.
 
-        >>> tta_sentence(records, "cifar_baseline", 1.0)
+        >>> _with_unit(Metric("top1", True, "top-1 (%)"), "+ is better"), _with_unit(Metric("mse", False, "mse"), "up")
+        ('points, + is better', 'up')
+    """
+    unit = "points" if metric.percent else metric.unit
+    parts = (text, unit) if first else (unit, text)
+    return separator.join(part for part in parts if part)
+
+
+def added_metric_sentences(records: Sequence[RunRecord], base: str, budget: float, added: dict[str, str]) -> str:
+    """What each metric of ``added`` (the base's task's ``ablation_metrics``: name -> what it measures) gains over
+    the runs' own metric on the base's runs, in words; "" where none of them was measured.
+
+        >>> added_metric_sentences(records, "cifar_baseline", 1.0, {"top1_tta": "Test-time augmentation"})
         "Test-time augmentation on cifar_baseline's runs: top-1 +1.00 (+1.00-+1.00) points over the plain top-1."
     """
-    gains = [100 * (r.metrics[TTA_METRIC] - r.metrics["top1"]) for r in records
-             if r.recipe == base and r.budget == budget and TTA_METRIC in r.metrics and "top1" in r.metrics]
-    if not gains:
-        return ""
-    return (f"Test-time augmentation on {base}'s runs: top-1 {Spread.of(gains).describe('{:+.2f}')} points over "
-            f"the plain top-1.")
+    metric = common_metric(records)
+    sentences = []
+    for name, measures in added.items():
+        gains = [metric.scaled(r.metrics[name] - r.metrics[metric.name]) for r in records
+                 if r.recipe == base and r.budget == budget and name in r.metrics]
+        if gains:
+            amount = _with_unit(metric, Spread.of(gains).describe("{:+.2f}"), " ", first=True)
+            sentences.append(f"{measures} on {base}'s runs: {metric.quantity} {amount} over the plain "
+                             f"{metric.quantity}.")
+    return " ".join(sentences)
 
 
 def effect_rows(effects: Sequence[Effect], metric: Metric, left_out: Sequence[RunsLeftOut] = ()) -> Table:
     """The effects as a table: change in quality (with each seed's), change in time per step, speedup, and the
     runs left out (``left_out``, from :func:`runs_left_out`); a variant there without an effect is listed as
     not measured, saying why."""
-    unit = "points" if metric.percent else metric.unit
     scale = 100 if metric.percent else 1
-    header = ["machine", "variant", "budget", f"{metric.quantity} change ({unit}, + is better)", "per seed",
-              "time per step change (%)", f"speedup at the base's {metric.quantity}", "runs left out"]
+    header = ["machine", "variant", "budget", f"{metric.quantity} change ({_with_unit(metric, '+ is better')})",
+              "per seed", "time per step change (%)", f"speedup at the base's {metric.quantity}", "runs left out"]
     notes = {(entry.machine, entry.variant): entry.runs for entry in left_out}
     body = []
     for effect in effects:
@@ -154,9 +167,8 @@ def effects_figure(effects: Sequence[Effect], metric: Metric) -> plt.Figure:
     axes.axhline(0, color="grey", linewidth=0.8)
     axes.axvline(0, color="grey", linewidth=0.8)
     axes.margins(0.2)  # room for the labels inside the axes
-    unit = "points" if metric.percent else metric.unit
     axes.set_xlabel("time per training step against the base (%; left is faster)")
-    axes.set_ylabel(f"{metric.quantity} change against the base ({unit}; up is better)")
+    axes.set_ylabel(f"{metric.quantity} change against the base ({_with_unit(metric, 'up is better', '; ')})")
     machines = sorted({effect.machine for effect in effects})
     axes.set_title(f"Each method alone, at budget x{effects[0].budget:g} ({', '.join(machines)})" if effects else
                    "no variant ran beside the base")

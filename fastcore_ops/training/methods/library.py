@@ -2,7 +2,7 @@
 
 Their options classes, implementations and method cards are the library's (``fastcore_ops.surgery``
 and ``fastcore_ops.data``); a run turns one on as any other method, ``--set methods.blurpool={}``.
-The surgeries rewrite the model in their order here, in one transactional
+The surgeries rewrite the model in the order each declares in its own module, in one transactional
 :func:`fastcore_ops.apply_surgery`; the loader's augmentations run in its batch stage.
 
     >>> from fastcore_ops.training.methods.registry import registered
@@ -21,13 +21,8 @@ from fastcore_ops import apply_surgery
 from fastcore_ops.data import AlternatingFlipOptions, ProgressiveResize
 from fastcore_ops.data.transforms.registry import FLIP_ORDER, RESIZE_ORDER, batch_transforms
 from fastcore_ops.surgery import check_surgeries
-from fastcore_ops.surgery.alibi import ALiBiOptions
-from fastcore_ops.surgery.blurpool import BlurPoolOptions
-from fastcore_ops.surgery.channels_last import ChannelsLastOptions
-from fastcore_ops.surgery.ghost_batchnorm import GhostBatchNormOptions
-from fastcore_ops.surgery.squeeze_excite import SqueezeExciteOptions
-from fastcore_ops.surgery.stochastic_depth import StochasticDepthOptions
-from fastcore_ops.training.methods.registry import IMAGES, TEXT, register_method
+from fastcore_ops.surgery.core import registered_surgeries
+from fastcore_ops.training.methods.registry import IMAGES, register_method
 
 log = logging.getLogger(__name__)
 
@@ -50,22 +45,17 @@ def _surgery_check(name: str):
     return lambda options, config: check_surgeries([surgery_request(name, options)])
 
 
-def _register_surgery(name: str, options: type, *, order: int, tasks: frozenset[str], **declarations) -> None:
-    register_method(name, stage="surgery", order=order, tasks=tasks, check=_surgery_check(name), **declarations)(
-        options)
+def _register_surgeries() -> None:
+    """Each surgery of :mod:`fastcore_ops.surgery` as a surgery method, as it declares itself (its order among the
+    surgeries, the inputs of the models it operates on, ...)."""
+    for surgery in registered_surgeries().values():
+        register_method(surgery.name, stage="surgery", order=surgery.order, tasks=frozenset({surgery.inputs}),
+                        leaves_parameters_unused=surgery.leaves_parameters_unused,
+                        loader_switch=surgery.loader_switch, try_with=surgery.tried_with,
+                        check=_surgery_check(surgery.name))(surgery.options)
 
 
-_register_surgery("alibi", ALiBiOptions, order=10, tasks=TEXT)
-_register_surgery("blurpool", BlurPoolOptions, order=20, tasks=IMAGES)
-# ResNet-20's convolutions have 16 to 64 channels: at the default min_channels (128, for ImageNet
-# ResNets) the ablation would gate none of them.
-_register_surgery("squeeze_excite", SqueezeExciteOptions, order=30, tasks=IMAGES, try_with={"min_channels": 16})
-# In its "block" mode a dropped block's parameters get no gradient in that step.
-_register_surgery("stochastic_depth", StochasticDepthOptions, order=40, tasks=IMAGES, leaves_parameters_unused=True,
-                  try_with={"drop_rate": 0.05})
-_register_surgery("ghost_batchnorm", GhostBatchNormOptions, order=50, tasks=IMAGES)
-# Last: it converts the parameters and buffers the other surgeries add.
-_register_surgery("channels_last", ChannelsLastOptions, order=90, tasks=IMAGES, loader_switch="channels_last")
+_register_surgeries()
 
 
 def _check_resize_increment(options: ProgressiveResize, config) -> None:

@@ -17,10 +17,10 @@ methods run in all come from here.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fastcore_ops.discovery import import_package_modules
 from fastcore_ops.training.tasks.registry import all_tasks
 
 # What a task's batches hold (its ``traits``), as methods for some tasks only require it.
@@ -143,7 +143,7 @@ def register_method(name: str, *, stage: str, order: int, tasks: frozenset[str] 
 
 def registered(name: str) -> RegisteredMethod:
     """The method called ``name``, or a ValueError listing the methods there are."""
-    importlib.import_module("fastcore_ops.training.methods")
+    import_package_modules("fastcore_ops.training.methods")
     if name not in _REGISTRY:
         raise ValueError(f"unknown method {name!r}; methods: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name]
@@ -151,7 +151,7 @@ def registered(name: str) -> RegisteredMethod:
 
 def all_methods() -> list[RegisteredMethod]:
     """Every registered method, by stage (in :data:`STAGES` order), then by order within it."""
-    importlib.import_module("fastcore_ops.training.methods")  # its modules register the methods as they load
+    import_package_modules("fastcore_ops.training.methods")  # its modules register the methods as they load
     return sorted(_REGISTRY.values(), key=lambda method: (STAGES.index(method.stage), method.order, method.name))
 
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib
-import pkgutil
 from typing import TYPE_CHECKING
 
 from fastcore_ops import cli
+from fastcore_ops.discovery import package_modules
 
 if TYPE_CHECKING:
     from fastcore_ops.training.config import TrainConfig
@@ -74,7 +74,7 @@ def list_recipes() -> list[str]:
         >>> "resnet50_hot" in list_recipes()
         True
     """
-    modules = [info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
+    modules = [name for name in package_modules(__name__) if not name.startswith("_")]
     return sorted([*modules, *_REGISTERED])
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -21,6 +22,22 @@ def metric_phrase(label: str, value: float) -> str:
     if label.endswith("(%)"):
         return f"{label[:-4]} {100 * value:.2f}%"
     return f"{label} {value:.4f}"
+
+
+@dataclass(frozen=True)
+class FloorBatch:
+    """One shape of batch a run trains on, for the step floor (:meth:`Task.floor_batches`).
+
+    label: the shape's name in the floor's summary (an image size: "224"); steps: how many of the run's steps train
+    on it; make: () -> (inputs, targets), one such batch in memory.
+
+        >>> FloorBatch("4", 16, lambda: (torch.zeros(2, 4), torch.zeros(2))).make()[0].shape
+        torch.Size([2, 4])
+    """
+
+    label: str
+    steps: int
+    make: Callable[[], tuple[torch.Tensor, torch.Tensor]]
 
 
 class Task(abc.ABC):
@@ -45,6 +62,8 @@ class Task(abc.ABC):
     takes_subset: ClassVar[bool] = False  # whether ``--subset`` (the first N samples of each class) applies
     shards_model: ClassVar[bool] = False  # whether ``--strategy fsdp`` can shard its models
     ablation_assignments: ClassVar[tuple[str, ...]] = ()  # ``--set`` values every ablation of its recipes adds
+    # Metrics those settings add, each reported against ``metric`` on an ablation's base: name -> what it measures.
+    ablation_metrics: ClassVar[dict[str, str]] = {}
     num_classes: int = 0  # classes of the targets, for methods that mix labels; 0: not a classification
     # What the data decides of the model (build_model's size), as an export's model.json names it: num_classes.
     model_size_name: ClassVar[str]
@@ -110,6 +129,22 @@ class Task(abc.ABC):
     def keep_run_files(cls, out: Path, data: Path | None, *, resume: bool, write: bool = True) -> None:
         """Save with a new run in ``out`` what later uses of it need from the data, or on resume refuse data that
         does not match them; nothing by default. write: whether this process writes."""
+
+    def log_lines(self) -> list[str]:
+        """Lines for a run's log on how it reads its training data (who decodes an image task's files); none by
+        default."""
+        return []
+
+    def floor_batches(self, batches, steps: int, plan, device: torch.device) -> list[FloorBatch]:
+        """What the step floor (``python -m benchmarks.step_floor``) times the run's model on, forward plus backward:
+        each shape of batch the run's ``steps`` train on, with how many train on it and one such batch to make on
+        ``device``. batches: the run's training batches; plan: its methods.
+
+        By default one shape, the first training batch's, for every step.
+        """
+        inputs, targets = next(iter(batches))
+        inputs, targets = inputs.to(device), targets.to(device)
+        return [FloorBatch("x".join(map(str, inputs.shape[1:])), steps, lambda: (inputs, targets))]
 
     def forward(self, model: torch.nn.Module, inputs: torch.Tensor) -> torch.Tensor:
         """The outputs the loss takes (logits) for a training batch."""

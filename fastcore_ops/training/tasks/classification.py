@@ -10,8 +10,10 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -31,7 +33,7 @@ from fastcore_ops.training.losses import LossChoice, LossFunction
 from fastcore_ops.training.methods.library import apply_surgery_methods
 from fastcore_ops.training.methods.registry import IMAGES, MethodPlan, active
 from fastcore_ops.training.models import check_timm_name, is_known_model, is_timm_name, model_names
-from fastcore_ops.training.tasks.base import Task
+from fastcore_ops.training.tasks.base import FloorBatch, Task
 from fastcore_ops.training.tasks.registry import register_task
 
 log = logging.getLogger("fastcore_ops.training")
@@ -62,6 +64,7 @@ class ImageClassification(Task):
     takes_subset = True
     # Every ablation of an image recipe also scores test-time augmentation (reported beside top1, not instead).
     ablation_assignments = ("methods.tta={}",)
+    ablation_metrics = {"top1_tta": "Test-time augmentation"}
 
     @classmethod
     def model_names(cls) -> list[str]:
@@ -117,6 +120,22 @@ class ImageClassification(Task):
         self.eval_loader, self.num_classes, self.loss_fn, self.device = eval_loader, num_classes, loss_fn, device
         self.evaluations = evaluations or {}
         self.train_loader, self.data_root = train_loader, data_root
+
+    def log_lines(self) -> list[str]:
+        return [self.train_loader.describe_decoding()] if isinstance(self.train_loader, Loader) else []
+
+    def floor_batches(self, batches, steps, plan, device):
+        """Random images and labels at each image size the run trains at (progressive resizing gives several), in
+        the memory format its loader gives them."""
+        sizes = steps_at_sizes(batches, steps)
+        memory_format = torch.channels_last if plan.loader_switches.get("channels_last") else torch.contiguous_format
+
+        def batch_at(size: int) -> tuple[torch.Tensor, torch.Tensor]:
+            images = torch.randn(batches.batch_size, 3, size, size, device=device)
+            labels = torch.randint(0, self.num_classes, (batches.batch_size,), device=device)
+            return images.contiguous(memory_format=memory_format), labels
+
+        return [FloorBatch(str(size), sizes[size], functools.partial(batch_at, size)) for size in sorted(sizes)]
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return self.loss_fn(outputs, targets)
@@ -179,6 +198,15 @@ def split_folders(data: Path) -> tuple[Path, Path]:
         raise FileNotFoundError(f"--data {data} must hold a train/ folder and a val/ or test/ folder, each "
                                 f"laid out as <class>/<image>; found {sorted(p.name for p in data.iterdir())}")
     return found[0], evals[0]
+
+
+def steps_at_sizes(loader: Loader, total_steps: int) -> Counter:
+    """How many of the run's ``total_steps`` train at each image size (one size without progressive resizing)."""
+    sizes = Counter()
+    for step in range(total_steps):
+        epoch, batch = divmod(step, len(loader))
+        sizes[loader.image_size_at(epoch, batch) or loader.image_size] += 1
+    return sizes
 
 
 def _class_folders(root: Path) -> list[str]:

@@ -14,9 +14,9 @@ when its module is imported (``python -m fastcore_ops.training.train --import my
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
+
+from fastcore_ops.discovery import import_package_modules
 
 _REGISTRY: dict[str, type] = {}
 
@@ -45,9 +45,7 @@ def register_task(name: str) -> Callable[[type], type]:
 
 
 def _load_builtin_tasks() -> None:
-    package = importlib.import_module("fastcore_ops.training.tasks")
-    for info in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{info.name}")
+    import_package_modules("fastcore_ops.training.tasks")  # as every registry finds its entries: see its module
 
 
 def all_tasks() -> list[type]:

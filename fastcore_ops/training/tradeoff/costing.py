@@ -36,7 +36,7 @@ from fastcore_ops.training.compute_threads import use_threads
 from fastcore_ops.training.config import TrainConfig, config_hash, load_config, setup_hash
 from fastcore_ops.training.recipes import list_recipes
 from fastcore_ops.training.run_folder import CONFIG_NAME
-from fastcore_ops.training.tasks.classification import split_folders
+from fastcore_ops.training.tasks.registry import task_named
 from fastcore_ops.training.tradeoff.analysis import choose_baseline
 from fastcore_ops.training.tradeoff.cost_pass import (COSTS_JSON, ModelledTime, StepCosts, Window, choose_windows,
                                                       measure, read_costs, write_costs)
@@ -314,11 +314,9 @@ def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset:
         run_config(PlannedRun(recipe, 1.0, 0, 0.0), assignments)  # a --set that applies to no run is refused now
     costs = read_costs(times) if times is not None else None
     baseline = choose_baseline(baseline, list(dict.fromkeys(run.recipe for run in runs)))
-    if any(record.sample_unit == "images" for record in records):
-        if data is None:
-            raise ValueError("--data is required to price image-classification runs: the data they trained on")
-        split_folders(data)
     configs = {record.key: record_config(record, folders, assignments) for record in records}
+    for task in dict.fromkeys(task_named(config.task) for config in configs.values()):
+        task.check_inputs(data, subset)  # the --data and --subset the runs trained with, as their task takes them
     check_claimable(out, "tradeoff")
     check_claimable(out / MEASURED, "tradeoff")
     if backend.INTERPRETING:  # the last check: the suite runs the others under the interpreter

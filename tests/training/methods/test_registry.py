@@ -12,10 +12,11 @@ from fastcore_ops.training.methods.registry import (HOOKS, STAGES, active, all_m
                                                     registered)
 
 ROOT = Path(__file__).resolve().parents[3]
-# Where method names may be listed: the registrations themselves, translations of our methods
-# into another library's (the Composer comparison hands each of its methods to Composer's algorithm),
-# and the frozen list of the methods stored hashes hold when off, which must never follow the registry.
-MAY_LIST_METHODS = {"fastcore_ops/training/methods", "benchmarks/composer_job.py", "fastcore_ops/training/config/__init__.py"}
+# Where method names may be listed: translations of our methods into another library's (the Composer
+# comparison hands each of its methods to Composer's algorithm), and the frozen list of the methods
+# stored hashes hold when off, which must never follow the registry. Each method registers itself in
+# its own module, by its name alone: the methods' folder holds no list of them either.
+MAY_LIST_METHODS = {"benchmarks/composer_job.py", "fastcore_ops/training/config/__init__.py"}
 
 
 def _names_listed(node: ast.AST, names: set[str]) -> list[str]:
@@ -127,3 +128,14 @@ def test_the_loader_methods_are_registered_in_the_order_the_device_stage_runs_th
                                                       for transform in batch_transforms()})
     stage(torch.zeros(2, 3, 16, 16, dtype=torch.uint8), size=12, generator=torch.Generator().manual_seed(0))
     assert ran == [method.name for method in methods_of("loader")]
+
+
+def test_each_surgery_is_a_method_as_its_own_module_declares_it():
+    from fastcore_ops.surgery.core import registered_surgeries
+
+    for surgery in registered_surgeries().values():
+        method = registered(surgery.name)
+        assert (method.stage, method.order, method.tasks, method.leaves_parameters_unused, method.loader_switch) == (
+            "surgery", surgery.order, frozenset({surgery.inputs}), surgery.leaves_parameters_unused,
+            surgery.loader_switch), surgery.name
+        assert method.try_with == surgery.options(**surgery.tried_with) and method.module == surgery.options.__module__

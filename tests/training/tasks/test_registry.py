@@ -46,6 +46,40 @@ def test_no_code_outside_a_task_module_names_a_task():
     assert not found, "task names outside the task modules (ask the task object instead):\n" + "\n".join(found)
 
 
+def _task_comparisons(tree: ast.AST, classes: set[str]) -> list[int]:
+    """Lines comparing to a task class (``task is ImageClassification``) or a task's attribute to a constant
+    (``record.sample_unit == "images"``): branching on which task it is, by other means than its name."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and all(isinstance(op, EQUALITY) for op in node.ops):
+            operands = [node.left, *node.comparators]
+            names = {getattr(operand, "id", getattr(operand, "attr", None)) for operand in operands}
+            constant = any(isinstance(operand, ast.Constant) and isinstance(operand.value, str) for operand in operands)
+            if names & classes or (constant and names & TASK_ATTRIBUTES):
+                found.append(node.lineno)
+    return found
+
+
+EQUALITY = (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
+# What a task says of itself that code outside the tasks reads (its ``metric`` name is left out: other things,
+# the kernel benchmarks' goals, have a metric too).
+TASK_ATTRIBUTES = {"metric_label", "sample_unit", "model_size_name"}
+
+
+def test_no_code_outside_a_task_module_compares_a_task_s_class_or_attributes():
+    classes = {task.__name__ for task in all_tasks()}
+    found = []
+    for folder in ("fastcore_ops", "benchmarks", "tools"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if not relative.startswith(TASK_MODULES + "/"):
+                found += [f"{relative}:{line}" for line in _task_comparisons(ast.parse(path.read_text()), classes)]
+    assert not found, "code that branches on which task it runs (give the task a method or attribute):\n" + (
+        "\n".join(found))
+    tree = ast.parse('if task is ImageClassification or run.sample_unit == "images":\n    pass\n')
+    assert _task_comparisons(tree, classes) == [1, 1], "the scan finds both kinds"
+
+
 def test_the_scan_above_finds_a_compared_task_name():
     tree = ast.parse('if config.task == "language_model":\n    pass\nTrainConfig(task="language_model")\n')
     parents = _parents(tree)

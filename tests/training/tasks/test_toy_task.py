@@ -1,9 +1,11 @@
-"""A third task, defined in the tests only (toy_task.py), trains, resumes and sweeps through the unchanged commands.
+"""A third task, defined in the tests only (toy_task.py), goes through the unchanged commands: it trains, resumes,
+sweeps, is priced by the cost pass, ablated, and timed by the step-floor benchmark.
 
 Each command is a child process that imports the task's module with ``--import``, as a user's
 own package is loaded: this process never imports it, so its registries stay the project's.
 """
 
+import csv
 import json
 import shutil
 import subprocess
@@ -54,10 +56,37 @@ def test_the_toy_task_trains_and_a_resumed_run_ends_as_the_uninterrupted_one(tmp
     assert "--import MODULE" in error
 
 
-def test_a_two_point_tradeoff_sweeps_the_toy_task(tmp_path):
-    out = tmp_path / "report"
-    run = _command("fastcore_ops.training.tradeoff", *IMPORT, "--recipes", "toy_regression", "--budgets", "0.5,1",
-                   "--device", "cpu", "--no-progress", "--out", str(out))
+def _succeeds(module: str, *args: str) -> None:
+    run = _command(module, *IMPORT, *args, "--device", "cpu")
     assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_a_two_point_tradeoff_sweeps_the_toy_task_and_the_cost_pass_prices_it(tmp_path):
+    out, priced = tmp_path / "report", tmp_path / "priced"
+    _succeeds("fastcore_ops.training.tradeoff", "--recipes", "toy_regression", "--budgets", "0.5,1", "--no-progress",
+              "--out", str(out))
     runs = json.loads((out / "results.json").read_text())
     assert sorted((run["budget"], run["metric"], run["steps"]) for run in runs) == [(0.5, "mse", 8), (1.0, "mse", 16)]
+    _succeeds("fastcore_ops.training.tradeoff", "--cost", str(out), "--rounds", "1", "--no-progress",
+              "--out", str(priced))
+    costs = json.loads((priced / "costs.json").read_text())
+    assert [setup["recipe"] for setup in costs["setups"]] == ["toy_regression"]
+    assert "toy_regression x0.5 seed 0" in (priced / "modelled-vs-measured.md").read_text()
+
+
+def test_an_ablation_measures_a_method_s_effect_on_the_toy_task(tmp_path):
+    out = tmp_path / "ablation"
+    _succeeds("fastcore_ops.training.ablate", "--base", "toy_regression", "--methods", "ema", "--seeds", "1",
+              "--no-progress", "--out", str(out))
+    with open(out / "ablation.csv") as file:
+        (row,) = csv.DictReader(file)
+    assert row["variant"] == "toy_regression+ema" and row["mean squared error change (+ is better)"]
+    assert "Each method alone against toy_regression" in (out / "ablation.md").read_text()
+
+
+def test_the_step_floor_times_the_toy_task_s_model_on_its_batches(tmp_path):
+    out = tmp_path / "floor"
+    _succeeds("benchmarks.step_floor", "--recipe", "toy_regression", "--out", str(out))
+    floor = json.loads((out / "summary.json").read_text())
+    assert floor["steps"] == 16 and list(floor["sizes"]) == ["4"], "one shape of batch: 4 features a row"
+    assert floor["sizes"]["4"]["steps"] == 16 and 0 < floor["train_seconds"] <= floor["median_train_seconds"]
