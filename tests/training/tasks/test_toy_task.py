@@ -76,7 +76,7 @@ def test_a_two_point_tradeoff_sweeps_the_toy_task_and_the_cost_pass_prices_it(tm
 
 def test_an_ablation_measures_a_method_s_effect_on_the_toy_task(tmp_path):
     out = tmp_path / "ablation"
-    _succeeds("fastcore_ops.training.ablate", "--base", "toy_regression", "--methods", "ema", "--seeds", "1",
+    _succeeds("fastcore_ops.training.ablate", "--recipe", "toy_regression", "--methods", "ema", "--seeds", "1",
               "--no-progress", "--out", str(out))
     with open(out / "ablation.csv") as file:
         (row,) = csv.DictReader(file)
