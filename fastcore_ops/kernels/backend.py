@@ -47,8 +47,9 @@ INTERPRET_VARIABLE = "FASTCORE_OPS_INTERPRET"
 if os.environ.get(INTERPRET_VARIABLE, "0") == "1" and os.environ.get("TRITON_INTERPRET") != "1":
     if "triton" in sys.modules:
         raise RuntimeError(
-            f"{INTERPRET_VARIABLE}=1 asks for Triton's interpreter, but triton was imported before fastcore_ops "
-            f"without TRITON_INTERPRET=1; import fastcore_ops first, or set TRITON_INTERPRET=1 in the environment"
+            f"{INTERPRET_VARIABLE}=1 asks for Triton's interpreter, but triton was imported before "
+            f"fastcore_ops.kernels without TRITON_INTERPRET=1; import fastcore_ops.kernels first, or set "
+            f"TRITON_INTERPRET=1 in the environment"
         )
     os.environ["TRITON_INTERPRET"] = "1"
 
