@@ -49,7 +49,8 @@ peers: $(PEERS)
 data: $(INSTALLED)
 	$(PYTHON) -m fastcore_ops.data.datasets cifar10 data/cifar10-jpeg $(if $(ARCHIVE),--archive $(ARCHIVE))
 
-# The main job: the Mild recipe tuned for 500 CIFAR-10 images per class, on them (about 5 minutes on 2 CPU cores).
+# The main job: the Mild recipe tuned for 500 CIFAR-10 images per class, on them (2.5 minutes on 2 CPU cores with
+# AVX2 in fp32: reports/demo-avx2-20261202/).
 # Each demo writes a new run folder, so nothing earlier is overwritten. Its data: what make data made, else the
 # project machines' copy.
 DATA ?= $(or $(wildcard data/cifar10-jpeg),../shared/datasets/cifar10-jpeg)
