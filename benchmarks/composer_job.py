@@ -29,7 +29,7 @@ from pathlib import Path
 
 from fastcore_ops import cli
 
-from .job_cli import LOADERS, job_main, job_parser
+from .job_cli import LOADERS, job_command, job_parser
 
 
 def composer_folder(text: str) -> Path:
@@ -49,8 +49,7 @@ def build_parser() -> cli.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    return job_main(build_parser(), argv, "benchmarks.composer_run")
+main = job_command(build_parser, "benchmarks.composer_run")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The run of ``python -m benchmarks.composer_job`` (its module says what it runs and how), imported once its
-command line is parsed: ``check`` and ``job`` for :func:`benchmarks.job_cli.job_main`.
+command line is parsed: ``check`` and ``job`` for :func:`benchmarks.job_cli.job_command`.
 """
 
 from __future__ import annotations

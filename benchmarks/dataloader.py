@@ -18,6 +18,7 @@ A last table says where one image's time goes (decode, crop and resize, augmenta
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -51,9 +52,8 @@ def build_parser() -> cli.ArgumentParser:
     return parser
 
 
-def parse_args(argv: list[str] | None = None):
-    """The command line, checked; ValueError naming what is wrong."""
-    args = build_parser().parse_args(argv)
+def check_args(args: argparse.Namespace) -> None:
+    """What the parser cannot check; the comma lists become lists, ``--prepared`` gets its default."""
     if not args.data.is_dir():
         raise ValueError(f"--data {args.data} is not a folder; pass an ImageFolder tree (root/<class>/<image>)")
     args.backends = cli.check_names("--backends", args.backends, BACKENDS, "backend")
@@ -61,18 +61,13 @@ def parse_args(argv: list[str] | None = None):
     args.prepared = args.prepared or args.out / "prepared"
     for folder in (args.out, args.prepared):
         check_claimable(folder, "benchmarks")
-    return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        args = parse_args(argv)
-    except cli.REFUSALS as error:
-        return cli.refuse(error)
+@cli.command(build_parser, check_args)
+def main(args: argparse.Namespace) -> None:
     from .dataloader_tables import run  # torch, torchvision and the loaders: once the command line parsed
 
     run(args)
-    return 0
 
 
 if __name__ == "__main__":

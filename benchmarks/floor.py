@@ -1,5 +1,5 @@
 """The measurement of ``python -m benchmarks.step_floor`` (its module says what it measures), imported once its
-command line is parsed: ``check`` and ``job`` for :func:`benchmarks.job_cli.job_main`.
+command line is parsed: ``check`` and ``job`` for :func:`benchmarks.job_cli.job_command`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,10 @@ its data, a summary.json in a new folder.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from fastcore_ops import cli
@@ -35,39 +37,45 @@ def job_parser(prog: str, description: str) -> cli.ArgumentParser:
     return parser
 
 
-def job_main(parser: cli.ArgumentParser, argv: list[str] | None, work: str) -> int:
-    """Parse ``argv``, then import the module ``work``: the recipe with its overrides becomes ``args.config``,
-    refused unless the module's ``check(config)`` passes it, its data checked by its task (as ``args.data`` and
-    ``args.found``), and the module's ``job(args)`` runs it; what that returns is written as
-    ``--out``/summary.json. Exit 2 with one ``error:`` line on bad input."""
-    try:
-        args = parser.parse_args(argv)
-    except ValueError as error:
-        return cli.refuse(error)
-    import torch  # the job's machinery, torch with it: once the command line parsed
+def job_command(build_parser: Callable[[], cli.ArgumentParser], work: str) -> Callable[[list[str] | None], int]:
+    """The ``main(argv)`` of a job whose parser ``build_parser`` makes and whose work is the module ``work``.
 
-    from fastcore_ops.training.config import override
-    from fastcore_ops.training.precision import choose_precision
-    from fastcore_ops.training.recipes import get_recipe
-    from fastcore_ops.training.tasks.registry import task_named
+    Once parsed, the recipe with its overrides becomes ``args.config``, refused unless the module's
+    ``check(config)`` passes it, and its data is checked by its task (as ``args.data`` and
+    ``args.found``); then the module's ``job(args)`` runs it, and what that returns is written as
+    ``--out``/summary.json. Exit 2 with one ``error:`` line on bad input.
 
-    job = importlib.import_module(work)
-    try:
+        >>> main = job_command(lambda: job_parser("python -m benchmarks.step_floor", "The floor."), "benchmarks.floor")
+        >>> main(["--recipe", "cifar_mild"])  # stderr: error: the following arguments are required: --out; ...
+        2
+    """
+
+    def check(args: argparse.Namespace) -> None:
+        import torch  # the job's machinery, torch with it: once the command line parsed
+
+        from fastcore_ops.training.config import override
+        from fastcore_ops.training.recipes import get_recipe
+        from fastcore_ops.training.tasks.registry import task_named
+
         import_modules(args.imports)
         args.device = torch.device(args.device)
         recipe = get_recipe(cli.check_name("--recipe", args.recipe, list_recipes(), "recipe"))
         args.config = override(recipe, args.assignments)
-        job.check(args.config)
+        importlib.import_module(work).check(args.config)
         args.data, args.found = task_named(args.config.task).check_data(args.config, args.data, subset=args.subset,
                                                                         world_size=1, progress=False)
         if args.out.exists() and any(args.out.iterdir()):
             raise ValueError(f"--out {args.out} is not empty; give a new folder")
-    except cli.REFUSALS as error:
-        return cli.refuse(error)
-    # The precision every job of the comparison computes in, and why, chosen once (see fastcore_ops.training.precision).
-    args.precision = choose_precision(args.config.precision, args.device)
-    print(args.precision.describe(), flush=True)
-    summary = job.job(args) | {"precision": args.precision.describe()}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
-    return 0
+
+    @cli.command(build_parser, check)
+    def main(args: argparse.Namespace) -> None:
+        from fastcore_ops.training.precision import choose_precision
+
+        # The precision every job of the comparison computes in, and why, chosen once (fastcore_ops.training.precision).
+        args.precision = choose_precision(args.config.precision, args.device)
+        print(args.precision.describe(), flush=True)
+        summary = importlib.import_module(work).job(args) | {"precision": args.precision.describe()}
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
+
+    return main

@@ -27,6 +27,7 @@ table printed at the end) and ``peers.png`` (training time per run, the floor ma
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import statistics
@@ -35,7 +36,7 @@ import sys
 from pathlib import Path
 
 from fastcore_ops import cli
-from fastcore_ops.owned_folder import check_claimable, claim_folder
+from fastcore_ops.owned_folder import claim_folder
 from fastcore_ops.training.recipes import list_recipes
 from fastcore_ops.training.train import child_environment
 
@@ -179,13 +180,13 @@ def build_parser() -> cli.ArgumentParser:
                         help="Composer's training images through torchvision's DataLoader, as its users write it, "
                              "or through our loader, which leaves the two trainers alone to compare")
     cli.add_device_option(parser)
-    parser.add_argument("--out", type=Path, required=True,
+    parser.add_argument("--out", type=cli.claimable_folder("peers"), required=True,
                         help="folder for the tables, the plot and every run's folder (OUT/runs/)")
     return parser
 
 
-def parse_args(argv: list[str] | None = None):
-    args = build_parser().parse_args(argv)
+def check_args(args: argparse.Namespace) -> None:
+    """What the parser cannot check; ``args.config`` becomes the recipe with its overrides."""
     import torch
 
     from fastcore_ops.training.config import override
@@ -200,15 +201,10 @@ def parse_args(argv: list[str] | None = None):
     args.config = override(get_recipe(cli.check_name("--recipe", args.recipe, list_recipes(), "recipe")),
                            args.assignments)
     composer_run.check(args.config)
-    check_claimable(args.out, "peers")
-    return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        args = parse_args(argv)
-    except cli.REFUSALS as error:
-        return cli.refuse(error)
+@cli.command(build_parser, check_args)
+def main(args: argparse.Namespace) -> int:
     claim_folder(args.out, "peers")
     (args.out / "runs").mkdir(exist_ok=True)
     version = composer_version(args.peers)

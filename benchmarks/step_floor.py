@@ -21,7 +21,7 @@ import sys
 
 from fastcore_ops import cli
 
-from .job_cli import job_main, job_parser
+from .job_cli import job_command, job_parser
 
 
 def build_parser() -> cli.ArgumentParser:
@@ -29,8 +29,7 @@ def build_parser() -> cli.ArgumentParser:
     return job_parser("python -m benchmarks.step_floor", cli.description(__doc__))
 
 
-def main(argv: list[str] | None = None) -> int:
-    return job_main(build_parser(), argv, "benchmarks.floor")
+main = job_command(build_parser, "benchmarks.floor")
 
 
 if __name__ == "__main__":

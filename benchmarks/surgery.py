@@ -8,11 +8,10 @@ on the CPU otherwise.
 
 from __future__ import annotations
 
+import argparse
 import sys
-from pathlib import Path
 
 from fastcore_ops import cli
-from fastcore_ops.owned_folder import check_claimable
 
 WORKLOADS = ("resnet50", "gpt2-small")
 
@@ -31,21 +30,21 @@ def build_parser() -> cli.ArgumentParser:
                         help="GPT tokens per sequence (default: 1024 on a GPU, 256 on the CPU)")
     parser.add_argument("--steps", type=cli.positive_int, default=None,
                         help="timed steps after a warm-up (default: 20 on a GPU, 5 on the CPU)")
-    parser.add_argument("--out", type=Path, required=True, help="folder for CSV and JSON")
+    parser.add_argument("--out", type=cli.claimable_folder("benchmarks"), required=True,
+                        help="folder for CSV and JSON")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-        chosen = cli.check_names("--models", args.models, WORKLOADS, "model")
-        check_claimable(args.out, "benchmarks")
-    except cli.REFUSALS as error:
-        return cli.refuse(error)
+def check_args(args: argparse.Namespace) -> None:
+    """``--models`` becomes the list of models to operate on."""
+    args.models = cli.check_names("--models", args.models, WORKLOADS, "model")
+
+
+@cli.command(build_parser, check_args)
+def main(args: argparse.Namespace) -> None:
     from .surgery_workloads import run  # torch, torchvision and the models: once the command line parsed
 
-    run(args, chosen)
-    return 0
+    run(args, args.models)
 
 
 if __name__ == "__main__":

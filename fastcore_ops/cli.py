@@ -33,9 +33,12 @@ import difflib
 import math
 import re
 import sys
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from fastcore_ops.owned_folder import check_claimable
 
 if TYPE_CHECKING:  # torch is imported where a device is checked: parsing needs none of it
     import torch
@@ -260,6 +263,68 @@ def refuse(error: BaseException | str) -> int:
     """Print ``error`` as the command's one ``error:`` line on stderr; the exit status of bad input, 2."""
     print(error_line(error), file=sys.stderr)
     return 2
+
+
+def command(build_parser: Callable[[], argparse.ArgumentParser],
+            check: Callable[[argparse.Namespace], None] | None = None,
+            ) -> Callable[[Callable[[argparse.Namespace], int | None]], Callable[[list[str] | None], int]]:
+    """Make a command's ``main(argv) -> exit status`` from its parser and the decorated ``run(args)``.
+
+    The command line is parsed, then ``check(args)`` checks what the parser cannot (it may complete
+    ``args``; it imports nothing heavy and writes nothing); what either raises of :data:`REFUSALS` is
+    refused (exit 2, one ``error:`` line) before ``run`` starts. ``run`` imports the command's
+    machinery and does the work; it returns the exit status, or None for 0. A refusal that only the
+    work can find is the work's to make.
+
+        >>> def build_parser():
+        ...     parser = ArgumentParser(prog="python -m tool")
+        ...     parser.add_argument("--times", type=positive_int, default=1)
+        ...     return parser
+        >>> @command(build_parser)
+        ... def main(args):
+        ...     print(" ".join(["ran"] * args.times))
+        >>> main(["--times", "2"])
+        ran ran
+        0
+        >>> main(["--times", "0"])  # stderr: error: argument --times: must be a whole number >= 1, got '0'; ...
+        2
+    """
+
+    def make_main(run: Callable[[argparse.Namespace], int | None]) -> Callable[[list[str] | None], int]:
+        @functools.wraps(run)
+        def main(argv: list[str] | None = None) -> int:
+            try:
+                args = build_parser().parse_args(argv)
+                if check is not None:
+                    check(args)
+            except REFUSALS as error:
+                return refuse(error)
+            status = run(args)
+            return 0 if status is None else status
+
+        return main
+
+    return make_main
+
+
+def claimable_folder(tool: str) -> Callable[[str], Path]:
+    """The type of an ``--out`` that ``tool`` writes into: refused while parsing unless it is new, empty, or
+    ``tool``'s own (:func:`fastcore_ops.owned_folder.check_claimable`); nothing is written.
+
+        >>> parser = ArgumentParser(prog="python -m tool")
+        >>> _ = parser.add_argument("--out", type=claimable_folder("benchmarks"))
+        >>> parser.parse_args(["--out", "/no/such/folder"]).out
+        PosixPath('/no/such/folder')
+    """
+
+    def folder(text: str) -> Path:
+        try:
+            check_claimable(text, tool)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return Path(text)
+
+    return folder
 
 
 def positive_int(text: str) -> int:

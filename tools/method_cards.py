@@ -15,6 +15,7 @@ The test suite runs the check, so a card cannot drift from the code or the measu
 
 from __future__ import annotations
 
+import argparse
 import ast
 import functools
 import csv
@@ -184,11 +185,8 @@ def build_parser() -> cli.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except ValueError as error:
-        return cli.refuse(error)
+@cli.command(build_parser)
+def main(args: argparse.Namespace) -> int:
     files = expected_files()
     if args.check:
         stale = [path for path, text in files.items() if not path.is_file() or path.read_text() != text]

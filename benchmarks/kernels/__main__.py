@@ -12,11 +12,11 @@ op (PyTorch's profiler, CUDA kernels included on a GPU), for a path slower than 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 from fastcore_ops import cli
-from fastcore_ops.owned_folder import check_claimable
 
 
 def build_parser() -> cli.ArgumentParser:
@@ -31,21 +31,22 @@ def build_parser() -> cli.ArgumentParser:
                         help="comma-separated subset, e.g. blurpool2d,bce_with_logits (default: every kernel)")
     parser.add_argument("--profile", action="store_true",
                         help="also write profile.txt: each timed path's forward+backward op by op (PyTorch's profiler)")
-    parser.add_argument("--out", type=Path, required=True, help="folder for CSV, JSON and PNG")
+    parser.add_argument("--out", type=cli.claimable_folder("benchmarks"), required=True,
+                        help="folder for CSV, JSON and PNG")
     parser.add_argument("--jsonl", type=Path, default=None,
                         help="also append each row to this file as one JSON line as soon as it is measured, so a run "
                              "stopped midway keeps the rows it finished (tools/lent_gpu.sh)")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-        check_claimable(args.out, "benchmarks")
-        if args.jsonl is not None and (args.jsonl.is_dir() or not args.jsonl.parent.is_dir()):
-            raise ValueError(f"--jsonl {args.jsonl}: must be a file in an existing folder")
-    except cli.REFUSALS as error:
-        return cli.refuse(error)
+def check_args(args: argparse.Namespace) -> None:
+    """``--jsonl`` names a file in a folder that exists."""
+    if args.jsonl is not None and (args.jsonl.is_dir() or not args.jsonl.parent.is_dir()):
+        raise ValueError(f"--jsonl {args.jsonl}: must be a file in an existing folder")
+
+
+@cli.command(build_parser, check_args)
+def main(args: argparse.Namespace) -> int:
     from .runner import run  # torch, triton and every kernel's cases: once the command line parsed
 
     return run(args)

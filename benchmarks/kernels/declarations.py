@@ -15,6 +15,7 @@ tests/kernels/test_declarations.py fails when the page's table differs from what
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterable
 
@@ -40,15 +41,11 @@ def build_parser() -> cli.ArgumentParser:
     return cli.ArgumentParser(prog="python -m benchmarks.kernels.declarations", description=cli.description(__doc__))
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        build_parser().parse_args(argv)
-    except ValueError as error:
-        return cli.refuse(error)
+@cli.command(build_parser)
+def main(args: argparse.Namespace) -> None:
     from .registry import KERNELS  # imports every kernel: after the command line is parsed
 
     print(table(KERNELS))
-    return 0
 
 
 if __name__ == "__main__":

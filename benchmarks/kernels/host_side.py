@@ -15,27 +15,23 @@ Writes ``host_side.md`` and ``host_side.json`` into ``--out``.
 
 from __future__ import annotations
 
+import argparse
 import sys
-from pathlib import Path
 
 from fastcore_ops import cli
-from fastcore_ops.owned_folder import check_claimable
 
 
 def build_parser() -> cli.ArgumentParser:
     parser = cli.ArgumentParser(prog="python -m benchmarks.kernels.host_side", description=cli.description(__doc__))
     parser.add_argument("--kernels", default=None,
                         help="comma-separated subset, e.g. blurpool2d,bce_with_logits (default: every kernel)")
-    parser.add_argument("--out", type=Path, required=True, help="folder for host_side.md and .json")
+    parser.add_argument("--out", type=cli.claimable_folder("benchmarks"), required=True,
+                        help="folder for host_side.md and .json")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-        check_claimable(args.out, "benchmarks")
-    except cli.REFUSALS as error:
-        return cli.refuse(error)
+@cli.command(build_parser)
+def main(args: argparse.Namespace) -> int:
     from .host_costs import run  # torch and every kernel: once the command line parsed
 
     return run(args)

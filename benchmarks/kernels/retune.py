@@ -10,6 +10,7 @@ so that a GPU session's time can be spent a few kernels at a time (``--kernels``
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -32,11 +33,8 @@ def build_parser() -> cli.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except ValueError as error:
-        return cli.refuse(error)
+@cli.command(build_parser)
+def main(args: argparse.Namespace) -> int:
     from .tuning import run  # torch, triton and every kernel: once the command line parsed
 
     return run(args)

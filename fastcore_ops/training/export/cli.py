@@ -14,6 +14,7 @@ leaves it as it was, and a failure while writing leaves nothing half-written.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from fastcore_ops import cli
@@ -35,11 +36,8 @@ def build_parser() -> cli.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except ValueError as error:
-        return cli.refuse(error)
+@cli.command(build_parser)
+def main(args: argparse.Namespace) -> int | None:
     from fastcore_ops.training.checkpoint import CheckpointError  # torch and the trainer's parts: once parsed
     from fastcore_ops.training.export.folder import FORMATS, TOOL, write_export
     from fastcore_ops.training.export.from_run import read_run
@@ -55,4 +53,3 @@ def main(argv: list[str] | None = None) -> int:
     info = export.info
     print(f"{args.out}: {FORMATS[args.format].file_name} (the {info['weights_from']} weights at step {info['step']}), "
           f"config.json, model.json; load it with fastcore_ops.training.export.load_model")
-    return 0
