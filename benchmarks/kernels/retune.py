@@ -33,7 +33,12 @@ def build_parser() -> cli.ArgumentParser:
     return parser
 
 
-@cli.command(build_parser)
+def check_args(args: argparse.Namespace) -> None:
+    """``--dtypes`` becomes the list of dtype names."""
+    args.dtypes = cli.check_names("--dtypes", args.dtypes, DTYPES, "dtype")
+
+
+@cli.command(build_parser, check_args)
 def main(args: argparse.Namespace) -> int:
     from .tuning import run  # torch, triton and every kernel: once the command line parsed
 

@@ -17,7 +17,6 @@ from fastcore_ops import cli
 from fastcore_ops.kernels import backend
 
 from .registry import KERNELS
-from .retune import DTYPES
 
 
 def check_can_tune(out: Path) -> dict:
@@ -34,12 +33,6 @@ def check_can_tune(out: Path) -> dict:
     if out.is_dir() or not out.parent.is_dir():
         raise ValueError(f"--out {out}: must be a file in an existing folder")
     return backend.load_tuned_configs(out) if out.exists() else {}
-
-
-def parse_dtypes(text: str) -> list[torch.dtype]:
-    """The dtypes named in ``text``, e.g. ``"float16,bfloat16"``."""
-    names = cli.check_names("--dtypes", text, DTYPES, "dtype")
-    return [getattr(torch, name) for name in names]
 
 
 def tune_kernels(names: list[str], batch: int, dtypes: list[torch.dtype],
@@ -80,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         known = [spec.name for spec in KERNELS]
         names = cli.check_names("--kernels", args.kernels, known, "kernel") if args.kernels else known
-        dtypes = parse_dtypes(args.dtypes)
+        dtypes = [getattr(torch, name) for name in args.dtypes]
         table = check_can_tune(args.out)
     except cli.REFUSALS as error:
         return cli.refuse(error)
@@ -90,6 +83,6 @@ def run(args: argparse.Namespace) -> int:
     write_table(table, args.out)
     keys = sum(len(entries) for entries in chosen.values())
     print(f"Wrote {args.out}: {keys} keys of {len(chosen)} autotuned kernels tuned on {torch.cuda.get_device_name()} "
-          f"(batch {args.batch_size}, {args.dtypes})")
+          f"(batch {args.batch_size}, {','.join(args.dtypes)})")
     return 0
 

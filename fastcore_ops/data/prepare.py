@@ -30,27 +30,9 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 
 from fastcore_ops import cli
-
-
-@dataclass(frozen=True)
-class PrepareSettings:
-    """What decides a prepared dataset's content; a rerun into the same folder must match it."""
-
-    max_side: int = 256
-    quality: int = 90
-    shard_size: int = 1000
-    seed: int = 0
-
-    def __post_init__(self):
-        from fastcore_ops.checks import check_int  # torch: once settings are made, not to parse the command line
-
-        check_int("max_side", self.max_side, low=8)
-        check_int("quality", self.quality, low=1, high=100)
-        check_int("shard_size", self.shard_size, low=1)
-        check_int("seed", self.seed, low=0)
+from fastcore_ops.data.shards.settings import PrepareSettings
 
 
 def build_parser() -> cli.ArgumentParser:

@@ -21,7 +21,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from fastcore_ops.checks import check_bool, check_int
-from fastcore_ops.data.prepare import PrepareSettings
+from fastcore_ops.data.shards.settings import PrepareSettings
 from fastcore_ops.data.backends.pil import UnusableImage, default_num_workers, to_rgb
 from fastcore_ops.data.backends.probe import image_format, jpeg_truncation, unusable_reason
 from fastcore_ops.data.shards import (

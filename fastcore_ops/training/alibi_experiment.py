@@ -17,7 +17,7 @@ import torch
 from fastcore_ops import cli
 from fastcore_ops.owned_folder import claim_folder
 from fastcore_ops.surgery.alibi import ALiBiOptions
-from fastcore_ops.training.alibi_extrapolation import CANNOT_RUN, MODELS, TOOL, ExtrapolationConfig
+from fastcore_ops.training.extrapolation_config import CANNOT_RUN, MODELS, TOOL, ExtrapolationConfig
 from fastcore_ops.training.assemble import build_trainer
 from fastcore_ops.training.config import (DataConfig, MethodsConfig, ModelConfig, OptimizerConfig, ScheduleConfig,
                                           TextConfig, TrainConfig, validate)

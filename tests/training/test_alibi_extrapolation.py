@@ -13,7 +13,8 @@ import torch
 
 from fastcore_ops.kernels import backend
 from fastcore_ops.training.alibi_experiment import evaluation_rows, run_experiment, train_config
-from fastcore_ops.training.alibi_extrapolation import CANNOT_RUN, RESULT_FILES, ExtrapolationConfig, main
+from fastcore_ops.training.alibi_extrapolation import main
+from fastcore_ops.training.extrapolation_config import CANNOT_RUN, RESULT_FILES, ExtrapolationConfig
 from fastcore_ops.training.assemble import build_trainer
 from fastcore_ops.training.tasks.language import prepare_text_data
 
