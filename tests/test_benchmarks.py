@@ -207,6 +207,15 @@ def test_retune_refuses_without_cuda_and_leaves_the_table(monkeypatch, tmp_path,
     assert table.read_text() == '{"kept": {}}\n' and sorted(p.name for p in tmp_path.iterdir()) == [table.name]
 
 
+def test_retune_refuses_an_unknown_dtype_and_writes_nothing(tmp_path, capsys):
+    from benchmarks.kernels import retune
+
+    assert retune.main(["--out", str(tmp_path / "table.json"), "--dtypes", "float16,float8"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --dtypes") and "float8" in err and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_retune_replaces_the_keys_it_meets_and_keeps_the_others(monkeypatch, tmp_path, capsys):
     """The tuning itself needs a GPU (tests/kernels/test_backend.py times configs with a stand-in); here, what
     retune does with its choices."""
