@@ -184,8 +184,9 @@ def _batch_options(name: str) -> type:
     entry = registered_augmentation(name)
     if entry.runs_in != "batch" or entry.options is None:
         known = ", ".join(entry.name for entry in batch_augmentations())
-        raise ValueError(f"{name!r} is not an augmentation of the batch stage (it is the loader's own, or runs in "
-                         f"the {entry.runs_in}); the batch stage's augmentations are: {known}")
+        where = "is the loader's own stage" if entry.options is None else f"runs in the {entry.runs_in}"
+        raise ValueError(f"{name!r} is not an augmentation the batch stage takes (it {where}); the batch stage's "
+                         f"augmentations are: {known}")
     return entry.options
 
 
