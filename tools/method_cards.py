@@ -155,10 +155,25 @@ def _measured_text(name: str) -> str:
     return "\n".join(lines)
 
 
+def where_it_runs(name: str) -> str:
+    """Where the augmentation ``name`` runs and its order, from the one registry of augmentations; "" for another method.
+
+        >>> where_it_runs("alternating_flip")
+        'the decoder, order 5'
+    """
+    from fastcore_ops.data.transforms.registry import augmentations
+
+    places = {"decoder": "the decoder", "batch": "the loader's batch stage", "step": "the training step"}
+    return next((f"{places[entry.runs_in]}, order {entry.order}" for entry in augmentations() if entry.name == name), "")
+
+
 def render(name: str) -> str:
     """The Markdown card of method ``name``."""
     source = sources()[name]
     title, fields = card_section(source)
+    where = where_it_runs(name)
+    if where:
+        fields = [*fields, ("Runs in", f"{where} (`fastcore_ops/data/transforms/registry.py`: one scale, lower first).")]
     body = "\n\n".join(f"**{label}.** {text}" for label, text in fields)
     return (f"# {name}\n\n{title}\n\n{body}\n\n**Turn it on**: `{source.turn_on}`\n\n"
             f"**Measured effect.** {_measured_text(name)}\n\n"
@@ -168,7 +183,9 @@ def render(name: str) -> str:
 def render_index() -> str:
     lines = ["# Methods", "", "One card per method, written by `tools/method_cards.py` from the code and the committed "
              "measurements.", ""]
-    lines += [f"- [{name}]({name}.md): {card_section(source)[0]}" for name, source in sources().items()]
+    for name, source in sources().items():
+        where = where_it_runs(name)
+        lines.append(f"- [{name}]({name}.md){f' ({where})' if where else ''}: {card_section(source)[0]}")
     return "\n".join(lines) + "\n"
 
 

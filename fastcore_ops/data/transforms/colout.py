@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from fastcore_ops.checks import check_number, check_tensor
-from fastcore_ops.data.transforms.registry import batch_transform
+from fastcore_ops.data.transforms.registry import augmentation
 
 
 def check_colout_args(p_row: object, p_col: object) -> None:
@@ -28,7 +28,7 @@ def check_colout_args(p_row: object, p_col: object) -> None:
         check_number(name, value, low=0, high=1, high_open=True)
 
 
-@batch_transform("colout", order=40)
+@augmentation("colout", order=40, runs_in="batch")
 @dataclass(frozen=True)
 class ColOutOptions:
     """ColOut settings for the batch stage: fractions of rows and of columns dropped per batch."""

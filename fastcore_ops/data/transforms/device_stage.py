@@ -1,9 +1,9 @@
 """The batch stage: what the loader runs on every decoded uint8 batch before the model sees it.
 
-Training: optional resize (progressive resizing; augmenting the smaller images is cheaper), then the
-registered augmentations it is given and the random horizontal flip, in their order (registry.py:
-padded crop, flip, ColOut, RandAugment), then normalization. Evaluation: optional resize and
-normalization only. MixUp belongs to the trainer, which also sees the labels.
+Its steps are registered stages (registry.py), run in their order: the resize to the batch's size
+(augmenting the smaller images is cheaper), then in training the augmentations it is given and the
+random horizontal flip (padded crop, flip, ColOut, RandAugment), then normalization. Evaluation:
+resize and normalization only. MixUp belongs to the trainer's step, which also sees the labels.
 """
 
 from __future__ import annotations
@@ -13,13 +13,17 @@ from collections.abc import Sequence
 import torch
 
 from fastcore_ops.checks import check_bool, check_number, check_tensor
-from fastcore_ops.data.transforms.registry import FLIP_ORDER, registered_transform
+from fastcore_ops.data.transforms.registry import batch_augmentations, loader_stage, registered_augmentation
 from fastcore_ops.data.transforms.resize import resize_batch
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "DeviceAugment", "flip_batch"]
+
+# The random flip after the padded crop, before ColOut and RandAugment; normalization last of the batch stage.
+loader_stage("flip", order=30, module=__name__)
+loader_stage("normalize", order=99, module=__name__)
 
 
 def flip_batch(images: torch.Tensor, *, p: float = 0.5, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -52,7 +56,7 @@ def flip_batch(images: torch.Tensor, *, p: float = 0.5, generator: torch.Generat
 
 
 class _RandomFlip:
-    """The stage's random horizontal flip, as a step among the registered augmentations (at FLIP_ORDER)."""
+    """The stage's random horizontal flip, as a step among the registered augmentations (the ``flip`` stage)."""
 
     def apply(self, images: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         return flip_batch(images, generator=generator)
@@ -76,8 +80,8 @@ class DeviceAugment:
     flip: mirror each image left-right with probability 1/2.
     channels_last: return the batch in channels-last memory format.
     mean, std: per-channel statistics of pixels in [0, 1]; the output is ``(x / 255 - mean) / std``.
-    augmentations: each registered batch transform (registry.py) by its name, with its options or None
-        (left out): ``padded_crop``, ``colout``, ``randaugment``, ...
+    augmentations: each of the batch stage's registered augmentations (registry.py) by its name, with its
+        options or None (left out): ``padded_crop``, ``colout``, ``randaugment``, ...
 
     >>> from fastcore_ops.data.transforms.randaugment import RandAugmentOptions
     >>> stage = DeviceAugment(train=True, randaugment=RandAugmentOptions(depth=1, severity=9))
@@ -98,8 +102,8 @@ class DeviceAugment:
         self.mean = _channel_stats("mean", mean, positive=False)
         self.std = _channel_stats("std", std, positive=True)
         # The training steps in their order: each given augmentation, and the flip in its place.
-        steps = [(registered_transform(name).order, options) for name, options in self.augmentations.items()]
-        steps += [(FLIP_ORDER, _RandomFlip())] if flip else []
+        steps = [(registered_augmentation(name).order, options) for name, options in self.augmentations.items()]
+        steps += [(registered_augmentation("flip").order, _RandomFlip())] if flip else []
         self._steps = [step for _, step in sorted(steps, key=lambda order_and_step: order_and_step[0])]
         # Per-device copies, so the statistics cross to the device once, not once per batch.
         self._stats: dict[tuple[torch.device, float], tuple[torch.Tensor, torch.Tensor]] = {}
@@ -132,7 +136,8 @@ class DeviceAugment:
         if images_uint8.dim() != 4 or images_uint8.shape[1] != 3:
             raise ValueError(f"images_uint8 must be n x 3 x S x S (RGB), got shape {tuple(images_uint8.shape)}")
         # Resize, flip and ColOut work on the uint8 pixels: a quarter of float32's bytes, and ColOut
-        # leaves fewer pixels for RandAugment. Only RandAugment needs floats.
+        # leaves fewer pixels for RandAugment. Only RandAugment needs floats. The registry keeps every
+        # other batch-stage order between the resize's (its band's first) and normalization's (its last).
         images = images_uint8 if size is None else resize_batch(images_uint8, size)
         if out is not None:
             _check_out(out, images)
@@ -162,16 +167,27 @@ class DeviceAugment:
 
 
 def _checked_augmentations(augmentations: dict[str, object]) -> dict[str, object]:
-    """The augmentations given (not None), each checked against its registered options class."""
+    """The augmentations given (not None), each a batch-stage augmentation checked against its options class."""
     given = {}
     for name, options in augmentations.items():
-        kind = registered_transform(name).options
+        kind = _batch_options(name)
         if options is None:
             continue
         if not isinstance(options, kind):
             raise TypeError(f"{name} must be {kind.__name__} or None, got {type(options).__name__} {options!r}")
         given[name] = options
     return given
+
+
+def _batch_options(name: str) -> type:
+    """The options class of the batch-stage augmentation ``name``, or a ValueError naming those there are."""
+    entry = registered_augmentation(name)
+    if entry.runs_in != "batch" or entry.options is None:
+        known = ", ".join(entry.name for entry in batch_augmentations())
+        where = "is the loader's own stage" if entry.options is None else f"runs in the {entry.runs_in}"
+        raise ValueError(f"{name!r} is not an augmentation the batch stage takes (it {where}); the batch stage's "
+                         f"augmentations are: {known}")
+    return entry.options
 
 
 def _check_out(out: object, images: torch.Tensor) -> None:

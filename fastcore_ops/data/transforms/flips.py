@@ -9,7 +9,8 @@ Method card
     What: in training, image ``f`` is mirrored in epoch ``e`` when ``first_flip(f) != e % 2``,
         where ``first_flip`` is a fair coin drawn once per file from the loader's seed and the
         file's class folder and name. The backends flip as they decode (the pil backend's
-        decoding workers, DALI's ``crop_mirror_normalize``); the batch stage's random flip is off.
+        decoding workers, DALI's ``crop_mirror_normalize``), so it is registered to run in the
+        decoder, before every batch-stage augmentation; the batch stage's random flip is off.
     When it helps: wherever flips beat no flips, Jordan found it better than random flips, the
         more so the fewer the epochs. It changes nothing in a run of one epoch.
     Cost: none: a decoded image is copied into its batch either way.
@@ -24,8 +25,11 @@ from pathlib import PurePath
 
 from fastcore_ops.checks import check_int
 from fastcore_ops.data.shards import ShardMember
+from fastcore_ops.data.transforms.registry import augmentation
 
 
+# In the decoder, after the crop at the batch's size (progressive_resize) and before the padded crop's draws.
+@augmentation("alternating_flip", order=5, runs_in="decoder")
 @dataclass(frozen=True)
 class AlternatingFlipOptions:
     """Alternating flips for the training loader (``build_loader(alternating_flip=...)``); they have no options.

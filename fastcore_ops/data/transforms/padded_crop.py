@@ -24,12 +24,12 @@ import torch
 from torch.nn import functional as F
 
 from fastcore_ops.checks import check_choice, check_int, check_number, check_tensor
-from fastcore_ops.data.transforms.registry import batch_transform
+from fastcore_ops.data.transforms.registry import augmentation
 
 FILLS = ("zero", "reflect")
 
 
-@batch_transform("padded_crop", order=20)
+@augmentation("padded_crop", order=20, runs_in="batch")
 @dataclass(frozen=True)
 class PaddedCropOptions:
     """Padded random crops for the batch stage: the largest shift as a fraction of the side, and the fill.

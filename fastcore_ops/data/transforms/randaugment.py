@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from fastcore_ops.checks import check_int, check_number, check_tensor
-from fastcore_ops.data.transforms.registry import batch_transform
+from fastcore_ops.data.transforms.registry import augmentation
 
 # Largest magnitudes (severity 10). Enhancement factors span 1 +/- 0.9, rotations 30 degrees,
 # shears 0.3 and translations 45% of the side, as in the common RandAugment tables.
@@ -252,7 +252,7 @@ def check_randaugment_args(depth: object, severity: object) -> None:
     check_number("severity", severity, low=0, high=MAX_SEVERITY)
 
 
-@batch_transform("randaugment", order=50)
+@augmentation("randaugment", order=50, runs_in="batch")
 @dataclass(frozen=True)
 class RandAugmentOptions:
     """RandAugment settings for the batch stage.

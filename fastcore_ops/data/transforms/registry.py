@@ -1,18 +1,22 @@
-"""The batch stage's augmentations, each registered where it is defined, with its place in the order.
+"""The one registry of augmentations: each declares where it runs and its order, one scale for all.
 
-A loader augmentation is one module of this package: a function on batch tensors, and its options,
-a frozen dataclass registered with ``@batch_transform(name, order=...)`` whose
-``apply(images, generator)`` runs it. The same call runs on a CPU inside the pil backend's decoding
-workers and on the device in the main process (for DALI, and pil on a GPU), so both backends apply
-it alike, from the same draws. ``build_loader`` and ``DeviceAugment`` take each by its name, as a
-keyword; the batch stage (device_stage.py) runs the ones given, lowest ``order`` first.
+An augmentation is one module: its options, a frozen dataclass registered with
+``@augmentation(name, order=..., runs_in=...)``, and the code that runs it. ``runs_in`` says where:
 
-Two places in the order are the loader's own: the resize to the batch's size (progressive
-resizing) comes first, at ``RESIZE_ORDER``, and the flips stand at ``FLIP_ORDER`` (the stage's
-random flip, or the decoders' alternating flips, which must act before the padded crop's draws).
+- ``"decoder"``: as each image is decoded (pil's decoding workers, DALI's pipeline), before its batch exists;
+- ``"batch"``: the batch stage (device_stage.py) on the whole uint8 batch, on a CPU inside the pil backend's
+  decoding workers or on the device in the main process, both from the same draws; its options'
+  ``apply(images, generator)`` runs it, and ``build_loader`` and ``DeviceAugment`` take it by its name;
+- ``"step"``: the trainer's step, on the normalized batch with its labels (fastcore_ops.training's methods
+  register these as they load, through ``register_method(..., augmentation=True)``).
 
-    >>> [(transform.name, transform.order) for transform in batch_transforms()]
-    [('padded_crop', 20), ('colout', 40), ('randaugment', 50)]
+Every order lies in the band of its place (:data:`PLACES`), so a lower order runs first wherever the
+two run. The loader's own stages are registered too, without options (:func:`loader_stage`): the batch
+stage resizes first, flips at random in its place and normalizes last. A test runs the real pipeline
+on both backends and checks that the stages touch a batch in this order.
+
+    >>> [(entry.name, entry.order) for entry in augmentations("batch")]
+    [('resize', 10), ('padded_crop', 20), ('flip', 30), ('colout', 40), ('randaugment', 50), ('normalize', 99)]
 """
 
 from __future__ import annotations
@@ -23,85 +27,115 @@ from dataclasses import dataclass
 
 from fastcore_ops.discovery import import_package_modules
 
-RESIZE_ORDER = 10  # the resize to the batch's size: before anything else, so the rest works on fewer pixels
-FLIP_ORDER = 30  # the flips: after the padded crop, before ColOut and RandAugment
+# Where an augmentation runs, in the order a batch meets the places, and the orders each may take there.
+PLACES = {"decoder": range(1, 10), "batch": range(10, 100), "step": range(100, 300)}
 
 _PACKAGE = "fastcore_ops.data.transforms"
 
 
 @dataclass(frozen=True)
-class BatchTransform:
-    """One registered augmentation of the batch stage.
+class Augmentation:
+    """One registered augmentation, or one of the loader's own stages.
 
-    options: its frozen options dataclass; ``options.apply(images, generator)`` transforms a batch.
-    order: its place in the batch stage (lower runs first).
+    options: its frozen options dataclass (``build_loader``'s keyword and ``methods.<name>`` take an instance);
+        None for a stage the loader always has (resize, the random flip, normalization).
+    order: its place on the one scale (lower runs first), inside ``PLACES[runs_in]``.
+    runs_in: "decoder", "batch" or "step" (see the module docstring).
     module: where it is defined; its docstring holds the method card.
     """
 
     name: str
-    options: type
+    options: type | None
     order: int
+    runs_in: str
     module: str
 
 
-_TRANSFORMS: dict[str, BatchTransform] = {}
+_AUGMENTATIONS: dict[str, Augmentation] = {}
 
 
-def batch_transform(name: str, *, order: int) -> Callable[[type], type]:
-    """Register the decorated options dataclass as the batch-stage augmentation ``name`` at ``order``.
+def augmentation(name: str, *, order: int, runs_in: str) -> Callable[[type], type]:
+    """Register the decorated options dataclass as the augmentation ``name``, run in ``runs_in`` at ``order``.
 
     As ``colout.py`` does::
 
-        @batch_transform("colout", order=40)
+        @augmentation("colout", order=40, runs_in="batch")
         @dataclass(frozen=True)
         class ColOutOptions:
             p_row: float = 0.15
             def apply(self, images, generator): return colout_batch(images, p_row=self.p_row, ...)
     """
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"name must be a Python identifier (it is a keyword of build_loader), got {name!r}")
-    if not isinstance(order, int) or isinstance(order, bool) or order <= RESIZE_ORDER or order == FLIP_ORDER:
-        raise ValueError(f"order must be an int above {RESIZE_ORDER} (the resize) other than {FLIP_ORDER} (the "
-                         f"flips), got {order!r}")
+    _check_place(name, order, runs_in)
 
     def register(options: type) -> type:
         if not dataclasses.is_dataclass(options) or not options.__dataclass_params__.frozen:
-            raise TypeError(f"batch transform {name!r}: its options must be a frozen dataclass, got {options!r}")
-        if not callable(getattr(options, "apply", None)):
-            raise TypeError(f"batch transform {name!r}: {options.__name__} needs apply(images, generator), which "
+            raise TypeError(f"augmentation {name!r}: its options must be a frozen dataclass, got {options!r}")
+        if runs_in == "batch" and not callable(getattr(options, "apply", None)):
+            raise TypeError(f"augmentation {name!r}: {options.__name__} needs apply(images, generator), which "
                             f"transforms a batch")
-        for other in _TRANSFORMS.values():
-            if other.options is options:
-                continue
-            if other.name == name or other.order == order:
-                raise ValueError(f"batch transform {name!r} at order {order} clashes with {other.name!r} at order "
-                                 f"{other.order} ({other.module}); give it another name or order")
-        _TRANSFORMS[name] = BatchTransform(name=name, options=options, order=order, module=options.__module__)
+        _add(Augmentation(name=name, options=options, order=order, runs_in=runs_in, module=options.__module__))
         return options
 
     return register
 
 
-def batch_transforms() -> list[BatchTransform]:
-    """Every registered batch-stage augmentation, in the order the stage runs them."""
-    _import_transforms()
-    return sorted(_TRANSFORMS.values(), key=lambda transform: transform.order)
+def loader_stage(name: str, *, order: int, module: str) -> None:
+    """Register ``name``, a stage the loader's batch stage always has (no options), at ``order``.
 
-
-def registered_transform(name: str) -> BatchTransform:
-    """The batch-stage augmentation called ``name``, or a ValueError naming the ones there are.
-
-    >>> registered_transform("colout").order
-    40
+    As device_stage.py does: ``loader_stage("flip", order=30, module=__name__)``.
     """
-    _import_transforms()
-    if name not in _TRANSFORMS:
-        known = ", ".join(transform.name for transform in batch_transforms())
+    _check_place(name, order, "batch")
+    _add(Augmentation(name=name, options=None, order=order, runs_in="batch", module=module))
+
+
+def _check_place(name: object, order: object, runs_in: object) -> None:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be a Python identifier (it is a keyword of build_loader), got {name!r}")
+    if runs_in not in PLACES:
+        raise ValueError(f"runs_in must be one of {', '.join(PLACES)}, got {runs_in!r}")
+    band = PLACES[runs_in]
+    if not isinstance(order, int) or isinstance(order, bool) or order not in band:
+        raise ValueError(f"order must be an int in [{band.start}, {band.stop - 1}] for runs_in={runs_in!r}, "
+                         f"got {order!r}")
+
+
+def _add(entry: Augmentation) -> None:
+    for other in _AUGMENTATIONS.values():
+        if other.name == entry.name and other.options is entry.options and other.module == entry.module:
+            return  # the same declaration, seen again
+        if other.name == entry.name or other.order == entry.order:
+            raise ValueError(f"augmentation {entry.name!r} at order {entry.order} clashes with {other.name!r} at "
+                             f"order {other.order} ({other.module}); give it another name or order")
+    _AUGMENTATIONS[entry.name] = entry
+
+
+def augmentations(runs_in: str | None = None) -> list[Augmentation]:
+    """Every registered augmentation (of ``runs_in`` only, if given), in the order they run.
+
+    The step augmentations are listed once fastcore_ops.training's methods are imported.
+    """
+    import_package_modules(_PACKAGE)  # each module registers its own as it loads (fastcore_ops.discovery)
+    return sorted((entry for entry in _AUGMENTATIONS.values() if runs_in in (None, entry.runs_in)),
+                  key=lambda entry: entry.order)
+
+
+def batch_augmentations() -> list[Augmentation]:
+    """The batch stage's augmentations a caller turns on by name (the loader's own stages left out), in order.
+
+    >>> [entry.name for entry in batch_augmentations()]
+    ['padded_crop', 'colout', 'randaugment']
+    """
+    return [entry for entry in augmentations("batch") if entry.options is not None]
+
+
+def registered_augmentation(name: str) -> Augmentation:
+    """The augmentation or loader stage called ``name``, or a ValueError naming the batch stage's augmentations.
+
+    >>> registered_augmentation("colout").order, registered_augmentation("alternating_flip").runs_in
+    (40, 'decoder')
+    """
+    augmentations()
+    if name not in _AUGMENTATIONS:
+        known = ", ".join(entry.name for entry in batch_augmentations())
         raise ValueError(f"unknown augmentation {name!r}; the batch stage's augmentations are: {known}")
-    return _TRANSFORMS[name]
-
-
-def _import_transforms() -> None:
-    """Import every module of this package: each registers its own augmentation as it loads
-    (:mod:`fastcore_ops.discovery`)."""
-    import_package_modules(_PACKAGE)
+    return _AUGMENTATIONS[name]

@@ -23,6 +23,10 @@ from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2.functional import resize
 
 from fastcore_ops.checks import check_int, check_number, check_tensor
+from fastcore_ops.data.transforms.registry import augmentation, loader_stage
+
+# The batch stage resizes to the batch's size first, so the rest works on fewer pixels.
+loader_stage("resize", order=10, module=__name__)
 
 
 def _output_size(size: object) -> tuple[int, int]:
@@ -55,6 +59,8 @@ def resize_batch(images: torch.Tensor, size: int | tuple[int, int], *, antialias
     return resize(images, [height, width], interpolation=InterpolationMode.BILINEAR, antialias=antialias)
 
 
+# The decoders crop each image at the size the schedule gives its batch: the first thing that happens to it.
+@augmentation("progressive_resize", order=2, runs_in="decoder")
 @dataclass(frozen=True)
 class ProgressiveResize:
     """Schedule of the training image size: small at first, full size at the end.

@@ -48,7 +48,8 @@ def _check_consistency_loss(options: AugMixOptions, config) -> None:
 
 
 # First of the step methods: its ops want the loader's own images.
-@register_method("augmix", stage="step", order=10, tasks=IMAGES, check=_check_consistency_loss)
+@register_method("augmix", stage="step", order=110, tasks=IMAGES, check=_check_consistency_loss,
+                 augmentation=True)
 @dataclass(frozen=True)
 class AugMixOptions:
     """AugMix's augmentation settings (see :func:`augmix_batch`) and the consistency loss's weight.

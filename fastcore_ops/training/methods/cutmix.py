@@ -26,8 +26,8 @@ from typing import ClassVar
 
 import torch
 
-from fastcore_ops.training.methods.mixup import (BatchMixing, BatchMixingOptions, as_probabilities, check_batch,
-                                                 sample_mixing_weight)
+from fastcore_ops.training.methods.mixup import (BatchMixing, BatchMixingOptions, MixedBatch, blend_with_partners,
+                                                 draw_partners)
 from fastcore_ops.training.methods.registry import IMAGES, register_method
 
 
@@ -51,14 +51,8 @@ def cutmix_box(height: int, width: int, lam: float, generator: torch.Generator) 
     )
 
 
-def cutmix_batch(
-    images: torch.Tensor,
-    targets: torch.Tensor,
-    num_classes: int,
-    *,
-    alpha: float,
-    generator: torch.Generator,
-) -> tuple[torch.Tensor, torch.Tensor, float]:
+def cutmix_batch(images: torch.Tensor, targets: torch.Tensor, num_classes: int, *, alpha: float,
+                 generator: torch.Generator) -> MixedBatch:
     """Paste one random box from a shuffled copy of the batch; return (images, soft targets, lam).
 
     ``lam`` is the fraction of each image still its own after pasting. ``generator`` is a CPU
@@ -70,18 +64,14 @@ def cutmix_batch(
     >>> bool(targets.sum(1).allclose(torch.ones(4)))
     True
     """
-    check_batch(images, targets, num_classes)
-    probabilities = as_probabilities(targets, num_classes)
-    drawn_lam = sample_mixing_weight(alpha, generator)
-    perm = torch.randperm(images.shape[0], generator=generator).to(images.device)
+    probabilities, drawn_lam, perm = draw_partners(images, targets, num_classes, alpha, generator)
     height, width = images.shape[-2:]
     top, bottom, left, right = cutmix_box(height, width, drawn_lam, generator)
     mixed_images = images.clone()
     mixed_images[:, :, top:bottom, left:right] = images[perm, :, top:bottom, left:right]
     # Clipping shrinks boxes near the border, so the labels follow the area actually pasted.
     lam = 1.0 - (bottom - top) * (right - left) / (height * width)
-    mixed_targets = probabilities.mul(lam).add_(probabilities[perm], alpha=1.0 - lam)
-    return mixed_images, mixed_targets, lam
+    return mixed_images, blend_with_partners(probabilities, perm, lam), lam
 
 
 class CutMix(BatchMixing):
@@ -93,7 +83,7 @@ class CutMix(BatchMixing):
     mix_batch = staticmethod(cutmix_batch)
 
 
-@register_method("cutmix", stage="step", order=40, tasks=IMAGES, mixes_batch=True)
+@register_method("cutmix", stage="step", order=140, tasks=IMAGES, mixes_batch=True, augmentation=True)
 @dataclass(frozen=True)
 class CutMixOptions(BatchMixingOptions):
     """``methods.cutmix``."""

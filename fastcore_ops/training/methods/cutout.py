@@ -27,7 +27,8 @@ from fastcore_ops.training.methods.base import Method, SeededMethod, TrainState
 from fastcore_ops.training.methods.registry import IMAGES, register_method
 
 
-@register_method("cutout", stage="step", order=20, tasks=IMAGES)  # before mixing: each image masked, then mixed
+# Before mixing: each image masked, then mixed.
+@register_method("cutout", stage="step", order=120, tasks=IMAGES, augmentation=True)
 @dataclass(frozen=True)
 class CutoutOptions:
     """How many squares each image loses, and how large.

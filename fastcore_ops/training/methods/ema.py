@@ -34,7 +34,7 @@ from fastcore_ops.training.methods.registry import register_method
 
 
 # A whole copy of the weights, which FSDP shards away.
-@register_method("ema", stage="step", order=70, fsdp=False, try_with={"half_life_steps": 25})
+@register_method("ema", stage="step", order=170, fsdp=False, try_with={"half_life_steps": 25})
 @dataclass(frozen=True)
 class EMAOptions:
     """The average's half-life, in optimizer steps; ``methods.ema``."""

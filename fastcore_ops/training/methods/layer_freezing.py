@@ -35,7 +35,7 @@ from fastcore_ops.training.methods.registry import register_method
 
 # DDP fixes its gradient buckets when it wraps the model, and FSDP its shards: parameters frozen
 # later break both.
-@register_method("layer_freezing", stage="step", order=60, ddp=False, fsdp=False)
+@register_method("layer_freezing", stage="step", order=160, ddp=False, fsdp=False)
 @dataclass(frozen=True)
 class LayerFreezingOptions:
     """Where freezing begins and how much of the model is frozen by the end; ``methods.layer_freezing``."""

@@ -3,7 +3,8 @@
 Their options classes, implementations and method cards are the library's (``fastcore_ops.surgery``
 and ``fastcore_ops.data``); a run turns one on as any other method, ``--set methods.blurpool={}``.
 The surgeries rewrite the model in the order each declares in its own module, in one transactional
-:func:`fastcore_ops.apply_surgery`; the loader's augmentations run in its batch stage.
+:func:`fastcore_ops.apply_surgery`; the loader's augmentations run where and in the order the one registry of
+augmentations declares (:mod:`fastcore_ops.data.transforms.registry`).
 
     >>> from fastcore_ops.training.methods.registry import registered
     >>> registered("channels_last").order > registered("blurpool").order
@@ -19,7 +20,7 @@ from torch import nn
 
 from fastcore_ops import apply_surgery
 from fastcore_ops.data import AlternatingFlipOptions, ProgressiveResize
-from fastcore_ops.data.transforms.registry import FLIP_ORDER, RESIZE_ORDER, batch_transforms
+from fastcore_ops.data.transforms.registry import augmentations
 from fastcore_ops.surgery import check_surgeries
 from fastcore_ops.surgery.core import registered_surgeries
 from fastcore_ops.training.methods.registry import IMAGES, register_method
@@ -71,19 +72,18 @@ def _check_flips_on(options: AlternatingFlipOptions, config) -> None:
                          "flips off; set data.flip=True or methods.alternating_flip=None")
 
 
-# The loader's batch stage, each a keyword of fastcore_ops.data.build_loader by the method's name, in the order
-# it runs: the resize and the flips at the places the batch stage keeps for them, and every augmentation the stage
-# registers (fastcore_ops/data/transforms/registry.py) at its own.
-register_method("progressive_resize", stage="loader", order=RESIZE_ORDER, tasks=IMAGES, check=_check_resize_increment)(
-    ProgressiveResize)
-register_method("alternating_flip", stage="loader", order=FLIP_ORDER, tasks=IMAGES, check=_check_flips_on)(
-    AlternatingFlipOptions)
+# What the rest of a run's configuration must allow, by the options of the augmentations that depend on it.
+_RUN_CHECKS = {ProgressiveResize: _check_resize_increment, AlternatingFlipOptions: _check_flips_on}
 
 
-def _register_batch_transforms() -> None:
-    """Each augmentation of the loader's batch stage, as a loader method of its name and order."""
-    for transform in batch_transforms():
-        register_method(transform.name, stage="loader", order=transform.order, tasks=IMAGES)(transform.options)
+def _register_loader_augmentations() -> None:
+    """Each augmentation the loader runs (in its decoders or its batch stage; fastcore_ops/data/transforms/registry.py)
+    as a loader method of its name and order, a keyword of fastcore_ops.data.build_loader. The step augmentations
+    register themselves with their methods; the loader's own stages (resize, flip, normalization) are not methods."""
+    for entry in augmentations():
+        if entry.runs_in != "step" and entry.options is not None:
+            register_method(entry.name, stage="loader", order=entry.order, tasks=IMAGES,
+                            check=_RUN_CHECKS.get(entry.options))(entry.options)
 
 
-_register_batch_transforms()
+_register_loader_augmentations()

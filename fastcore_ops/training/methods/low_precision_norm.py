@@ -96,7 +96,7 @@ class LowPrecisionNorm(Method):
 
 
 # First of the step methods: EMA and SWA then copy the changed modules.
-@register_method("low_precision_norm", stage="step", order=5)
+@register_method("low_precision_norm", stage="step", order=105)
 @dataclass(frozen=True)
 class LowPrecisionNormOptions:
     """The method has no options: ``methods.low_precision_norm={}`` turns it on."""

@@ -77,14 +77,38 @@ def check_batch(images: torch.Tensor, targets: torch.Tensor, num_classes: int) -
         )
 
 
-def mixup_batch(
-    images: torch.Tensor,
-    targets: torch.Tensor,
-    num_classes: int,
-    *,
-    alpha: float,
-    generator: torch.Generator,
-) -> tuple[torch.Tensor, torch.Tensor, float]:
+# What a batch mixing returns: the mixed images, their soft targets and the fraction ``lam`` of each sample its own.
+MixedBatch = tuple[torch.Tensor, torch.Tensor, float]
+
+
+def draw_partners(images: torch.Tensor, targets: torch.Tensor, num_classes: int, alpha: float,
+                  generator: torch.Generator) -> tuple[torch.Tensor, float, torch.Tensor]:
+    """What MixUp and CutMix start from: the batch checked, its targets as (N, C) probabilities, then
+    ``lam ~ Beta(alpha, alpha)`` and each sample's partner (a permutation, on the images' device), drawn in that order.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> _, lam, perm = draw_partners(torch.rand(2, 3, 4, 4), torch.tensor([0, 1]), 2, 0.2, g)
+    >>> 0.0 <= lam <= 1.0, sorted(perm.tolist())
+    (True, [0, 1])
+    """
+    check_batch(images, targets, num_classes)
+    probabilities = as_probabilities(targets, num_classes)
+    lam = sample_mixing_weight(alpha, generator)
+    return probabilities, lam, torch.randperm(images.shape[0], generator=generator).to(images.device)
+
+
+def blend_with_partners(values: torch.Tensor, perm: torch.Tensor, lam: float) -> torch.Tensor:
+    """``lam * values + (1 - lam) * values[perm]``, a new tensor.
+
+    >>> blend_with_partners(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), torch.tensor([1, 0]), 0.75)
+    tensor([[0.7500, 0.2500],
+            [0.2500, 0.7500]])
+    """
+    return values.mul(lam).add_(values[perm], alpha=1.0 - lam)
+
+
+def mixup_batch(images: torch.Tensor, targets: torch.Tensor, num_classes: int, *, alpha: float,
+                generator: torch.Generator) -> MixedBatch:
     """Blend the batch with a shuffled copy of itself; return (images, soft targets, lam).
 
     ``generator`` is a CPU generator: it draws ``lam ~ Beta(alpha, alpha)`` and then the
@@ -96,15 +120,10 @@ def mixup_batch(
     >>> targets.shape
     torch.Size([4, 3])
     """
-    check_batch(images, targets, num_classes)
     if not images.is_floating_point():
         raise TypeError(f"images must be a floating-point tensor to be blended, got {images.dtype}")
-    probabilities = as_probabilities(targets, num_classes)
-    lam = sample_mixing_weight(alpha, generator)
-    perm = torch.randperm(images.shape[0], generator=generator).to(images.device)
-    mixed_images = images.mul(lam).add_(images[perm], alpha=1.0 - lam)
-    mixed_targets = probabilities.mul(lam).add_(probabilities[perm], alpha=1.0 - lam)
-    return mixed_images, mixed_targets, lam
+    probabilities, lam, perm = draw_partners(images, targets, num_classes, alpha, generator)
+    return blend_with_partners(images, perm, lam), blend_with_partners(probabilities, perm, lam), lam
 
 
 class BatchMixing(SeededMethod):
@@ -115,7 +134,7 @@ class BatchMixing(SeededMethod):
     that resumed runs draw the same mixes.
     """
 
-    mix_batch: Callable[..., tuple[torch.Tensor, torch.Tensor, float]]
+    mix_batch: Callable[..., MixedBatch]
 
     def __init__(self, alpha: float, seed: int = 0):
         super().__init__(seed)
@@ -156,7 +175,7 @@ class BatchMixingOptions:
         return self.method(self.alpha, seed=config.seed)
 
 
-@register_method("mixup", stage="step", order=30, tasks=IMAGES, mixes_batch=True)
+@register_method("mixup", stage="step", order=130, tasks=IMAGES, mixes_batch=True, augmentation=True)
 @dataclass(frozen=True)
 class MixUpOptions(BatchMixingOptions):
     """``methods.mixup``."""

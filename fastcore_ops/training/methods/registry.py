@@ -4,7 +4,10 @@ A method is one module of ``fastcore_ops/training/methods/``: its options datacl
 ``__post_init__``), its functional form, its event hooks, its method card, and this
 registration, which declares what the rest of the code needs to know about it: the stage it
 runs in, the tasks it applies to (by what their batches hold: ``IMAGES``, ``TEXT``), whether it
-trains under DDP and FSDP, and its order among the methods of its stage. The configuration's ``methods`` section (one field per method, None = off),
+trains under DDP and FSDP, and its order among the methods of its stage. The augmentations are read
+from the one registry of augmentations (:mod:`fastcore_ops.data.transforms.registry`), whose order
+scale the step methods share: the loader's in :mod:`fastcore_ops.training.methods.library`, and each step
+augmentation (``augmentation=True``) writes itself there as it registers here. The configuration's ``methods`` section (one field per method, None = off),
 its validation, the distributed checks, the ablation's catalog, the method cards and the order
 methods run in all come from here.
 
@@ -20,6 +23,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fastcore_ops.data.transforms.registry import PLACES, augmentation as register_augmentation
 from fastcore_ops.discovery import import_package_modules
 from fastcore_ops.training.tasks.registry import all_tasks
 
@@ -29,7 +33,7 @@ IMAGES, TEXT = frozenset({"images"}), frozenset({"tokens"})
 # Where a method acts, in the order a run meets them:
 #   surgery     rewrites the model before training (fastcore_ops.apply_surgery, in ``order``);
 #   model       sets up weights from the training data once the model is built (patch whitening);
-#   loader      the data loader's batch stage (fastcore_ops.data's augmentations);
+#   loader      the data loader's decoders and batch stage (fastcore_ops.data's augmentations);
 #   loss        the task's loss function;
 #   step        event hooks on the trainer's steps (a ``Method``, from the options' ``attach``);
 #   evaluation  how the evaluation set is scored.
@@ -51,7 +55,8 @@ class RegisteredMethod:
 
     options: its options dataclass; a run's ``methods.<name>`` is an instance of it, or None.
     order: its rank among the methods of its stage (lower first): surgeries apply in it, step
-        methods receive each event in it.
+        methods receive each event in it. The loader's and the step's are places on the augmentations'
+        one scale (``PLACES`` of fastcore_ops.data.transforms.registry).
     tasks: what a task's batches must hold (its ``traits``) for the method to apply; empty: any task.
     mixes_batch: it replaces each batch's targets by mixtures of samples; a run takes one such method.
     one_target_per_input: it needs a batch whose inputs and targets pair one to one (AugMix's
@@ -103,14 +108,15 @@ def register_method(name: str, *, stage: str, order: int, tasks: frozenset[str] 
                     leaves_parameters_unused: bool = False, loader_switch: str | None = None,
                     try_with: dict | None = None,
                     check: Callable[[object, object], None] | None = None,
-                    module: str | None = None) -> Callable[[type], type]:
+                    module: str | None = None, augmentation: bool = False) -> Callable[[type], type]:
     """Register the decorated options dataclass as the method ``name`` (see :class:`RegisteredMethod`).
 
     The options class defines its stage's hook (:data:`HOOKS`): a step method's
-    ``attach(self, config) -> Method`` builds the event hooks for a run. As
-    ``fastcore_ops/training/methods/mixup.py`` does::
+    ``attach(self, config) -> Method`` builds the event hooks for a run. A step method's order lies in
+    ``PLACES["step"]``; ``augmentation``: it augments the batch's images, and is registered as the
+    augmentation ``name`` (runs_in "step") too. As ``fastcore_ops/training/methods/mixup.py`` does::
 
-        @register_method("mixup", stage="step", order=30, tasks=IMAGES, mixes_batch=True)
+        @register_method("mixup", stage="step", order=130, tasks=IMAGES, mixes_batch=True, augmentation=True)
         @dataclass(frozen=True)
         class MixUpOptions:
             alpha: float = 0.2
@@ -120,6 +126,9 @@ def register_method(name: str, *, stage: str, order: int, tasks: frozenset[str] 
         raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
     if not isinstance(tasks, frozenset):
         raise TypeError(f"tasks must be a frozenset of what a task's batches hold (IMAGES, TEXT), got {tasks!r}")
+    if augmentation and stage != "step":
+        raise ValueError(f"method {name!r}: augmentation=True registers a step augmentation; the loader's register "
+                         f"in fastcore_ops.data.transforms.registry, got stage {stage!r}")
 
     def register(options: type) -> type:
         if not dataclasses.is_dataclass(options):
@@ -128,6 +137,10 @@ def register_method(name: str, *, stage: str, order: int, tasks: frozenset[str] 
         if hook is not None and not callable(getattr(options, hook, None)):
             raise TypeError(f"method {name!r} runs in the {stage} stage: {options.__name__} needs its {hook} method "
                             f"(see fastcore_ops.training.methods.registry.HOOKS)")
+        if stage == "step" and order not in PLACES["step"]:
+            raise ValueError(f"method {name!r}: a step method's order must be in [{PLACES['step'].start}, "
+                             f"{PLACES['step'].stop - 1}] (after the loader's places on the augmentations' one scale), "
+                             f"got {order!r}")
         if name in _REGISTRY and _REGISTRY[name].options is not options:
             raise ValueError(f"method {name!r} is registered twice ({_REGISTRY[name].module} and "
                              f"{module or options.__module__}); give one of them another name")
@@ -136,6 +149,8 @@ def register_method(name: str, *, stage: str, order: int, tasks: frozenset[str] 
             mixes_batch=mixes_batch, one_target_per_input=one_target_per_input,
             leaves_parameters_unused=leaves_parameters_unused, loader_switch=loader_switch,
             try_with=options(**(try_with or {})), check=check, module=module or options.__module__)
+        if augmentation:
+            register_augmentation(name, order=order, runs_in="step")(options)
         return options
 
     return register

@@ -35,7 +35,7 @@ from fastcore_ops.training.methods.registry import register_method
 
 # Its second pass recomputes the loss on the batch as it is: one target per input. Its in-place
 # perturbation of the parameters is untested on FSDP's sharded ones.
-@register_method("sam", stage="step", order=50, fsdp=False, one_target_per_input=True,
+@register_method("sam", stage="step", order=150, fsdp=False, one_target_per_input=True,
                  try_with={"interval": 10})
 @dataclass(frozen=True)
 class SAMOptions:

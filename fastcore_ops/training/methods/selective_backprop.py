@@ -45,7 +45,7 @@ def _check_scale_factor(options: SelectiveBackpropOptions, config) -> None:
 
 # Last of the step methods: it ranks the batch every other method has shaped (masked, mixed,
 # shortened); it trains on a selection of the inputs, each with its own target.
-@register_method("selective_backprop", stage="step", order=100, one_target_per_input=True,
+@register_method("selective_backprop", stage="step", order=200, one_target_per_input=True,
                  check=_check_scale_factor)
 @dataclass(frozen=True)
 class SelectiveBackpropOptions:

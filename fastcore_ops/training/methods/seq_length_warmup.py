@@ -46,7 +46,7 @@ def _check_start_length(options: SeqLengthWarmupOptions, config) -> None:
                          f"{config.text.sequence_length}, got {options.start_length}")
 
 
-@register_method("seq_length_warmup", stage="step", order=90, tasks=TEXT, check=_check_start_length)
+@register_method("seq_length_warmup", stage="step", order=190, tasks=TEXT, check=_check_start_length)
 @dataclass(frozen=True)
 class SeqLengthWarmupOptions:
     """Sequence-length warmup settings (the full length is the run's ``text.sequence_length``).

@@ -40,7 +40,7 @@ ANNEAL_STRATEGIES = ("cos", "linear")
 
 
 # A whole copy of the weights, which FSDP shards away.
-@register_method("swa", stage="step", order=80, fsdp=False)
+@register_method("swa", stage="step", order=180, fsdp=False)
 @dataclass(frozen=True)
 class SWAOptions:
     """When SWA averages (fractions of the run) and the learning rate it holds; ``methods.swa``."""

@@ -46,14 +46,14 @@ class ToyStripeOptions:
 
 def register_toy() -> None:
     """Register the toy as its own module would, on import."""
-    registry.batch_transform(NAME, order=ORDER)(ToyStripeOptions)
+    registry.augmentation(NAME, order=ORDER, runs_in="batch")(ToyStripeOptions)
 
 
 @pytest.fixture
 def toy(monkeypatch):
     """The toy, registered for one test; the registry is as it was afterwards."""
-    registry.batch_transforms()  # every real augmentation registered before the copy
-    monkeypatch.setattr(registry, "_TRANSFORMS", dict(registry._TRANSFORMS))
+    registry.augmentations()  # every real augmentation registered before the copy
+    monkeypatch.setattr(registry, "_AUGMENTATIONS", dict(registry._AUGMENTATIONS))
     register_toy()
 
 
@@ -99,11 +99,11 @@ def test_the_decoding_workers_and_the_main_process_stage_apply_the_toy_alike(toy
 
 def test_the_toy_runs_in_its_registered_place(toy, monkeypatch):
     ran = []
-    for transform in registry.batch_transforms():
+    for transform in registry.batch_augmentations():
         original = transform.options.apply
         monkeypatch.setattr(transform.options, "apply", lambda *args, _name=transform.name, _original=original:
                             ran.append(_name) or _original(*args))
-    every = {transform.name: transform.options() for transform in registry.batch_transforms()}
+    every = {transform.name: transform.options() for transform in registry.batch_augmentations()}
     DeviceAugment(train=True, **every)(torch.zeros(2, 3, 16, 16, dtype=torch.uint8),
                                        generator=torch.Generator().manual_seed(0))
     assert ran == ["padded_crop", "colout", NAME, "randaugment"]
@@ -119,11 +119,11 @@ def test_a_toy_that_cannot_work_is_refused(toy):
         pass
 
     with pytest.raises(TypeError, match="needs apply"):
-        registry.batch_transform("no_apply", order=46)(NoApply)
+        registry.augmentation("no_apply", order=46, runs_in="batch")(NoApply)
     with pytest.raises(ValueError, match="clashes with 'toy_stripe' at order 45"):
-        registry.batch_transform("same_place", order=ORDER)(SamePlace)
-    with pytest.raises(ValueError, match="order must be an int above 10"):
-        registry.batch_transform("early", order=5)
+        registry.augmentation("same_place", order=ORDER, runs_in="batch")(SamePlace)
+    with pytest.raises(ValueError, match=r"order must be an int in \[10, 99\] for runs_in='batch', got 5"):
+        registry.augmentation("early", order=5, runs_in="batch")
     with pytest.raises(ValueError, match="unknown augmentation 'toy_strip'; the batch stage's augmentations are: "
                                          "padded_crop, colout, toy_stripe, randaugment"):
         DeviceAugment(train=True, toy_strip=ToyStripeOptions())
@@ -153,7 +153,7 @@ def test_the_toy_is_a_training_method_in_the_ablation_catalog_and_the_cards():
     result = subprocess.run([sys.executable, "-c", TRAINING_SIDE], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)
-    assert found["loader"] == ["progressive_resize", "padded_crop", "alternating_flip", "colout", NAME, "randaugment"]
+    assert found["loader"] == ["progressive_resize", "alternating_flip", "padded_crop", "colout", NAME, "randaugment"]
     assert found["toggle"] == ["added", [f"methods.{NAME}={{'level': 200}}"]]
     assert found["build_loader_gets"] == "ToyStripeOptions(level=7)"
     assert "**What.** the top row of every training image is painted with the grey ``level``" in found["card"]

@@ -5,9 +5,9 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-import torch
 
 from fastcore_ops.training.config import MethodsConfig, TrainConfig, override
+from fastcore_ops.training.methods.mixup import MixUpOptions
 from fastcore_ops.training.methods.registry import (HOOKS, STAGES, active, all_methods, plan_methods, register_method,
                                                     registered)
 
@@ -106,28 +106,24 @@ def test_a_registration_that_cannot_work_is_refused():
         register_method("mixup", stage="surgery", order=1)(NoHooks)
     with pytest.raises(ValueError, match="unknown method 'spicy'; methods: alibi, alternating_flip, augmix"):
         registered("spicy")
+    with pytest.raises(ValueError, match=r"a step method's order must be in \[100, 299\]"):
+        register_method("early_step", stage="step", order=5)(MixUpOptions)
+    with pytest.raises(ValueError, match="augmentation=True registers a step augmentation"):
+        register_method("no_hooks", stage="loader", order=20, augmentation=True)
     assert "no_hooks" not in {field.name for field in dataclasses.fields(MethodsConfig)}
 
 
-def test_the_loader_methods_are_registered_in_the_order_the_device_stage_runs_them(monkeypatch):
-    from fastcore_ops.data.transforms import device_stage
-    from fastcore_ops.data.transforms.registry import batch_transforms
-    from fastcore_ops.training.methods.registry import methods_of
+def test_every_augmentation_is_a_method_read_from_the_one_registry_at_its_order():
+    from fastcore_ops.data.transforms.registry import augmentations
 
-    ran = []
-
-    def recording(method, original):
-        return lambda *args, **kwargs: ran.append(method) or original(*args, **kwargs)
-
-    monkeypatch.setattr(device_stage, "resize_batch", recording("progressive_resize", device_stage.resize_batch))
-    # The stage's random flip stands where alternating flips act: in the loader, before ColOut.
-    monkeypatch.setattr(device_stage, "flip_batch", recording("alternating_flip", device_stage.flip_batch))
-    for transform in batch_transforms():
-        monkeypatch.setattr(transform.options, "apply", recording(transform.name, transform.options.apply))
-    stage = device_stage.DeviceAugment(train=True, **{transform.name: transform.options()
-                                                      for transform in batch_transforms()})
-    stage(torch.zeros(2, 3, 16, 16, dtype=torch.uint8), size=12, generator=torch.Generator().manual_seed(0))
-    assert ran == [method.name for method in methods_of("loader")]
+    entries = [entry for entry in augmentations() if entry.options is not None]  # the loader's own stages are not
+    for entry in entries:
+        method = registered(entry.name)
+        assert (method.stage, method.order, method.options, method.module) == (
+            "step" if entry.runs_in == "step" else "loader", entry.order, entry.options, entry.module), entry.name
+    loader_and_step = [method.name for method in all_methods() if method.stage == "loader" or
+                       method.name in {entry.name for entry in entries}]
+    assert loader_and_step == [entry.name for entry in entries]
 
 
 def test_each_surgery_is_a_method_as_its_own_module_declares_it():
