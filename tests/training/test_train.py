@@ -300,7 +300,7 @@ def test_resume_refuses_settings_that_change_the_run(args, message, tiny_cifar, 
 
 
 def test_resume_extends_an_unfinished_run_with_a_longer_epochs_but_not_a_finished_one(tiny_cifar, tmp_path, capsys):
-    unfinished = _saved_run(tmp_path / "unfinished")
+    unfinished = _saved_run(tmp_path / "unfinished", assignments=("schedule.epochs=3", "data.batch_size=8"))
     request = checked_request(parse_args(["--resume", "--epochs", "30", "--data", str(tiny_cifar),
                                           "--out", str(unfinished)]))
     assert request.config.schedule.epochs == 30.0 and request.settings.subset == 20
