@@ -60,17 +60,15 @@ def train_request(request: RunRequest) -> FitResult:
                                 progress=request.progress, eval_every=settings.eval_every,
                                 checkpoint_policy=CheckpointPolicy(every_steps=request.checkpoint_every,
                                                                    keep=request.keep_checkpoints),
-                                found=request.found,
-                                strategy=request.strategy, tensorboard=request.tensorboard)
+                                found=request.found, strategy=request.strategy, tensorboard=request.tensorboard)
         try:
-            log = [f"{config.name} ({config_hash(config)}) on {device}, writing to {out}",
-                   lr_note, trainer.precision.describe(),
-                   *trainer.task.log_lines()]
+            opening = [f"{config.name} ({config_hash(config)}) on {device}, writing to {out}", lr_note,
+                       trainer.precision.describe(), *trainer.task.log_lines()]
             if not request.resume:
                 request.task.keep_run_files(out, request.data, resume=False, write=is_main)
             if is_main:
                 write_run(out, config, settings)
-                print("\n".join(log))
+                print("\n".join(opening))
             result = trainer.fit(resume=request.resume)
             skipped = skipped_on_every_process(trainer.task)
         except TrainingInterrupted as stop:
