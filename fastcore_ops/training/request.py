@@ -4,8 +4,8 @@ anything is written.
 The checks run in one pass, in this order: ``--import``'s modules (their recipes and models count below), the
 names the line gives, the run folder (read when resuming), the configuration (the recipe, or the saved
 run's, with the flags and ``--set`` applied) and the run settings, the strategy, the data, and on ``--resume``
-that nothing that changes the result differs from the saved run. A ValueError, TypeError or OSError (a
-:data:`REFUSALS`) says what is wrong.
+that nothing that changes the result differs from the saved run. One of :data:`REFUSALS` (a ValueError,
+TypeError, OSError or CheckpointError) says what is wrong.
 
     >>> from fastcore_ops.training.train import parse_args
     >>> request = checked_request(parse_args(["--recipe", "cifar_mild", "--data", "data/cifar10-jpeg",
@@ -78,15 +78,12 @@ def command_line_assignments(args: argparse.Namespace) -> list[str]:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """Import ``--import``'s modules, then refuse a line that names no recipe to start from, names an unknown
-    recipe or model, or asks for TensorBoard without it (the configuration's fields are checked by its validate).
+    """Import ``--import``'s modules, then refuse an unknown recipe or model and TensorBoard where it is missing
+    (the configuration's fields are checked by its validate).
 
-        >>> check_arguments(argparse.Namespace(imports=[], recipe=None, resume=True, model="timm:resnet18",
-        ...                                    tensorboard=False))
+        >>> check_arguments(argparse.Namespace(imports=[], recipe=None, model="timm:resnet18", tensorboard=False))
     """
     import_modules(args.imports)
-    if args.recipe is None and not args.resume:
-        raise ValueError("--recipe is required (or --resume with an --out that holds a run's config.json)")
     if args.recipe is not None:
         cli.check_name("--recipe", args.recipe, list_recipes(), "recipe")
     # A timm name is checked with the configuration, by its task: listing timm's models would import timm.
@@ -102,6 +99,8 @@ def checked_request(args: argparse.Namespace) -> RunRequest:
     assignments = command_line_assignments(args)
     check_arguments(args)
     saved = check_run_folder(args.out, args.data, resume=args.resume)
+    if saved is None and args.recipe is None:
+        raise ValueError("--recipe is required (or --resume with an --out that holds a run's config.json)")
     settings = RunSettings.requested(args.subset, args.eval_every, saved=saved.settings if saved else None)
     recipe = get_recipe(args.recipe) if args.recipe is not None else saved.config
     config = override(recipe, assignments)

@@ -19,7 +19,7 @@ def test_a_timm_name_builds_timms_model_with_the_classes_asked_for():
     assert type(model) is timm.models.resnet.ResNet and model.fc.out_features == 7
     assert model(torch.randn(2, 3, 32, 32)).shape == (2, 7)
     validate(override(TrainConfig(), ["model.name=timm:resnet18"]))
-    check_arguments(argparse.Namespace(imports=[], recipe=None, resume=True, model="timm:resnet18", tensorboard=False))
+    check_arguments(argparse.Namespace(imports=[], recipe=None, model="timm:resnet18", tensorboard=False))
     assert is_known_model("timm:resnet18") and not is_known_model("timm:resnet5O")
 
 
