@@ -33,6 +33,7 @@ from fastcore_ops.training.checkpoint import CheckpointPolicy
 from fastcore_ops.training.config import TrainConfig
 from fastcore_ops.training.methods.registry import active, plan_methods
 from fastcore_ops.training.optim import build_optimizer
+from fastcore_ops.training.tasks.base import Task
 from fastcore_ops.training.tasks.registry import all_tasks, task_named
 from fastcore_ops.training.trainer import Trainer
 
@@ -83,11 +84,16 @@ def world_size_from_environment() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def check_distributed_support(config: TrainConfig, strategy: str = "ddp") -> None:
-    """Refuse, before any work, what the distributed strategy cannot train."""
+def check_distributed_support(config: TrainConfig, task: type[Task], strategy: str = "ddp") -> None:
+    """Refuse, before any work, what the distributed strategy cannot train (``task``: ``config``'s).
+
+        >>> check_distributed_support(TrainConfig(), task_named(TrainConfig().task), "fsdp")
+        Traceback (most recent call last):
+        ...
+        ValueError: --strategy fsdp shards the models of the tasks ...
+    """
     if strategy not in parallel.STRATEGIES:
         raise ValueError(f"--strategy must be one of {', '.join(parallel.STRATEGIES)}, got {strategy!r}")
-    task = task_named(config.task)
     if strategy == "fsdp" and not task.shards_model:
         raise ValueError(f"--strategy fsdp shards the models of the tasks "
                          f"{', '.join(t.name for t in all_tasks() if t.shards_model)}; task {task.name!r} trains with "

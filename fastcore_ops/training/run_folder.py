@@ -24,7 +24,7 @@ from pathlib import Path
 from fastcore_ops.checks import check_int
 from fastcore_ops.data.shards import parse_json
 from fastcore_ops.training import checkpoint
-from fastcore_ops.training.config import TrainConfig, to_dict
+from fastcore_ops.training.config import TrainConfig, load_config, to_dict
 from fastcore_ops.training.data_identity import describe_changes, same_data
 
 CONFIG_NAME = "config.json"
@@ -95,6 +95,17 @@ class RunSettings:
         (out / SETTINGS_NAME).write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n")
 
     @classmethod
+    def requested(cls, subset: int | None, eval_every: int | None, *, saved: RunSettings | None) -> RunSettings:
+        """The settings a command line asks for: a flag left out (None) keeps the ``saved`` run's value, or the default.
+
+            >>> RunSettings.requested(None, 2, saved=RunSettings(subset=20))
+            RunSettings(subset=20, eval_every=2, world_size=None, data=None)
+        """
+        base = saved or cls()
+        return cls(subset=base.subset if subset is None else subset,
+                   eval_every=base.eval_every if eval_every is None else eval_every)
+
+    @classmethod
     def load(cls, out: Path) -> RunSettings | None:
         """The settings saved in ``out``, or None for a run saved before they were (nothing to compare)."""
         path = out / SETTINGS_NAME
@@ -133,50 +144,66 @@ def resume_differences(saved: TrainConfig, requested: TrainConfig) -> list[tuple
     return _differences(to_dict(saved), to_dict(requested))
 
 
-def check_resume(saved: TrainConfig, requested: TrainConfig, out: Path, *, finished: bool) -> None:
-    """Refuse a resume that would change the run, naming the field and both values.
+@dataclasses.dataclass(frozen=True)
+class SavedRun:
+    """The run in ``out`` that ``--resume`` continues, as :func:`check_run_folder` read it.
 
-    The one change allowed is a longer ``schedule.epochs`` on an unfinished run. The cosine then
-    follows the new length from the resumed step on: its learning rate steps up to where a run
-    of the new length would be, and decays to the new end; fractions of the run (progressive
-    resizing, SWA, freezing) stretch with it.
+    settings: None for a run saved before they were recorded (nothing to compare). finished: it wrote its summary.
     """
-    for name, before, after in resume_differences(saved, requested):
-        if name == EXTENDABLE and after > before and not finished:
-            continue
-        if name == EXTENDABLE and after > before:
-            raise ValueError(f"--resume: the run in {out} has finished; it cannot be extended to {after} epochs "
-                             f"(its last checkpoint follows the end-of-run methods); start a new run instead")
-        hint = "; --epochs may only grow, to extend the run" if name == EXTENDABLE else ""
-        raise ValueError(f"--resume: {name} differs from the run in {out}: it was {before!r}, this command gives "
-                         f"{after!r}{hint}; resume without changing it, or start a new run with another --out")
 
+    out: Path
+    config: TrainConfig
+    settings: RunSettings | None
+    finished: bool
 
-def check_settings(saved: RunSettings | None, requested: RunSettings, out: Path) -> None:
-    """Refuse command-line settings that differ from the saved ones (``--subset``, ``--eval-every``)."""
-    if saved is None:
-        return
-    for name in ("subset", "eval_every"):
-        before, after = getattr(saved, name), getattr(requested, name)
-        if before != after:
-            flag = "--" + name.replace("_", "-")
-            raise ValueError(f"--resume: {flag} differs from the run in {out}: it was {before!r}, this command "
-                             f"gives {after!r}; resume without {flag}, or start a new run with another --out")
+    def check_same_settings(self, config: TrainConfig, settings: RunSettings) -> None:
+        """Refuse a requested ``config`` or ``settings`` (``--subset``, ``--eval-every``) that would change the run,
+        naming the field and both values.
 
+        The one change allowed is a longer ``schedule.epochs`` on an unfinished run. The cosine then
+        follows the new length from the resumed step on: its learning rate steps up to where a run
+        of the new length would be, and decays to the new end; fractions of the run (progressive
+        resizing, SWA, freezing) stretch with it.
 
-def check_same_inputs(saved: RunSettings | None, requested: RunSettings, out: Path) -> None:
-    """Refuse a resume with another number of processes or other data, where the saved run recorded them."""
-    if saved is None:
-        return
-    if saved.world_size is not None and saved.world_size != requested.world_size:
-        raise ValueError(f"--resume: the run in {out} was trained by {saved.world_size} process(es), this command "
-                         f"starts {requested.world_size}; its global batch, LR and step count follow the number of "
-                         f"processes, so resume it with {saved.world_size} (torchrun --nproc_per_node="
-                         f"{saved.world_size}, or no torchrun for 1), or start a new run with another --out")
-    if saved.data is not None and not same_data(saved.data, requested.data):
-        raise ValueError(f"--resume: the data of the run in {out} changed since it started "
-                         f"({describe_changes(saved.data, requested.data)}); resume on the data it trained on, or "
-                         f"start a new run with another --out")
+            >>> saved = SavedRun(Path("runs/a"), TrainConfig(), RunSettings(subset=20), finished=False)
+            >>> saved.check_same_settings(TrainConfig(), RunSettings(subset=10))
+            Traceback (most recent call last):
+            ...
+            ValueError: --resume: --subset differs from the run in runs/a: it was 20, this command gives 10; ...
+        """
+        out = self.out
+        for name, before, after in resume_differences(self.config, config):
+            if name == EXTENDABLE and after > before and not self.finished:
+                continue
+            if name == EXTENDABLE and after > before:
+                raise ValueError(f"--resume: the run in {out} has finished; it cannot be extended to {after} epochs "
+                                 f"(its last checkpoint follows the end-of-run methods); start a new run instead")
+            hint = "; --epochs may only grow, to extend the run" if name == EXTENDABLE else ""
+            raise ValueError(f"--resume: {name} differs from the run in {out}: it was {before!r}, this command "
+                             f"gives {after!r}{hint}; resume without changing it, or start a new run with another --out")
+        if self.settings is None:
+            return
+        for name in ("subset", "eval_every"):
+            before, after = getattr(self.settings, name), getattr(settings, name)
+            if before != after:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"--resume: {flag} differs from the run in {out}: it was {before!r}, this command "
+                                 f"gives {after!r}; resume without {flag}, or start a new run with another --out")
+
+    def check_same_inputs(self, settings: RunSettings) -> None:
+        """Refuse a resume with another number of processes or other data, where the saved run recorded them."""
+        saved, out = self.settings, self.out
+        if saved is None:
+            return
+        if saved.world_size is not None and saved.world_size != settings.world_size:
+            raise ValueError(f"--resume: the run in {out} was trained by {saved.world_size} process(es), this "
+                             f"command starts {settings.world_size}; its global batch, LR and step count follow the "
+                             f"number of processes, so resume it with {saved.world_size} (torchrun --nproc_per_node="
+                             f"{saved.world_size}, or no torchrun for 1), or start a new run with another --out")
+        if saved.data is not None and not same_data(saved.data, settings.data):
+            raise ValueError(f"--resume: the data of the run in {out} changed since it started "
+                             f"({describe_changes(saved.data, settings.data)}); resume on the data it trained on, or "
+                             f"start a new run with another --out")
 
 
 def run_files_in(out: Path) -> list[str]:
@@ -184,28 +211,6 @@ def run_files_in(out: Path) -> list[str]:
     if not out.is_dir():
         return []
     return sorted(path.name for path in out.iterdir() if path.name in RUN_FILES or _CHECKPOINT_FILE.fullmatch(path.name))
-
-
-def check_run_folder(out: Path, resume: bool) -> None:
-    """Refuse to overwrite a run (with or without a checkpoint), or any file with a name a run writes,
-    and to resume a run that is not there."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file; pass a folder for the run (it is created if missing)")
-    newest = out / checkpoint.CHECKPOINT_NAME
-    has_checkpoint = bool(checkpoint.existing(newest))
-    if resume and not has_checkpoint and newest.is_dir():
-        raise ValueError(f"--resume: {newest} is a directory, not a checkpoint file, so {out} holds no checkpoint "
-                         f"to resume; move that directory out of {out}, then start the run without --resume")
-    if resume and not has_checkpoint:
-        raise ValueError(f"--resume: no {checkpoint.CHECKPOINT_NAME} in {out}; start the run without --resume")
-    if resume:
-        return
-    if has_checkpoint:
-        raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
-    leftovers = run_files_in(out)
-    if leftovers:
-        raise ValueError(f"{out} already holds files a run writes ({', '.join(leftovers)}) and no checkpoint to "
-                         f"resume; choose another --out, or move those files away")
 
 
 def check_out_outside_data(out: Path, data: Path | None) -> None:
@@ -222,12 +227,59 @@ def check_out_outside_data(out: Path, data: Path | None) -> None:
                          f"reads (under train/, a class of images); choose an --out outside {data}")
 
 
+def check_run_folder(out: Path, data: Path | None, *, resume: bool) -> SavedRun | None:
+    """The run in ``out`` that ``--resume`` continues (None for a new run), once ``out`` passed the rules for a folder.
+
+    Refused: an ``out`` that is ``data`` or inside it (:func:`check_out_outside_data`), a new run
+    where a run (with or without a checkpoint) or any file with a name a run writes is, and a resume
+    where no checkpoint is, or whose saved configuration or settings cannot be read.
+
+        >>> check_run_folder(Path("/nonexistent/run"), Path("/nonexistent/data"), resume=False) is None
+        True
+    """
+    check_out_outside_data(out, data)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; pass a folder for the run (it is created if missing)")
+    leftovers = run_files_in(out)
+    newest = out / checkpoint.CHECKPOINT_NAME
+    has_checkpoint = bool(checkpoint.existing(newest))
+    if resume and not has_checkpoint and newest.is_dir():
+        raise ValueError(f"--resume: {newest} is a directory, not a checkpoint file, so {out} holds no checkpoint "
+                         f"to resume; move that directory out of {out}, then start the run without --resume")
+    if resume and not has_checkpoint:
+        raise ValueError(f"--resume: no {checkpoint.CHECKPOINT_NAME} in {out}; start the run without --resume")
+    if resume:
+        return SavedRun(out, load_config(out / CONFIG_NAME), RunSettings.load(out),
+                        finished=(out / SUMMARY_NAME).is_file())
+    if has_checkpoint:
+        raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
+    if leftovers:
+        raise ValueError(f"{out} already holds files a run writes ({', '.join(leftovers)}) and no checkpoint to "
+                         f"resume; choose another --out, or move those files away")
+    return None
+
+
+def write_run(out: Path, config: TrainConfig, settings: RunSettings) -> None:
+    """Write what defines the run into ``out`` (created if missing): ``config.json`` and ``run.json``.
+
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp()) / "run"
+        >>> write_run(out, TrainConfig(), RunSettings(subset=20))
+        >>> RunSettings.load(out).subset, load_config(out / CONFIG_NAME) == TrainConfig()
+        (20, True)
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CONFIG_NAME).write_text(json.dumps(to_dict(config), indent=2) + "\n")
+    settings.save(out)
+
+
 class NewRunFiles:
     """What a new run wrote into its folder, removed again if the run fails before its first checkpoint.
 
     :func:`check_run_folder` made sure the folder held no file with a name a run writes, so every
     such file found after a failed start is this run's own; other files are never touched, and
-    folders are removed only if this run created them and they are empty again.
+    folders are removed only if this run created them and they are empty again. As a context, it
+    undoes the run's files when its block raises.
 
         >>> import tempfile
         >>> out = Path(tempfile.mkdtemp()) / "new" / "run"
@@ -240,6 +292,13 @@ class NewRunFiles:
     def __init__(self, out: Path):
         self.out = out
         self.created = [folder for folder in (out, *out.parents) if not folder.exists()]
+
+    def __enter__(self) -> NewRunFiles:
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        if kind is not None:
+            self.undo_unless_checkpointed()
 
     def undo_unless_checkpointed(self) -> bool:
         """Remove this run's files and created folders, unless it saved a checkpoint; whether it did remove them."""

@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +30,7 @@ from typing import TYPE_CHECKING
 from fastcore_ops import cli
 from fastcore_ops.training.plugins import add_import_option
 from fastcore_ops.training.recipes import list_recipes
+from fastcore_ops.training.refusal import refuse
 
 if TYPE_CHECKING:
     from fastcore_ops.training.trainer import FitResult
@@ -107,31 +106,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
-# How long a rank other than 0 that refuses waits for torchrun to end it (below): torchrun ends it as soon as
-# rank 0 has said why and exited, so this is only a guard, long enough for a slow rank 0 on a busy machine.
-RANK_0_GRACE_SECONDS = 120.0
-
-
-def refuse(error: BaseException) -> int:
-    """Refuse the run (exit 2), saying why once: every torchrun rank refuses alike, and rank 0 says so.
-
-    torchrun ends every other rank as soon as one exits with an error: a rank other than 0 that
-    exited at once could have rank 0 ended before it printed the line. So under torchrun such a rank
-    waits (up to RANK_0_GRACE_SECONDS) for torchrun to end it, which it does once rank 0 has exited.
-    """
-    if os.environ.get("RANK", "0") == "0":
-        return cli.refuse(error)
-    if "TORCHELASTIC_RUN_ID" in os.environ:
-        for number in (signal.SIGTERM, signal.SIGINT):  # torchrun ends ranks with SIGTERM, or the signal it got
-            signal.signal(number, _exit_refused)
-        time.sleep(RANK_0_GRACE_SECONDS)
-    return 2
-
-
-def _exit_refused(number, frame):
-    raise SystemExit(2)
-
-
 def fit(recipe: str | None, *, out: str | os.PathLike, data: str | os.PathLike | None = None,
         overrides: Mapping[str, object] | None = None, subset: int | None = None, eval_every: int | None = None,
         device: str = "cpu", resume: bool = False, progress: bool = True) -> FitResult:
@@ -154,9 +128,10 @@ def fit(recipe: str | None, *, out: str | os.PathLike, data: str | os.PathLike |
     argv += [f"--set={field}={value}" for field, value in (overrides or {}).items()]
     argv += ["--resume"] * resume + ["--no-progress"] * (not progress)
     args = parse_args(argv)
-    from fastcore_ops.training.launch import checked_start, train_checked
+    from fastcore_ops.training.request import checked_request
+    from fastcore_ops.training.session import train_request
 
-    return train_checked(args, checked_start(args))
+    return train_request(checked_request(args))
 
 
 def main(argv: list[str] | None = None) -> int:

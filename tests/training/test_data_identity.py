@@ -8,7 +8,8 @@ import pytest
 
 from fastcore_ops.data.sources import find_samples
 from fastcore_ops.training.data_identity import image_fingerprint, same_data
-from fastcore_ops.training.run_folder import RunSettings, check_same_inputs
+from fastcore_ops.training.config import TrainConfig
+from fastcore_ops.training.run_folder import RunSettings, SavedRun
 
 
 def _fingerprint(root):
@@ -37,7 +38,8 @@ def test_a_copy_with_new_modification_times_is_the_same_data(original, tmp_path)
     _later(copy, 100)
     saved, now = _fingerprint(original), _fingerprint(copy)
     assert saved != now and same_data(saved, now)
-    check_same_inputs(RunSettings(data=saved), RunSettings(data=now), tmp_path / "run")
+    SavedRun(tmp_path / "run", TrainConfig(), RunSettings(data=saved), finished=False).check_same_inputs(
+        RunSettings(data=now))
 
 
 def test_an_image_edited_in_place_with_its_size_kept_is_other_data(original, tmp_path):
@@ -48,7 +50,8 @@ def test_an_image_edited_in_place_with_its_size_kept_is_other_data(original, tmp
     now = _fingerprint(original)
     assert not same_data(saved, now)
     with pytest.raises(ValueError, match="changed since it started \\(train: same size, other contents"):
-        check_same_inputs(RunSettings(data=saved), RunSettings(data=now), tmp_path / "run")
+        SavedRun(tmp_path / "run", TrainConfig(), RunSettings(data=saved), finished=False).check_same_inputs(
+            RunSettings(data=now))
 
 
 def test_a_copy_that_differs_in_an_image_it_reads_is_other_data(original, tmp_path):

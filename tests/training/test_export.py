@@ -25,9 +25,8 @@ from fastcore_ops.training.methods.swa import SWA
 from fastcore_ops.training.models import build_model
 from fastcore_ops.training.models.language import logits_of
 from fastcore_ops.training.recipes import get_recipe
-from fastcore_ops.training.run_folder import RunSettings
+from fastcore_ops.training.run_folder import RunSettings, write_run
 from fastcore_ops.training.tasks.language import prepare_text_data
-from fastcore_ops.training.launch import write_run
 
 TINY = ["data.batch_size=4", "schedule.epochs=1", "schedule.warmup_epochs=0", "data.num_workers=0"]
 TINY_GPT = ["model.options={'n_layer': 1, 'n_head': 2, 'n_embd': 32}", "text.sequence_length=16",

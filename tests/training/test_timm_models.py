@@ -8,7 +8,7 @@ import torch
 
 from fastcore_ops.training.config import TrainConfig, override, validate
 from fastcore_ops.training.models import build_model, is_known_model
-from fastcore_ops.training.launch import check_arguments
+from fastcore_ops.training.request import check_arguments
 
 timm = pytest.importorskip("timm", reason="timm is the optional 'optim' extra (make installs it)")
 
@@ -19,7 +19,7 @@ def test_a_timm_name_builds_timms_model_with_the_classes_asked_for():
     assert type(model) is timm.models.resnet.ResNet and model.fc.out_features == 7
     assert model(torch.randn(2, 3, 32, 32)).shape == (2, 7)
     validate(override(TrainConfig(), ["model.name=timm:resnet18"]))
-    check_arguments(argparse.Namespace(recipe=None, model="timm:resnet18", tensorboard=False))
+    check_arguments(argparse.Namespace(imports=[], recipe=None, model="timm:resnet18", tensorboard=False))
     assert is_known_model("timm:resnet18") and not is_known_model("timm:resnet5O")
 
 

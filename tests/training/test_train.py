@@ -16,10 +16,10 @@ import torch
 
 from fastcore_ops.data.prepare import PrepareSettings
 from fastcore_ops.data.shard_writer import prepare_shards
-from fastcore_ops.training import checkpoint, launch
+from fastcore_ops.training import checkpoint, launch, session
 from fastcore_ops.training.config import override, to_dict
-from fastcore_ops.training.launch import resumed_run
 from fastcore_ops.training.recipes import get_recipe
+from fastcore_ops.training.request import checked_request
 from fastcore_ops.training.train import child_environment, main, parse_args
 from tests.hang_guard import HANG_GUARD_S
 
@@ -300,10 +300,10 @@ def test_resume_refuses_settings_that_change_the_run(args, message, tiny_cifar, 
 
 
 def test_resume_extends_an_unfinished_run_with_a_longer_epochs_but_not_a_finished_one(tiny_cifar, tmp_path, capsys):
-    unfinished = _saved_run(tmp_path / "unfinished")
-    config, settings = resumed_run(parse_args(["--resume", "--epochs", "30", "--data", str(tiny_cifar),
-                                               "--out", str(unfinished)]))
-    assert config.schedule.epochs == 30.0 and settings.subset == 20
+    unfinished = _saved_run(tmp_path / "unfinished", assignments=("schedule.epochs=3", "data.batch_size=8"))
+    request = checked_request(parse_args(["--resume", "--epochs", "30", "--data", str(tiny_cifar),
+                                          "--out", str(unfinished)]))
+    assert request.config.schedule.epochs == 30.0 and request.settings.subset == 20
     finished = _saved_run(tmp_path / "finished", finished=True)
     assert main(["--resume", "--epochs", "30", "--data", str(tiny_cifar), "--out", str(finished)]) == 2
     assert "has finished; it cannot be extended" in capsys.readouterr().err
@@ -384,7 +384,7 @@ def _stop_before_training(device):
 def test_training_on_a_cpu_keeps_freed_memory_unless_told_not_to(flags, kept, micro_cifar, tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(launch, "keep_freed_memory", lambda: calls.append(True) or True)
-    monkeypatch.setattr(launch, "init_distributed", _stop_before_training)
+    monkeypatch.setattr(session, "init_distributed", _stop_before_training)
     with pytest.raises(_StopBeforeTraining):
         main(["--recipe", "cifar_baseline", "--set", "data.batch_size=4", "--device", "cpu", "--no-progress", *flags,
               "--data", str(micro_cifar), "--out", str(tmp_path / "run")])

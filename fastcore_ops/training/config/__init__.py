@@ -31,7 +31,7 @@ from fastcore_ops.data.shards import parse_json
 from fastcore_ops.training.config.fields import assign, assign_value, differences, from_fields
 from fastcore_ops.training.config.schema import (OPTIMIZERS, PRECISIONS, TOKENIZERS, DataConfig, MethodsConfig,
                                                  ModelConfig, OptimizerConfig, ScheduleConfig, TextConfig, TrainConfig)
-from fastcore_ops.training.config.validation import validate
+from fastcore_ops.training.config.validation import validate, validated
 from fastcore_ops.training.methods.registry import methods_of
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "TOKENIZERS", "DataConfig", "MethodsConfig", "ModelConfig", "OptimizerConfig",
@@ -61,7 +61,7 @@ def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
             config = assign(config, path.split("."), text, "")
         except (TypeError, ValueError) as error:
             raise ValueError(f"--set {path}={text}: {error}") from None
-    return _validated(config)
+    return validated(config)
 
 
 def with_changes(config: TrainConfig, changes: dict[str, object]) -> TrainConfig:
@@ -77,15 +77,7 @@ def with_changes(config: TrainConfig, changes: dict[str, object]) -> TrainConfig
             config = assign_value(config, path.split("."), value, "")
         except (TypeError, ValueError) as error:
             raise ValueError(f"{path}: {error}") from None
-    return _validated(config)
-
-
-def _validated(config: TrainConfig) -> TrainConfig:
-    try:
-        validate(config)
-    except TypeError as error:  # a value of the wrong type inside a list or dict (model.options) is a bad value too
-        raise ValueError(str(error)) from None
-    return config
+    return validated(config)
 
 
 def to_dict(config: TrainConfig) -> dict:

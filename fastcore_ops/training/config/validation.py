@@ -34,6 +34,22 @@ def validate(config: TrainConfig) -> None:
     check_methods(config.methods, task, config)
 
 
+def validated(config: TrainConfig) -> TrainConfig:
+    """``config``, once :func:`validate` passed; a ValueError otherwise, a wrong type included: a value of the wrong
+    type inside a list or dict (``model.options``) is a bad value too.
+
+    >>> validated(TrainConfig(seed="0"))
+    Traceback (most recent call last):
+    ...
+    ValueError: seed must be an int >= 0, got str '0'
+    """
+    try:
+        validate(config)
+    except TypeError as error:
+        raise ValueError(str(error)) from None
+    return config
+
+
 def _non_finite(value, path: str) -> Iterator[tuple[str, float]]:
     """(dotted path, value) of each inf or NaN float in ``value``, walking dataclass fields and tuple items.
 
