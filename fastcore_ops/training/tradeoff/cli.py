@@ -25,7 +25,7 @@ from fastcore_ops import cli
 from fastcore_ops.cli import refuse
 from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import list_recipes
-from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list
+from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list, choose_baseline
 
 # The machinery each mode needs (torch with it) is imported once the command line is parsed.
 
@@ -89,7 +89,6 @@ def parse_recipes(text: str) -> list[str]:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from fastcore_ops.training.tradeoff.analysis import choose_baseline
     from fastcore_ops.training.tradeoff.planning import SweepRequest, plan_sweep
     from fastcore_ops.training.tradeoff.sweep import execute_sweep
 
@@ -108,7 +107,6 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from fastcore_ops.training.tradeoff.analysis import choose_baseline
     from fastcore_ops.training.tradeoff.planning import claim_out
     from fastcore_ops.training.tradeoff.report import build_report
     from fastcore_ops.training.tradeoff.results import merged_runs

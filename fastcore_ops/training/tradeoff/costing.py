@@ -37,9 +37,9 @@ from fastcore_ops.training.config import TrainConfig, config_hash, load_config, 
 from fastcore_ops.training.recipes import list_recipes
 from fastcore_ops.training.run_folder import CONFIG_NAME
 from fastcore_ops.training.tasks.registry import task_named
-from fastcore_ops.training.tradeoff.analysis import choose_baseline
 from fastcore_ops.training.tradeoff.cost_pass import (COSTS_JSON, ModelledTime, StepCosts, Window, choose_windows,
                                                       measure, read_costs, write_costs)
+from fastcore_ops.training.tradeoff.options import choose_baseline
 from fastcore_ops.training.tradeoff.planning import RUNS, PlannedRun, claim_out, name_problem, run_config
 from fastcore_ops.training.tradeoff.report import build_report
 from fastcore_ops.training.tradeoff.results import (RESULTS_JSON, Run, RunRecord, common_metric, merge_records,

@@ -1,5 +1,5 @@
 """The options the sweep commands share (``python -m fastcore_ops.training.tradeoff`` and ``.ablate``), light to
-import: their parsers are built without torch.
+import: their parsers are built without torch; and the tradeoff tool's choice of ``--baseline``.
 
     >>> parser = cli.ArgumentParser(prog="sweep")
     >>> add_seed_options(parser, seeds=2)
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 
 from fastcore_ops import cli
 
@@ -49,3 +50,16 @@ def add_seed_options(parser: argparse.ArgumentParser, *, seeds: int, first_seed:
     parser.add_argument("--first-seed", type=cli.non_negative_int, default=first_seed,
                         help=f"the first seed: the runs use seeds FIRST to FIRST+N-1; from {FIRST_UNSEARCHED_SEED} on, "
                              f"no recipe's search used them, so a measurement that reports a gain runs on them")
+
+
+def choose_baseline(requested: str | None, recipes: Sequence[str]) -> str:
+    """The recipe the others are compared with: ``requested`` (``--baseline``) when it is among ``recipes``, else
+    the first recipe whose name holds "baseline", else the first recipe; ValueError for one not among them.
+
+    Example:
+        >>> choose_baseline(None, ["cifar_mild", "cifar_baseline"])
+        'cifar_baseline'
+    """
+    if requested is None:
+        return next((name for name in recipes if "baseline" in name), recipes[0])
+    return cli.check_name("--baseline", requested, recipes, "recipe among those compared")

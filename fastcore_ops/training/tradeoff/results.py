@@ -33,7 +33,8 @@ import torch
 from fastcore_ops.checks import check_choice, check_int, check_number, check_str
 from fastcore_ops.training.config import config_hash, load_config, setup_hash
 from fastcore_ops.training.precision import cpu_model
-from fastcore_ops.training.tradeoff.metric import TOP1, Metric, direction, one_metric
+from fastcore_ops.training.tradeoff.curves import direction
+from fastcore_ops.training.tradeoff.metric import TOP1, Metric, one_metric
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
