@@ -126,7 +126,8 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _cost(args: argparse.Namespace) -> int:
-    from fastcore_ops.training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, price_runs
+    from fastcore_ops.training.tradeoff.cost_report import CHECK_MD, COSTS_MD, MEASURED
+    from fastcore_ops.training.tradeoff.costing import price_runs
 
     try:
         given = [flag for name, flag in SWEEP_ONLY.items()

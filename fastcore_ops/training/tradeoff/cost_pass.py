@@ -53,24 +53,25 @@ COSTS_JSON = "costs.json"
 
 @dataclass(frozen=True)
 class Window:
-    """Steps ``first_step`` to ``first_step + length - 1`` of a run of ``config`` (setup ``setup``), timed together;
-    the first ``warmup`` of them (fewer in a run too short for a whole window) priced as its start."""
+    """Steps ``first_step`` to ``first_step + length - 1`` of a run of ``config`` (setup ``setup``, a run of ``recipe``),
+    timed together; the first ``warmup`` of them (fewer in a run too short for a whole window) priced as its start."""
 
     config: TrainConfig
     setup: str
+    recipe: str
     first_step: int
     length: int
     warmup: int
 
 
-def choose_windows(kind_at: Callable[[int], StepKind], plan: RunPlan, config: TrainConfig, setup: str,
+def choose_windows(kind_at: Callable[[int], StepKind], plan: RunPlan, config: TrainConfig, setup: str, recipe: str,
                    covered: dict[StepKind, int], warmup: int = WARMUP_STEPS, timed: int = TIMED_STEPS) -> list[Window]:
     """Windows that time every kind of ``plan`` not yet ``covered`` (timed steps per kind, updated here).
 
     Each starts at a kind's first step whose window fits in its epoch, else at its first step (the window then
     runs on into the next epochs: only with epochs shorter than a window, as in tests on a few images).
-        >>> choose_windows(lambda step: StepKind("s", 32), plan, config, "s", {})  # doctest: +SKIP
-        [Window(config=..., setup='s', first_step=0, length=40)]
+        >>> choose_windows(lambda step: StepKind("s", 32), plan, config, "s", "cifar_mild", {})  # doctest: +SKIP
+        [Window(config=..., setup='s', recipe='cifar_mild', first_step=0, length=40, warmup=8)]
     """
     windows = []
     per_epoch = plan.steps_per_epoch
@@ -85,7 +86,7 @@ def choose_windows(kind_at: Callable[[int], StepKind], plan: RunPlan, config: Tr
                       and kind_at(step) == kind)
         start, length = next(((step, length) for step, length in candidates if per_epoch - step % per_epoch >= length),
                              (first, window_length(kind_at, kind, first, plan.total_steps, warmup, timed)))
-        window = Window(config, setup, start, length, min(warmup, length // 2))
+        window = Window(config, setup, recipe, start, length, min(warmup, length // 2))
         windows.append(window)
         for step in timed_steps(kind_at, start, length, window.warmup):
             covered[kind_at(step)] = covered.get(kind_at(step), 0) + 1
@@ -209,10 +210,10 @@ def _median_of_round_means(samples: dict[int, list[float]]) -> float:
 
 
 def measure(windows: Sequence[Window], build: Callable[[TrainConfig], object], *, rounds: int, threads: int,
-            recipes: dict[str, str], progress: bool = True) -> StepCosts:
+            progress: bool = True) -> StepCosts:
     """Time every window ``rounds`` times, the windows shuffled together in each round (see the module's docstring).
 
-    build: a fresh trainer for a configuration, out of nothing (no output folder). recipes: a name for each setup.
+    build: a fresh trainer for a configuration, out of nothing (no output folder).
     """
     # kind -> way ("decoded"/"kept") -> round -> step seconds, of steady steps and of every step; the windows'
     # first steps kept apart per setup.
@@ -263,6 +264,7 @@ def measure(windows: Sequence[Window], build: Callable[[TrainConfig], object], *
         return statistics.median(sum(elapsed - getattr(kinds[kind], attribute) for kind, elapsed in first
                                      if kind in kinds) for first in starts[setup][way])
 
+    recipes = {window.setup: window.recipe for window in windows}
     setups = {setup: SetupCost(setup, recipes[setup], precisions[setup], statistics.median(setup_seconds[setup]),
                                excess(setup, "decoded"), excess(setup, "kept"), workers[setup])
               for setup in setup_seconds}

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastcore_ops.training.tradeoff.analysis import BaselineGap, Findings
+from fastcore_ops.training.tradeoff.plots import BREAKDOWN_PNG, PARETO_PNG
 from fastcore_ops.training.tradeoff.results import LEFT_OUT, RESULTS_CSV, RESULTS_JSON, FailedRun
 from fastcore_ops.training.tradeoff.run_table import CurveKey, RunTable
 from fastcore_ops.training.tradeoff.tables import ReportText, Table
 
 REPORT_HTML = "report.html"
-PARETO_PNG, BREAKDOWN_PNG = "pareto.png", "breakdown.png"
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }

@@ -4,8 +4,8 @@ One panel per machine in each, since times from different machines never share a
 
     >>> from fastcore_ops.training.tradeoff.analysis import time_breakdown
     >>> table = RunTable.of(records)
-    >>> plot_tradeoff(table, out / "pareto.png")
-    >>> plot_breakdown(time_breakdown(table), out / "breakdown.png")
+    >>> [path.name for path in plot_report(table, time_breakdown(table), out)]
+    ['pareto.png', 'breakdown.png']
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from fastcore_ops.training.figures import label_points, plt, save_figure, series
 from fastcore_ops.training.tradeoff.analysis import BreakdownRow, Spread
 from fastcore_ops.training.tradeoff.curves import pareto_frontier
 from fastcore_ops.training.tradeoff.run_table import RunTable
+
+PARETO_PNG, BREAKDOWN_PNG = "pareto.png", "breakdown.png"
 
 
 def _panels(count: int, width: float, height: float):
@@ -111,23 +113,20 @@ def _readable_log_ticks(ax) -> None:
     ax.set_xlim(low, high)
 
 
-def plot_tradeoff(table: RunTable, path: Path) -> None:
-    """Write :func:`tradeoff_figure` of ``table`` to the PNG file ``path``.
-
-    Example:
-        >>> plot_tradeoff(RunTable.of(records), out / "pareto.png")
-    """
-    save_figure(tradeoff_figure(table), path, dpi=110)
-
-
-def plot_breakdown(rows: Sequence[BreakdownRow], path: Path) -> None:
-    """Write :func:`breakdown_figure` of ``rows`` to the PNG file ``path``.
+def plot_report(table: RunTable, breakdown: Sequence[BreakdownRow], out: Path) -> list[Path]:
+    """Write the report's figures to ``out``: :func:`tradeoff_figure` of ``table`` as pareto.png and
+    :func:`breakdown_figure` of ``breakdown`` as breakdown.png; their paths.
 
     Example:
         >>> from fastcore_ops.training.tradeoff.analysis import time_breakdown
-        >>> plot_breakdown(time_breakdown(RunTable.of(records)), out / "breakdown.png")
+        >>> table = RunTable.of(records)
+        >>> [path.name for path in plot_report(table, time_breakdown(table), out)]
+        ['pareto.png', 'breakdown.png']
     """
-    save_figure(breakdown_figure(rows), path, dpi=110, tight=True)  # the legends sit beside the panels
+    pareto, breakdown_bars = tradeoff_figure(table), breakdown_figure(breakdown)
+    save_figure(pareto, out / PARETO_PNG, dpi=110)
+    save_figure(breakdown_bars, out / BREAKDOWN_PNG, dpi=110, tight=True)  # the legends sit beside the panels
+    return [out / PARETO_PNG, out / BREAKDOWN_PNG]
 
 
 def breakdown_figure(rows: Sequence[BreakdownRow]) -> plt.Figure:

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastcore_ops.training.tradeoff.analysis import analyse
-from fastcore_ops.training.tradeoff.page import BREAKDOWN_PNG, PARETO_PNG, write_page
-from fastcore_ops.training.tradeoff.plots import plot_breakdown, plot_tradeoff
+from fastcore_ops.training.tradeoff.page import write_page
+from fastcore_ops.training.tradeoff.plots import plot_report
 from fastcore_ops.training.tradeoff.results import RESULTS_CSV, RESULTS_JSON, Run, write_results
 from fastcore_ops.training.tradeoff.run_table import RunTable
 from fastcore_ops.training.tradeoff.tables import BREAKDOWN_CSV, SPEEDUPS_CSV, SPEEDUPS_MD, write_tables
@@ -44,8 +44,7 @@ def build_report(runs: Sequence[Run], out: Path, baseline: str, sections: Sequen
     text = write_tables(table, findings, out)
     files = []
     if findings is not None:
-        plot_tradeoff(table, out / PARETO_PNG)
-        plot_breakdown(findings.breakdown, out / BREAKDOWN_PNG)
-        files = [out / name for name in (SPEEDUPS_CSV, SPEEDUPS_MD, BREAKDOWN_CSV, PARETO_PNG, BREAKDOWN_PNG)]
+        files = [out / name for name in (SPEEDUPS_CSV, SPEEDUPS_MD, BREAKDOWN_CSV)]
+        files += plot_report(table, findings.breakdown, out)
     page = write_page(table, findings, text, out, baseline, sections)
     return [out / RESULTS_JSON, out / RESULTS_CSV, *files, page]
