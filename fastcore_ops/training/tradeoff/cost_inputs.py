@@ -13,7 +13,7 @@ configuration the run recorded.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,22 +76,29 @@ def record_config(record: RunRecord, folders: Sequence[Path], assignments: Seque
     if problem is not None:
         raise ValueError(f"run {record.label}: the recipe {record.recipe!r} {problem}; it names the run's folder")
     name = PlannedRun(record.recipe, record.budget, record.seed, 0.0).folder_name
+    trained = next(((config, source) for config, source in _candidates(record, name, folders, assignments)
+                    if config_hash(config) == record.config_hash), None)
+    if trained is None:
+        sets = "".join(f" --set {assignment}" for assignment in assignments)
+        raise ValueError(f"run {record.label}: no configuration hashing to its {record.config_hash} was found (neither "
+                         f"runs/{name}/{CONFIG_NAME} in {', '.join(map(str, folders))} nor its recipe as it is now"
+                         f"{', as it is or with' + sets if sets else ''}); cost it from the folder that holds its runs, "
+                         f"at the commit that trained it, or pass the --set overrides it trained with")
+    return _check_length(*trained, record)
+
+
+def _candidates(record: RunRecord, name: str, folders: Sequence[Path],
+                assignments: Sequence[str]) -> Iterator[tuple[TrainConfig, str]]:
+    """The configurations ``record`` may have trained, each with where it came from, one at a time: its folder's
+    ``runs/<name>/config.json`` in each of ``folders``, then its recipe rebuilt as it is and with ``assignments``."""
     for folder in folders:
         path = folder / RUNS / name / CONFIG_NAME
         if path.is_file():
-            config = load_config(path)
-            if config_hash(config) == record.config_hash:
-                return _check_length(config, record, f"the configuration {path}")
+            yield load_config(path), f"the configuration {path}"
     if record.recipe in list_recipes():
         for overrides in dict.fromkeys([(), tuple(assignments)]):
-            config = run_config(PlannedRun(record.recipe, record.budget, record.seed, 0.0), overrides)
-            if config_hash(config) == record.config_hash:
-                return _check_length(config, record, f"run {record.label}'s recipe at its budget")
-    sets = "".join(f" --set {assignment}" for assignment in assignments)
-    raise ValueError(f"run {record.label}: no configuration hashing to its {record.config_hash} was found (neither "
-                     f"runs/{name}/{CONFIG_NAME} in {', '.join(map(str, folders))} nor its recipe as it is now"
-                     f"{', as it is or with' + sets if sets else ''}); cost it from the folder that holds its runs, "
-                     f"at the commit that trained it, or pass the --set overrides it trained with")
+            yield (run_config(PlannedRun(record.recipe, record.budget, record.seed, 0.0), overrides),
+                   f"run {record.label}'s recipe at its budget")
 
 
 @dataclass(frozen=True)
