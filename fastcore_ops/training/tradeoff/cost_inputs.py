@@ -84,7 +84,8 @@ def record_config(record: RunRecord, folders: Sequence[Path], assignments: Seque
                          f"runs/{name}/{CONFIG_NAME} in {', '.join(map(str, folders))} nor its recipe as it is now"
                          f"{', as it is or with' + sets if sets else ''}); cost it from the folder that holds its runs, "
                          f"at the commit that trained it, or pass the --set overrides it trained with")
-    return _check_length(*trained, record)
+    config, source = trained
+    return _check_length(config, record, source)
 
 
 def _candidates(record: RunRecord, name: str, folders: Sequence[Path],
