@@ -23,10 +23,12 @@ from fastcore_ops.lazy import lazy_exports
 _PUBLIC = {
     "analysis": ["BreakdownRow", "Findings", "SpeedupRow", "analyse", "speedup_table", "time_breakdown"],
     "curves": ["CurvePoint", "Reach", "pareto_frontier", "quality_at_time", "time_to_quality"],
+    "machine": ["machine_label"],
+    "merging": ["merged_table"],
     "metric": ["TOP1", "Metric"],
     "planning": ["PlannedRun", "SweepRequest", "plan_sweep"],
     "report": ["build_report"],
-    "results": ["FailedRun", "RunRecord", "common_metric", "machine_label", "merge_records", "read_results"],
+    "results": ["FailedRun", "RunRecord", "common_metric", "merge_records", "read_results"],
     "run_table": ["RunTable"],
     "sweep": ["execute_sweep"],
     "tables": ["verdicts"],

@@ -107,21 +107,21 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
+    from fastcore_ops.training.tradeoff.merging import merged_table
     from fastcore_ops.training.tradeoff.planning import claim_out
     from fastcore_ops.training.tradeoff.report import build_report
-    from fastcore_ops.training.tradeoff.results import merged_runs
 
     try:
         given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name)]
         if given:
             raise ValueError(f"--merge rebuilds the report from existing results; it takes no {', '.join(given)}")
-        runs = merged_runs(args.merge, args.judge)
-        baseline = choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in runs)))
+        table = merged_table(args.merge, args.judge)
+        baseline = choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in table.runs)))
         claim_out(args.out, "tradeoff")  # the last check: it marks --out
     except (ValueError, OSError) as error:
         return refuse(error)
-    written = build_report(runs, args.out, baseline)
-    print(f"report: {written[-1]} ({len(runs)} runs; tables and figures next to it)")
+    written = build_report(table.runs, args.out, baseline)
+    print(f"report: {written[-1]} ({len(table.runs)} runs; tables and figures next to it)")
     return 0
 
 

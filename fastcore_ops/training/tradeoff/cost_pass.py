@@ -39,7 +39,7 @@ from tqdm import tqdm
 
 from fastcore_ops.data.shards import JsonFields
 from fastcore_ops.training.config import TrainConfig
-from fastcore_ops.training.tradeoff.results import device_name
+from fastcore_ops.training.tradeoff.machine import device_name
 from fastcore_ops.training.tradeoff.step_kinds import MAX_PLANNED_STEPS, RunPlan, StepKind, kind_function
 
 WARMUP_STEPS = 8  # a window's first steps: pipeline filling, kernels built for a new shape

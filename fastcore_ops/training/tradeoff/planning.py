@@ -25,8 +25,9 @@ from fastcore_ops.training.config import TrainConfig, load_config, override
 from fastcore_ops.training.recipes import get_recipe
 from fastcore_ops.training.run_folder import CONFIG_NAME, RunState, resume_differences, run_state
 from fastcore_ops.training.tasks.registry import task_named
+from fastcore_ops.training.tradeoff.machine import machine_label
 from fastcore_ops.training.tradeoff.metric import Metric, one_metric
-from fastcore_ops.training.tradeoff.results import Run, machine_label
+from fastcore_ops.training.tradeoff.results import Run
 
 RUNS = "runs"  # the sweep's output folder holds one folder per run under this
 RESERVED = ("seed", "schedule.scale_schedule_ratio")  # what the sweep sets in each run itself
