@@ -25,7 +25,7 @@ from fastcore_ops import cli
 from fastcore_ops.cli import refuse
 from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import list_recipes
-from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list, choose_baseline
+from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list, choose_baseline, claim_out
 
 # The machinery each mode needs (torch with it) is imported once the command line is parsed.
 
@@ -108,7 +108,6 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _merge(args: argparse.Namespace) -> int:
     from fastcore_ops.training.tradeoff.merging import merged_table
-    from fastcore_ops.training.tradeoff.planning import claim_out
     from fastcore_ops.training.tradeoff.report import build_report
 
     try:

@@ -26,7 +26,7 @@ from fastcore_ops.training.compute_threads import use_threads
 from fastcore_ops.training.tradeoff.cost_inputs import read_cost_inputs
 from fastcore_ops.training.tradeoff.cost_plans import time_records
 from fastcore_ops.training.tradeoff.cost_report import MEASURED, write_cost_report
-from fastcore_ops.training.tradeoff.planning import claim_out
+from fastcore_ops.training.tradeoff.options import claim_out
 from fastcore_ops.training.tradeoff.pricing import model_runs
 
 

@@ -347,6 +347,32 @@ def read_results(folder: Path) -> list[Run]:
                          f"python -m fastcore_ops.training.tradeoff or python -m fastcore_ops.training.ablate") from None
 
 
+def judged_by(runs: Sequence[Run], recipe: str, metric: str) -> list[Run]:
+    """``runs`` and, for each finished run of ``recipe``, a copy on a curve of its own, "``recipe`` by ``metric``",
+    whose quality is that other metric of the run (``top1_tta``: top-1 with test-time augmentation).
+
+    ValueError when no run is of ``recipe``, or one of its finished runs lacks ``metric``.
+
+    Example:
+        >>> mild = RunRecord.made_up("mild", quality=0.80, metrics={"top1_tta": 0.81})
+        >>> [(run.recipe, run.quality) for run in judged_by([mild], "mild", "top1_tta")]
+        [('mild', 0.8), ('mild by top1_tta', 0.81)]
+    """
+    if not any(run.recipe == recipe for run in runs):
+        recipes = ", ".join(sorted({run.recipe for run in runs}))
+        raise ValueError(f"--judge {recipe}={metric}: no run of {recipe!r} among the runs ({recipes})")
+    copies = []
+    for run in runs:
+        if run.recipe != recipe or not isinstance(run, RunRecord):
+            continue
+        if metric not in run.metrics:
+            raise ValueError(f"--judge {recipe}={metric}: run {run.label} reports no {metric!r} (it has "
+                             f"{', '.join(run.metrics)}); judge by a metric its runs all report")
+        copies.append(dataclasses.replace(run, recipe=f"{recipe} by {metric}",
+                                          metrics={**run.metrics, run.metric: run.metrics[metric]}))
+    return [*runs, *copies]
+
+
 def merge_records(groups: Iterable[Sequence[Run]]) -> list[Run]:
     """All runs, each (machine, recipe, budget, seed) once.
 

@@ -109,6 +109,7 @@ def speedup_rows(rows: Sequence[SpeedupRow], metric: Metric, gaps: Sequence[Base
               f"{metric.quantity} gain at baseline time{gain_unit}"]
     body = []
     for row in rows:
+        words, spread = describe_speedup(row), _seed_spread(row)
         seconds = "" if row.recipe_seconds is None else f"{'≤ ' if row.at_most else ''}{row.recipe_seconds:.1f}"
         gain = "outside the recipe's measured times" if row.gain is None else metric.describe_gain(row.gain)
         baseline_time = f"{row.baseline_seconds:.1f}"
@@ -116,7 +117,7 @@ def speedup_rows(rows: Sequence[SpeedupRow], metric: Metric, gaps: Sequence[Base
             budget = f"x{row.baseline_budget:g}"
             baseline_time += f" (reached sooner by a shorter budget; {budget} took {row.budget_seconds:.1f})"
         body.append([row.machine, row.recipe, f"x{row.baseline_budget:g}", metric.number(row.target, precise=True),
-                     baseline_time, seconds, describe_speedup(row), _seed_spread(row),
+                     baseline_time, seconds, words, spread,
                      ", ".join(f"{speedup:.2f}x" for speedup in row.seed_speedups), gain])
     for gap in gaps:
         body += [[gap.machine, recipe, f"x{gap.budget:g}", "", "", "", gap.describe(), "", "", ""]
@@ -227,12 +228,13 @@ SPEEDUPS_CSV, SPEEDUPS_MD, BREAKDOWN_CSV = "speedups.csv", "speedups.md", "break
 def write_tables(table: RunTable, findings: Findings | None, out: Path) -> ReportText:
     """Put ``table`` and ``findings`` (None: no usable run) in words, and write speedups.csv, speedups.md and
     breakdown.csv of the findings to ``out``."""
-    runs = run_rows(table.runs, table.metric)
-    if findings is None:
-        return ReportText(runs)
-    speedups = speedup_rows(findings.speedups, table.metric, findings.gaps)
-    breakdown = breakdown_rows(findings.breakdown)
-    write_csv(out / SPEEDUPS_CSV, *speedups)
-    (out / SPEEDUPS_MD).write_text(speedups_markdown(table, speedups, findings.baseline))
-    write_csv(out / BREAKDOWN_CSV, *breakdown)
-    return ReportText(runs, speedups, breakdown, verdicts(findings.speedups))
+    speedups = breakdown = None
+    sentences = {}
+    if findings is not None:
+        speedups = speedup_rows(findings.speedups, table.metric, findings.gaps)
+        breakdown = breakdown_rows(findings.breakdown)
+        write_csv(out / SPEEDUPS_CSV, *speedups)
+        (out / SPEEDUPS_MD).write_text(speedups_markdown(table, speedups, findings.baseline))
+        write_csv(out / BREAKDOWN_CSV, *breakdown)
+        sentences = verdicts(findings.speedups)
+    return ReportText(run_rows(table.runs, table.metric), speedups, breakdown, sentences)
