@@ -24,6 +24,7 @@ afresh. What a method does once at the end of training (SWA's BatchNorm pass) is
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import platform
@@ -40,6 +41,7 @@ from tqdm import tqdm
 from fastcore_ops.data.shards import JsonFields
 from fastcore_ops.training.config import TrainConfig
 from fastcore_ops.training.tradeoff.machine import device_name
+from fastcore_ops.training.tradeoff.results import RunRecord
 from fastcore_ops.training.tradeoff.step_kinds import MAX_PLANNED_STEPS, RunPlan, StepKind, kind_function
 
 WARMUP_STEPS = 8  # a window's first steps: pipeline filling, kernels built for a new shape
@@ -166,6 +168,18 @@ class ModelledTime:
     @property
     def seconds(self) -> float:
         return self.steps_seconds + self.decoding_seconds + self.starts_seconds + self.setup_seconds
+
+    def priced(self, record: RunRecord, machine: str) -> RunRecord:
+        """``record`` as if trained in this time on the cost pass's ``machine``: its phases unknown, its throughput
+        rescaled.
+
+            >>> ModelledTime(45.0, 0.0, 4.0, 1.0).priced(RunRecord.made_up(seconds=100.0), "cpu x").samples_per_second
+            400.0
+        """
+        one_off = self.setup_seconds + self.starts_seconds
+        return dataclasses.replace(record, machine=f"{machine} (modelled)", train_seconds=self.seconds,
+                                   first_epoch_seconds=max(0.0, one_off), phase_seconds={},
+                                   samples_per_second=record.samples_per_second * record.train_seconds / self.seconds)
 
 
 @dataclass(frozen=True)

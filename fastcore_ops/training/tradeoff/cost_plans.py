@@ -45,20 +45,20 @@ def plan_records(records: Sequence[RunRecord], configs: dict[tuple, TrainConfig]
         config = configs[record.key]
         setup = setup_hash(config)
         shared = (setup, record.budget)
-        if shared not in by_config:
+        if shared in by_config:
+            _check_steps(record, by_config[shared].total_steps)
+        else:
             trainer = build(config)
             try:
                 _check_steps(record, trainer.state.total_steps)  # before its steps are walked
                 workers = timed_workers(costs, setup)
-                plan = plan_run(trainer, setup, workers)
-                windows += choose_windows(kind_function(trainer, setup), plan, config, setup, record.recipe, covered)
+                by_config[shared] = plan_run(trainer, setup, workers)
+                windows += choose_windows(kind_function(trainer, setup), by_config[shared], config, setup,
+                                          record.recipe, covered)
             finally:
                 trainer.train_loader.close()
                 trainer.task.close()
-            by_config[shared] = plan
-        plan = by_config[shared]
-        _check_steps(record, plan.total_steps)
-        plans[record.key] = plan
+        plans[record.key] = by_config[shared]
     return plans, windows
 
 

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,25 +19,20 @@ from fastcore_ops.training.tradeoff.step_kinds import RunPlan
 @dataclass(frozen=True)
 class PricedRuns:
     """The usable runs priced: each one's modelled time by its key, and each as if trained on the cost pass's
-    machine (:func:`modelled_record`), in the order given."""
+    machine (:meth:`ModelledTime.priced`), in the order given."""
 
     modelled: dict[tuple, ModelledTime]
     records: list[RunRecord]
 
 
-def modelled_record(record: RunRecord, modelled: ModelledTime, machine: str) -> RunRecord:
-    """``record`` as if trained on the cost pass's ``machine``: its modelled time, its phases unknown."""
-    one_off = modelled.setup_seconds + modelled.starts_seconds
-    return dataclasses.replace(record, machine=f"{machine} (modelled)", train_seconds=modelled.seconds,
-                               first_epoch_seconds=max(0.0, one_off), phase_seconds={},
-                               samples_per_second=record.samples_per_second * record.train_seconds / modelled.seconds)
-
-
 def model_runs(records: Sequence[RunRecord], plans: dict[tuple, RunPlan], costs: StepCosts,
                source: str = "the step times timed here") -> PricedRuns:
-    """Each run's modelled time and the run as if trained on the cost pass's machine; ValueError naming the first run that takes a kind of step ``costs`` never timed, or
-    whose modelled time is no finite number of seconds > 0 (``source``, where ``costs`` came from, named): a run
-    takes time, and its measured throughput is rescaled by it."""
+    """Each run's modelled time and the run as if trained on the cost pass's machine (:meth:`ModelledTime.priced`).
+
+    ValueError naming the first run that takes a kind of step ``costs`` never timed, or whose modelled time is no
+    finite number of seconds > 0 (``source``, where ``costs`` came from, named): a run takes time, and its measured
+    throughput is rescaled by it.
+    """
     for record in records:
         missing = costs.missing(plans[record.key])
         if missing:
@@ -51,7 +45,7 @@ def model_runs(records: Sequence[RunRecord], plans: dict[tuple, RunPlan], costs:
         problem = None if math.isfinite(parts.seconds) and parts.seconds > 0 else "a run takes a finite time > 0"
         if problem is None:
             try:  # the record the report writes (its throughput rescaled by the time), before anything is written
-                priced.append(modelled_record(record, parts, costs.machine))
+                priced.append(parts.priced(record, costs.machine))
             except (TypeError, ValueError) as error:
                 problem = str(error)
         if problem is not None:
