@@ -21,11 +21,11 @@ from fastcore_ops.training.config import TrainConfig, config_hash, load_config
 from fastcore_ops.training.recipes import list_recipes
 from fastcore_ops.training.run_folder import CONFIG_NAME
 from fastcore_ops.training.tasks.registry import task_named
-from fastcore_ops.training.tradeoff.cost_pass import StepCosts, read_costs
 from fastcore_ops.training.tradeoff.options import choose_baseline
 from fastcore_ops.training.tradeoff.planning import RUNS, PlannedRun, name_problem, run_config
 from fastcore_ops.training.tradeoff.results import RESULTS_JSON, Run, RunRecord, merge_records, read_results
 from fastcore_ops.training.tradeoff.run_table import RunTable
+from fastcore_ops.training.tradeoff.step_costs import StepCosts, read_costs
 from fastcore_ops.training.tradeoff.step_kinds import MAX_PLANNED_STEPS
 
 

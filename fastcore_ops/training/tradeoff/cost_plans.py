@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 
 from fastcore_ops.data.backends.pil import default_num_workers
 from fastcore_ops.training.config import TrainConfig, setup_hash
-from fastcore_ops.training.tradeoff.cost_pass import StepCosts, Window, choose_windows, measure
+from fastcore_ops.training.tradeoff.cost_pass import Window, choose_windows, measure
 from fastcore_ops.training.tradeoff.results import RunRecord
+from fastcore_ops.training.tradeoff.step_costs import StepCosts
 from fastcore_ops.training.tradeoff.step_kinds import RunPlan, kind_function, plan_run
 
 

@@ -15,11 +15,11 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from fastcore_ops.training.tradeoff.cost_pass import COSTS_JSON, ModelledTime, StepCosts, write_costs
 from fastcore_ops.training.tradeoff.pricing import PricedRuns
 from fastcore_ops.training.tradeoff.report import build_report
 from fastcore_ops.training.tradeoff.results import RunRecord
 from fastcore_ops.training.tradeoff.run_table import RunTable
+from fastcore_ops.training.tradeoff.step_costs import COSTS_JSON, ModelledTime, StepCosts, write_costs
 from fastcore_ops.training.tradeoff.tables import markdown_table
 
 MEASURED = "measured"  # OUT's subfolder for the report on measured times

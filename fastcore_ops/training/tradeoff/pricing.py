@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastcore_ops.training.tradeoff.cost_pass import ModelledTime, StepCosts
 from fastcore_ops.training.tradeoff.results import RunRecord
+from fastcore_ops.training.tradeoff.step_costs import ModelledTime, StepCosts
 from fastcore_ops.training.tradeoff.step_kinds import RunPlan
 
 
