@@ -1,4 +1,4 @@
-"""From the table of runs to the tradeoff's numbers: speedups over the baseline, the baseline's gaps, the time breakdown.
+"""From the table of runs to the tradeoff's numbers: speedups over the baseline, its gaps, the time breakdown.
 
 Times from different machines never meet: every curve, speedup and breakdown is keyed by
 (machine, recipe). A recipe's curve is the mean over seeds at each budget of (training
@@ -208,7 +208,8 @@ def baseline_gaps(table: RunTable, baseline: str) -> list[BaselineGap]:
     Example:
         >>> from fastcore_ops.training.tradeoff.results import FailedRun
         >>> lost = FailedRun("m", "base", 2.0, 0, "diverged", "eval_loss is nan")
-        >>> baseline_gaps(RunTable.of([RunRecord.made_up("base"), RunRecord.made_up("fast"), lost]), "base")[0].describe()
+        >>> table = RunTable.of([RunRecord.made_up("base"), RunRecord.made_up("fast"), lost])
+        >>> baseline_gaps(table, "base")[0].describe()
         'no speedup: every run of base at x2 diverged'
     """
     records = table.records

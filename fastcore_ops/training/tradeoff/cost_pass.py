@@ -46,8 +46,8 @@ LONGEST_WINDOW = 4 * TIMED_STEPS
 
 @dataclass(frozen=True)
 class Window:
-    """Steps ``first_step`` to ``first_step + length - 1`` of a run of ``config`` (setup ``setup``, a run of ``recipe``),
-    timed together; the first ``warmup`` of them (fewer in a run too short for a whole window) priced as its start."""
+    """Steps ``first_step`` to ``first_step + length - 1`` of a run of ``config`` (setup ``setup``, recipe
+    ``recipe``), timed together; the first ``warmup`` of them (fewer in a run too short for a whole window) priced as its start."""
 
     config: TrainConfig
     setup: str

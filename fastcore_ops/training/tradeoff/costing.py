@@ -1,10 +1,11 @@
 """``python -m fastcore_ops.training.tradeoff --cost FOLDER...``: price a sweep's runs on this machine; report on modelled times.
 
 A pipeline of stages, each its own module, each run once: the runs in, with the configuration each trained
-(:mod:`~fastcore_ops.training.tradeoff.cost_inputs`); their plans of steps, checked against what each trained, and the
-kinds of step timed (:mod:`~fastcore_ops.training.tradeoff.cost_plans`, :mod:`~fastcore_ops.training.tradeoff.cost_pass`)
-or read from an earlier pass's ``costs.json`` (``--times``); each run priced (:mod:`~fastcore_ops.training.tradeoff.pricing`);
-the report out (:mod:`~fastcore_ops.training.tradeoff.cost_report`).
+(:mod:`~fastcore_ops.training.tradeoff.cost_inputs`); their plans of steps, checked against what each trained, and
+the kinds of step timed (:mod:`~fastcore_ops.training.tradeoff.cost_plans`,
+:mod:`~fastcore_ops.training.tradeoff.cost_pass`) or read from an earlier pass's ``costs.json`` (``--times``); each
+run priced (:mod:`~fastcore_ops.training.tradeoff.pricing`); the report out
+(:mod:`~fastcore_ops.training.tradeoff.cost_report`).
 
     >>> price_runs([Path("reports/laptop")], Path("out"), data=None, subset=None, device="cpu", times=None, rounds=3,
     ...            threads=None, baseline=None)  # doctest: +SKIP

@@ -1,4 +1,4 @@
-"""``python -m fastcore_ops.training.tradeoff --merge FOLDER...``: the runs in, from several folders' results, as one table.
+"""``python -m fastcore_ops.training.tradeoff --merge FOLDER...``: several folders' runs in, as one table.
 
 Each run is kept once (:func:`fastcore_ops.training.tradeoff.results.merge_records`), and ``--judge RECIPE=METRIC``
 adds that recipe's finished runs again as a curve of its own, judged by another metric they report

@@ -1,9 +1,10 @@
 """The report stage of every mode: runs in, one table of them, its analysis, and the files that say what it found.
 
 A sweep's runs, a merge's or a cost pass's priced runs pass through the same four steps, each in its own module:
-the table (:mod:`~fastcore_ops.training.tradeoff.run_table`), the analysis (:mod:`~fastcore_ops.training.tradeoff.analysis`),
-the words and tables (:mod:`~fastcore_ops.training.tradeoff.tables`) with the figures
-(:mod:`~fastcore_ops.training.tradeoff.plots`), and the page (:mod:`~fastcore_ops.training.tradeoff.page`).
+the table (:mod:`~fastcore_ops.training.tradeoff.run_table`), the analysis
+(:mod:`~fastcore_ops.training.tradeoff.analysis`), the words and tables (:mod:`~fastcore_ops.training.tradeoff.tables`)
+with the figures (:mod:`~fastcore_ops.training.tradeoff.plots`), and the page
+(:mod:`~fastcore_ops.training.tradeoff.page`).
 
     >>> outputs = build_report(records, out, baseline="cifar_baseline")
     >>> sorted(path.name for path in outputs)
