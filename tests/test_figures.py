@@ -16,6 +16,7 @@ from fastcore_ops.training.metrics import curves_figure
 from fastcore_ops.training.tradeoff.analysis import time_breakdown
 from fastcore_ops.training.tradeoff.plots import breakdown_figure, tradeoff_figure
 from fastcore_ops.training.tradeoff.results import common_metric, read_results, split_runs
+from fastcore_ops.training.tradeoff.run_table import RunTable
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 SWEEPS = ["cifar-full-tradeoff-20261127", "cifar-tradeoff-openmp-20261125", "gpt-heldout-20261126",
@@ -49,7 +50,7 @@ def test_the_ablation_labels_every_variant_apart_in_a_colour_of_its_own(drawn):
 
 @pytest.mark.parametrize("report", SWEEPS)
 def test_a_tradeoff_plot_has_no_overlapping_labels_and_at_least_four_time_ticks(drawn, report):
-    figure = drawn(tradeoff_figure(records_of(report)))
+    figure = drawn(tradeoff_figure(RunTable.of(records_of(report))))
     assert overlapping_labels(figure) == []
     for axes in figure.axes:
         low, high = axes.get_xlim()
@@ -59,7 +60,7 @@ def test_a_tradeoff_plot_has_no_overlapping_labels_and_at_least_four_time_ticks(
 
 @pytest.mark.parametrize("report", SWEEPS)
 def test_a_breakdown_has_no_overlapping_labels(drawn, report):
-    assert overlapping_labels(drawn(breakdown_figure(time_breakdown(records_of(report))))) == []
+    assert overlapping_labels(drawn(breakdown_figure(time_breakdown(RunTable.of(records_of(report)))))) == []
 
 
 @pytest.mark.parametrize("report", ["peers-cifar-full-20261127", "peers-cifar-full-rerun-20261127"])

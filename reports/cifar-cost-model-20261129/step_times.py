@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import fastcore_ops.training.trainer
-from fastcore_ops.training.tradeoff.results import MACHINE_FILE, machine_label
+from fastcore_ops.training.tradeoff.machine import MACHINE_FILE, machine_label
 from fastcore_ops.training.train import main as train_main
 
 STEPS_JSON = "steps.json"

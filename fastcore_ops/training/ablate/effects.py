@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastcore_ops.training.figures import label_points, plt, save_figure, series_colors
-from fastcore_ops.training.tradeoff.analysis import SpeedupRow, Spread, describe_speedup
+from fastcore_ops.training.tradeoff.analysis import SpeedupRow, Spread
 from fastcore_ops.training.tradeoff.metric import Metric
 from fastcore_ops.training.tradeoff.results import Run, RunRecord, common_metric, split_runs
-from fastcore_ops.training.tradeoff.tables import Table
+from fastcore_ops.training.tradeoff.tables import Table, describe_speedup
 
 @dataclass(frozen=True)
 class Effect:

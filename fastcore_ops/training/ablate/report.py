@@ -15,8 +15,10 @@ from fastcore_ops.training.ablate.effects import (added_metric_sentences, effect
 from fastcore_ops.training.recipes import get_recipe
 from fastcore_ops.training.tasks.registry import task_named
 from fastcore_ops.training.tradeoff.analysis import speedup_table
-from fastcore_ops.training.tradeoff.report import build_report, embedded_image, html_table
+from fastcore_ops.training.tradeoff.page import embedded_image, html_table
+from fastcore_ops.training.tradeoff.report import build_report
 from fastcore_ops.training.tradeoff.results import Run, common_metric, split_runs
+from fastcore_ops.training.tradeoff.run_table import RunTable
 from fastcore_ops.training.tradeoff.tables import markdown_table, write_csv
 
 
@@ -36,7 +38,7 @@ def ablation_report(runs: list[Run], out: Path, base: str, task: type | None = N
     task = task or task_named(get_recipe(base).task)
     metric = common_metric(records)
     budget = 1.0 if any(r.budget == 1.0 for r in runs) else max(r.budget for r in runs)
-    effects = method_effects(records, base, budget, speedup_table(records, base))
+    effects = method_effects(records, base, budget, speedup_table(RunTable.of(records), base))
     table = effect_rows(effects, metric, runs_left_out(runs, base, budget))
     write_csv(out / "ablation.csv", *table)
     machines = ", ".join(sorted({r.machine for r in records}))

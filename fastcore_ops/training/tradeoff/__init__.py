@@ -21,12 +21,16 @@ from fastcore_ops.lazy import lazy_exports
 # Each public name, by the module of this package that defines it: imported on first use, so that the
 # command's parser (fastcore_ops.training.tradeoff.cli) loads without torch.
 _PUBLIC = {
-    "analysis": ["BreakdownRow", "SpeedupRow", "speedup_table", "time_breakdown", "verdicts"],
+    "analysis": ["BreakdownRow", "Findings", "SpeedupRow", "analyse", "speedup_table", "time_breakdown"],
     "curves": ["CurvePoint", "Reach", "pareto_frontier", "quality_at_time", "time_to_quality"],
+    "machine": ["machine_label"],
+    "merging": ["merged_table"],
     "metric": ["TOP1", "Metric"],
     "planning": ["PlannedRun", "SweepRequest", "plan_sweep"],
     "report": ["build_report"],
-    "results": ["FailedRun", "RunRecord", "common_metric", "machine_label", "merge_records", "read_results"],
+    "results": ["FailedRun", "RunRecord", "common_metric", "merge_records", "read_results"],
+    "run_table": ["RunTable"],
     "sweep": ["execute_sweep"],
+    "tables": ["verdicts"],
 }
 __all__, __getattr__ = lazy_exports(__name__, _PUBLIC)

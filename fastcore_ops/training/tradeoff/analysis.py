@@ -1,12 +1,13 @@
-"""From run records to the tradeoff: curves per machine and recipe, speedups over the baseline, verdicts.
+"""From the table of runs to the tradeoff's numbers: speedups over the baseline, its gaps, the time breakdown.
 
 Times from different machines never meet: every curve, speedup and breakdown is keyed by
 (machine, recipe). A recipe's curve is the mean over seeds at each budget of (training
 seconds, quality); the seeds' own curves give the spread of its speedups. Quality is the runs'
-one metric (``common_metric``), read in its own direction: a lower loss is a better one.
+one metric (``RunTable.metric``), read in its own direction: a lower loss is a better one.
+The words and tables made of these numbers are :mod:`fastcore_ops.training.tradeoff.tables`'.
 
-    >>> rows = speedup_table(records, baseline="cifar_baseline")
-    >>> round(rows[-1].speedup, 2)   # cifar_mild reaches the full-budget baseline's top-1 this much faster
+    >>> findings = analyse(RunTable.of(records), baseline="cifar_baseline")
+    >>> round(findings.speedups[-1].speedup, 2)   # cifar_mild reaches the full-budget baseline's top-1 this much faster
     2.22
 """
 
@@ -17,12 +18,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastcore_ops.cli import check_name
-from fastcore_ops.training.tradeoff.curves import CurvePoint, Reach, pareto_frontier, quality_at_time, time_to_quality
+from fastcore_ops.training.tradeoff.curves import CurvePoint, earliest_times, quality_at_time, time_to_quality
 from fastcore_ops.training.tradeoff.metric import Metric
-from fastcore_ops.training.tradeoff.results import FailedRun, RunRecord, common_metric, split_runs
+from fastcore_ops.training.tradeoff.results import RunRecord
+from fastcore_ops.training.tradeoff.run_table import CurveKey, RunTable
 
-CurveKey = tuple[str, str]  # (machine, recipe)
 CORE_PHASES = ("data", "forward", "backward", "optimizer")
 
 
@@ -59,30 +59,6 @@ class Spread:
         if len(self.values) == 2:
             return f"{text} ({number.format(min(self.values))}-{number.format(max(self.values))})"
         return text
-
-
-def choose_baseline(requested: str | None, recipes: Sequence[str]) -> str:
-    """The recipe the others are compared with: ``requested`` (``--baseline``) when it is among ``recipes``, else
-    the first recipe whose name holds "baseline", else the first recipe; ValueError for one not among them.
-
-    Example:
-        >>> choose_baseline(None, ["cifar_mild", "cifar_baseline"])
-        'cifar_baseline'
-    """
-    if requested is None:
-        return next((name for name in recipes if "baseline" in name), recipes[0])
-    return check_name("--baseline", requested, recipes, "recipe among those compared")
-
-
-def group_runs(records: Sequence[RunRecord]) -> dict[CurveKey, dict[float, list[RunRecord]]]:
-    """Records by (machine, recipe), then by budget; keys in first-seen order, budgets sorted.
-
-    A record that cannot go on a curve (diverged, no training time: see ``judge``) is left out.
-    """
-    groups: dict[CurveKey, dict[float, list[RunRecord]]] = {}
-    for record in split_runs(records)[0]:
-        groups.setdefault((record.machine, record.recipe), defaultdict(list))[record.budget].append(record)
-    return {key: dict(sorted(by_budget.items())) for key, by_budget in groups.items()}
 
 
 def mixed_curves(records: Sequence[RunRecord]) -> list[CurveKey]:
@@ -164,31 +140,13 @@ class SpeedupRow:
         return Spread.of(self.seed_speedups) if self.seed_speedups else None
 
 
-def _ratio(baseline_seconds: float, reach: Reach) -> float | None:
-    return None if reach.seconds is None else baseline_seconds / reach.seconds
+def speedup_table(table: RunTable, baseline: str) -> list[SpeedupRow]:
+    """Every non-baseline recipe of ``table`` against ``baseline`` at each baseline budget, per machine.
 
-
-def _baseline_targets(curve: Sequence[CurvePoint], higher_is_better: bool) -> list[tuple[CurvePoint, float]]:
-    """Each baseline point with the baseline's earliest time to its quality (see ``SpeedupRow.baseline_seconds``).
-
-    A budget the baseline wasted gives a recipe no speed-up: a point off the baseline's own Pareto
-    frontier (past a plateau, 88.6% after 88.7%) is timed where the curve first reached its quality.
-    """
-    frontier = set(pareto_frontier([(point.seconds, point.quality) for point in curve], higher_is_better))
-    def earliest(index: int, point: CurvePoint) -> float:
-        return point.seconds if index in frontier else time_to_quality(curve, point.quality, higher_is_better).seconds
-
-    return [(point, earliest(index, point)) for index, point in enumerate(curve)]
-
-
-def speedup_table(records: Sequence[RunRecord], baseline: str) -> list[SpeedupRow]:
-    """Every non-baseline recipe against ``baseline`` at each baseline budget, per machine.
-
-    Raises ValueError when the records do not share one metric. Example (hand-checkable: the
-    recipe reaches the baseline's 60% at 5 s, not 10 s):
+    Example (hand-checkable: the recipe reaches the baseline's 60% at 5 s, not 10 s):
         >>> base = [RunRecord.made_up("base", 1.0, seconds=10, quality=0.6)]
         >>> fast = [RunRecord.made_up("fast", 0.5, seconds=4, quality=0.5), RunRecord.made_up("fast", 1.0, seconds=6, quality=0.7)]
-        >>> row, = speedup_table(base + fast, baseline="base")
+        >>> row, = speedup_table(RunTable.of(base + fast), baseline="base")
         >>> row.speedup, row.gain
         (2.0, None)
 
@@ -197,31 +155,30 @@ def speedup_table(records: Sequence[RunRecord], baseline: str) -> list[SpeedupRo
         >>> base = [RunRecord.made_up("base", 1.0, seconds=10, quality=2.0, metric=loss)]
         >>> fast = [RunRecord.made_up("fast", 0.5, seconds=4, quality=2.5, metric=loss),
         ...         RunRecord.made_up("fast", 1.0, seconds=6, quality=1.5, metric=loss)]
-        >>> speedup_table(base + fast, baseline="base")[0].speedup
+        >>> speedup_table(RunTable.of(base + fast), baseline="base")[0].speedup
         2.0
     """
-    if not records:
-        return []
-    metric = common_metric(records)
-    better = metric.higher_is_better
-    groups = group_runs(records)
-    targets = {machine: _baseline_targets(mean_curve(by_budget), better)
-               for (machine, recipe), by_budget in groups.items() if recipe == baseline}
+    metric = table.metric
+    means = {key: mean_curve(by_budget) for key, by_budget in table.curves.items()}
+    per_seed = {key: seed_curves(by_budget) for key, by_budget in table.curves.items()}
     rows = []
-    for (machine, recipe), by_budget in groups.items():
-        if recipe == baseline or machine not in targets:
+    for (machine, recipe), curve in means.items():
+        base = means.get((machine, baseline))
+        if recipe == baseline or base is None:
             continue
-        curve, per_seed = mean_curve(by_budget), seed_curves(by_budget)
-        for point, seconds in targets[machine]:
-            reach = time_to_quality(curve, point.quality, better)
-            seed_reaches = [time_to_quality(seed_curve, point.quality, better) for seed_curve in per_seed.values()]
-            quality = quality_at_time(curve, seconds, better)
+        # A budget the baseline wasted gives a recipe no speed-up (see SpeedupRow.baseline_seconds).
+        for point, seconds in zip(base, earliest_times(base, metric.higher_is_better)):
+            reach = time_to_quality(curve, point.quality, metric.higher_is_better)
+            seed_reaches = [time_to_quality(seed_curve, point.quality, metric.higher_is_better)
+                            for seed_curve in per_seed[machine, recipe].values()]
+            quality = quality_at_time(curve, seconds, metric.higher_is_better)
             rows.append(SpeedupRow(
                 machine=machine, recipe=recipe, baseline_budget=point.budget, target=point.quality,
                 baseline_seconds=seconds, recipe_seconds=reach.seconds, at_most=reach.at_most,
-                speedup=_ratio(seconds, reach),
-                seed_speedups=tuple(_ratio(seconds, r) for r in seed_reaches if r.seconds is not None),
-                seeds=len(per_seed), gain=None if quality is None else metric.sign * (quality - point.quality),
+                speedup=reach.speedup(seconds),
+                seed_speedups=tuple(r.speedup(seconds) for r in seed_reaches if r.seconds is not None),
+                seeds=len(per_seed[machine, recipe]),
+                gain=None if quality is None else metric.sign * (quality - point.quality),
                 metric=metric, budget_seconds=None if seconds == point.seconds else point.seconds))
     return rows
 
@@ -245,17 +202,20 @@ class BaselineGap:
         return f"no speedup: every run of {self.baseline} at x{self.budget:g} {self.status}"
 
 
-def baseline_gaps(records: Sequence[RunRecord], left_out: Sequence[FailedRun], baseline: str) -> list[BaselineGap]:
+def baseline_gaps(table: RunTable, baseline: str) -> list[BaselineGap]:
     """The baseline budgets, per machine, whose runs all diverged or failed (see :class:`BaselineGap`).
 
     Example:
+        >>> from fastcore_ops.training.tradeoff.results import FailedRun
         >>> lost = FailedRun("m", "base", 2.0, 0, "diverged", "eval_loss is nan")
-        >>> baseline_gaps([RunRecord.made_up("base"), RunRecord.made_up("fast")], [lost], "base")[0].describe()
+        >>> table = RunTable.of([RunRecord.made_up("base"), RunRecord.made_up("fast"), lost])
+        >>> baseline_gaps(table, "base")[0].describe()
         'no speedup: every run of base at x2 diverged'
     """
+    records = table.records
     usable = {(record.machine, record.budget) for record in records if record.recipe == baseline}
     statuses: dict[tuple[str, float], set[str]] = defaultdict(set)
-    for run in left_out:
+    for run in table.left_out:
         if run.recipe == baseline and (run.machine, run.budget) not in usable:
             statuses[(run.machine, run.budget)].add(run.status)
     compared = {machine: tuple(dict.fromkeys(run.recipe for run in records
@@ -263,61 +223,6 @@ def baseline_gaps(records: Sequence[RunRecord], left_out: Sequence[FailedRun], b
                 for machine, _ in statuses}
     return [BaselineGap(machine, baseline, budget, " or ".join(sorted(found)), compared[machine])
             for (machine, budget), found in sorted(statuses.items())]
-
-
-def describe_speedup(row: SpeedupRow) -> str:
-    """The speedup in words, e.g. "1.90x faster to 85.0% top-1" or "2.00x faster to 1.23 nats/token validation loss".
-
-    Example:
-        >>> from fastcore_ops.training.tradeoff.metric import TOP1
-        >>> row = SpeedupRow("m", "r", 1.0, 0.85, 19.0, 10.0, False, 1.9, (), 1, None, TOP1)
-        >>> describe_speedup(row)
-        '1.90x faster to 85.0% top-1'
-    """
-    target = f"{row.metric.format(row.target)} {row.metric.quantity}"
-    if row.speedup is None:
-        return f"does not reach {target}"
-    if row.speedup >= 1:
-        return f"{'≥ ' if row.at_most else ''}{row.speedup:.2f}x faster to {target}"
-    # A speedup of at least s is a slowdown of at most 1/s.
-    return f"{'≤ ' if row.at_most else ''}{1 / row.speedup:.2f}x slower to {target}"
-
-
-def verdicts(rows: Sequence[SpeedupRow]) -> dict[CurveKey, str]:
-    """A plain sentence per (machine, recipe) saying whether and where it beats the baseline.
-
-    Each ends with the headline: the speedup at the baseline's full budget (x1, else its largest).
-    Example:
-        >>> from fastcore_ops.training.tradeoff.metric import TOP1
-        >>> row = SpeedupRow("m", "slow", 1.0, 0.6, 10.0, None, False, None, (), 1, -0.1, TOP1)
-        >>> verdicts([row])[("m", "slow")]
-        "does not beat the baseline: it reaches the baseline's top-1 sooner at no budget and is better at none of the baseline's times (at x1: does not reach 60.0% top-1)"
-    """
-    by_key: dict[CurveKey, list[SpeedupRow]] = defaultdict(list)
-    for row in rows:
-        by_key[(row.machine, row.recipe)].append(row)
-    sentences = {}
-    for key, recipe_rows in by_key.items():
-        wins = [row for row in recipe_rows if (row.speedup or 0) > 1 or (row.gain or 0) > 0]
-        if not wins:
-            quantity = recipe_rows[0].metric.quantity
-            sentences[key] = (f"does not beat the baseline: it reaches the baseline's {quantity} sooner at no "
-                              f"budget and is better at none of the baseline's times")
-        elif len(recipe_rows) == 1:
-            sentences[key] = "beats the baseline at the one baseline budget measured"
-        elif len(wins) == len(recipe_rows):
-            sentences[key] = f"beats the baseline at each of the baseline's {len(recipe_rows)} budgets"
-        else:
-            budgets = ", ".join(f"x{row.baseline_budget:g}" for row in wins)
-            sentences[key] = f"beats the baseline only at baseline budget(s) {budgets}; not at the others"
-        headline = _headline(recipe_rows)
-        sentences[key] += f" (at x{headline.baseline_budget:g}: {describe_speedup(headline)})"
-    return sentences
-
-
-def _headline(rows: Sequence[SpeedupRow]) -> SpeedupRow:
-    """The row at the baseline's full budget (x1), the number a reader asks for first; else at its largest budget."""
-    return next((row for row in rows if row.baseline_budget == 1.0), max(rows, key=lambda row: row.baseline_budget))
 
 
 @dataclass(frozen=True)
@@ -342,17 +247,17 @@ class BreakdownRow:
         return sum(self.ms_per_step.values())
 
 
-def time_breakdown(records: Sequence[RunRecord]) -> list[BreakdownRow]:
+def time_breakdown(table: RunTable) -> list[BreakdownRow]:
     """Per (machine, recipe), the summed phase seconds of all its runs over their summed steps.
 
     Example:
         >>> run = RunRecord.made_up(seconds=1.0, phases={"data": 0.2, "forward": 0.3, "backward": 0.4, "optimizer": 0.05,
         ...                                    "methods": 0.04, "methods.sam": 0.03}, steps=10)
-        >>> {k: round(v, 3) for k, v in time_breakdown([run])[0].ms_per_step.items()}
+        >>> {k: round(v, 3) for k, v in time_breakdown(RunTable.of([run]))[0].ms_per_step.items()}
         {'data': 20.0, 'forward': 30.0, 'backward': 40.0, 'optimizer': 5.0, 'methods.sam': 3.0, 'methods (other)': 1.0, 'other': 1.0}
     """
     rows = []
-    for (machine, recipe), by_budget in group_runs(records).items():
+    for (machine, recipe), by_budget in table.curves.items():
         runs = [run for group in by_budget.values() for run in group]
         steps = sum(run.steps for run in runs)
         if steps == 0:
@@ -373,3 +278,31 @@ def time_breakdown(records: Sequence[RunRecord]) -> list[BreakdownRow]:
             first_epoch_share=statistics.fmean(run.first_epoch_seconds / max(run.train_seconds, 1e-12)
                                                for run in runs)))
     return rows
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What the analysis finds in a table of runs, before any of it is put in words.
+
+    mixed: the curves whose runs differ in more than seed and budget (:func:`mixed_curves`).
+    """
+
+    baseline: str
+    speedups: list[SpeedupRow]
+    gaps: list[BaselineGap]
+    breakdown: list[BreakdownRow]
+    mixed: list[CurveKey]
+
+
+def analyse(table: RunTable, baseline: str) -> Findings:
+    """Everything the report states about ``table``'s usable runs against ``baseline``; ``table`` needs one.
+
+    Example:
+        >>> findings = analyse(RunTable.of(records), "cifar_baseline")
+        >>> [row.recipe for row in findings.breakdown], findings.gaps, findings.mixed
+        (['cifar_baseline', 'cifar_mild'], [], [])
+    """
+    if not table.records:
+        raise ValueError("table must hold at least one usable run to analyse, got none")
+    return Findings(baseline, mixed=mixed_curves(table.records), gaps=baseline_gaps(table, baseline),
+                    breakdown=time_breakdown(table), speedups=speedup_table(table, baseline))

@@ -25,7 +25,7 @@ from fastcore_ops import cli
 from fastcore_ops.cli import refuse
 from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import list_recipes
-from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list
+from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list, choose_baseline, claim_out
 
 # The machinery each mode needs (torch with it) is imported once the command line is parsed.
 
@@ -89,7 +89,6 @@ def parse_recipes(text: str) -> list[str]:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from fastcore_ops.training.tradeoff.analysis import choose_baseline
     from fastcore_ops.training.tradeoff.planning import SweepRequest, plan_sweep
     from fastcore_ops.training.tradeoff.sweep import execute_sweep
 
@@ -108,27 +107,26 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from fastcore_ops.training.tradeoff.analysis import choose_baseline
-    from fastcore_ops.training.tradeoff.planning import claim_out
+    from fastcore_ops.training.tradeoff.merging import merged_table
     from fastcore_ops.training.tradeoff.report import build_report
-    from fastcore_ops.training.tradeoff.results import merged_runs
 
     try:
         given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name)]
         if given:
             raise ValueError(f"--merge rebuilds the report from existing results; it takes no {', '.join(given)}")
-        runs = merged_runs(args.merge, args.judge)
-        baseline = choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in runs)))
+        table = merged_table(args.merge, args.judge)
+        baseline = choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in table.runs)))
         claim_out(args.out, "tradeoff")  # the last check: it marks --out
     except (ValueError, OSError) as error:
         return refuse(error)
-    written = build_report(runs, args.out, baseline)
-    print(f"report: {written[-1]} ({len(runs)} runs; tables and figures next to it)")
+    written = build_report(table.runs, args.out, baseline)
+    print(f"report: {written[-1]} ({len(table.runs)} runs; tables and figures next to it)")
     return 0
 
 
 def _cost(args: argparse.Namespace) -> int:
-    from fastcore_ops.training.tradeoff.costing import CHECK_MD, COSTS_MD, MEASURED, price_runs
+    from fastcore_ops.training.tradeoff.cost_report import CHECK_MD, COSTS_MD, MEASURED
+    from fastcore_ops.training.tradeoff.costing import price_runs
 
     try:
         given = [flag for name, flag in SWEEP_ONLY.items()

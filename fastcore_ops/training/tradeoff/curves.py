@@ -24,7 +24,19 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastcore_ops.training.tradeoff.metric import direction
+
+
+def direction(higher_is_better: bool) -> int:
+    """+1 when higher values are better, -1 when lower ones are: multiplied in, it makes "better" mean "larger".
+
+    Example:
+        >>> direction(True), direction(False)
+        (1, -1)
+    """
+    # A bool check, not truthiness: a direction read from JSON as "false" would otherwise mean True.
+    if not isinstance(higher_is_better, bool):
+        raise TypeError(f"higher_is_better must be True or False, got {higher_is_better!r}")
+    return 1 if higher_is_better else -1
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,14 @@ class Reach:
 
     seconds: float | None
     at_most: bool = False
+
+    def speedup(self, baseline_seconds: float) -> float | None:
+        """How many times faster than ``baseline_seconds`` the target is reached; None when it never is.
+
+            >>> Reach(5.0).speedup(10.0), Reach(None).speedup(10.0)
+            (2.0, None)
+        """
+        return None if self.seconds is None else baseline_seconds / self.seconds
 
 
 def _sorted_by_time(curve: Sequence[CurvePoint]) -> list[CurvePoint]:
@@ -127,3 +147,17 @@ def pareto_frontier(points: Sequence[tuple[float, float]], higher_is_better: boo
         if not beaten:
             frontier.append(index)
     return sorted(frontier, key=lambda index: signed[index])
+
+
+def earliest_times(curve: Sequence[CurvePoint], higher_is_better: bool) -> list[float]:
+    """For each point of ``curve``, in its order, the earliest time the curve reaches that point's quality.
+
+    A point on the curve's Pareto frontier is its own earliest time; a point past a plateau (88.6% after
+    88.7%) is timed where the curve first reached its quality: a longer budget that ends no better wasted time.
+    Example:
+        >>> earliest_times([CurvePoint(1, 10.0, 0.5), CurvePoint(2, 20.0, 0.7), CurvePoint(4, 40.0, 0.6)], True)
+        [10.0, 20.0, 15.0]
+    """
+    frontier = set(pareto_frontier([(point.seconds, point.quality) for point in curve], higher_is_better))
+    return [point.seconds if index in frontier else time_to_quality(curve, point.quality, higher_is_better).seconds
+            for index, point in enumerate(curve)]

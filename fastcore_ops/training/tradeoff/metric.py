@@ -19,20 +19,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from fastcore_ops.training.tradeoff.curves import direction
+
 _LABEL = re.compile(r"^(?P<quantity>.*?)\s*\((?P<unit>[^()]*)\)$")  # "validation loss (nats/token)"
-
-
-def direction(higher_is_better: bool) -> int:
-    """+1 when higher values are better, -1 when lower ones are: multiplied in, it makes "better" mean "larger".
-
-    Example:
-        >>> direction(True), direction(False)
-        (1, -1)
-    """
-    # A bool check, not truthiness: a direction read from JSON as "false" would otherwise mean True.
-    if not isinstance(higher_is_better, bool):
-        raise TypeError(f"higher_is_better must be True or False, got {higher_is_better!r}")
-    return 1 if higher_is_better else -1
 
 
 @dataclass(frozen=True)

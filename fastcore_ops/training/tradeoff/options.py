@@ -1,5 +1,5 @@
 """The options the sweep commands share (``python -m fastcore_ops.training.tradeoff`` and ``.ablate``), light to
-import: their parsers are built without torch.
+import: their parsers are built without torch; and what the tradeoff tool makes of ``--baseline`` and ``--out``.
 
     >>> parser = cli.ArgumentParser(prog="sweep")
     >>> add_seed_options(parser, seeds=2)
@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
+from pathlib import Path
 
 from fastcore_ops import cli
+from fastcore_ops.owned_folder import claim_folder
 
 # The first seed no recipe's search used: every CIFAR search ran on seeds 0 and 1
 # (reports/cifar-full-baseline-search-20261125/), the GPT baseline's on 0, 1 and 2
@@ -49,3 +52,34 @@ def add_seed_options(parser: argparse.ArgumentParser, *, seeds: int, first_seed:
     parser.add_argument("--first-seed", type=cli.non_negative_int, default=first_seed,
                         help=f"the first seed: the runs use seeds FIRST to FIRST+N-1; from {FIRST_UNSEARCHED_SEED} on, "
                              f"no recipe's search used them, so a measurement that reports a gain runs on them")
+
+
+def choose_baseline(requested: str | None, recipes: Sequence[str]) -> str:
+    """The recipe the others are compared with: ``requested`` (``--baseline``) when it is among ``recipes``, else
+    the first recipe whose name holds "baseline", else the first recipe; ValueError for one not among them.
+
+    Example:
+        >>> choose_baseline(None, ["cifar_mild", "cifar_baseline"])
+        'cifar_baseline'
+    """
+    if requested is None:
+        return next((name for name in recipes if "baseline" in name), recipes[0])
+    return cli.check_name("--baseline", requested, recipes, "recipe among those compared")
+
+
+def claim_out(out: Path, tool: str) -> None:
+    """Create ``out`` if needed and mark it as ``tool``'s (:mod:`fastcore_ops.owned_folder`): a command's last
+    check, as it writes; ValueError when the folder is not the tool's to write into or cannot be marked.
+
+    Example:
+        >>> claim_out(out / "mine", "tradeoff")
+        >>> sorted(path.name for path in (out / "mine").iterdir())
+        ['.fastcore_ops-tradeoff']
+    """
+    try:
+        claim_folder(out, tool)
+    except ValueError as error:
+        raise ValueError(f"--out {error}") from None
+    except OSError as error:
+        raise ValueError(f"--out {out} cannot be created or marked ({error.strerror or error}); "
+                         f"pass a folder you can write to") from None

@@ -5,7 +5,8 @@ into a :class:`SweepRequest` (its parser already refused malformed budgets, coun
 :func:`fastcore_ops.training.tradeoff.options.budget_list`, :func:`fastcore_ops.cli.positive_int`, ...). :func:`plan_sweep` checks the
 rest in one pass, writing nothing: the curves' configurations, their one metric, the data their
 tasks need, ``--out`` and the finished runs already there. It returns the :class:`SweepPlan` that
-:func:`fastcore_ops.training.tradeoff.sweep.execute_sweep` trains, after marking ``--out`` as the tool's.
+:func:`fastcore_ops.training.tradeoff.sweep.execute_sweep` trains, after marking ``--out`` as the tool's
+(:func:`fastcore_ops.training.tradeoff.options.claim_out`).
 
     >>> request = SweepRequest(["gpt_baseline"], [0.5, 1.0], 2, None, None, "cpu", [], out / "sweep",
     ...                        "gpt_baseline", first_seed=2)
@@ -20,13 +21,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastcore_ops.owned_folder import check_claimable, claim_folder
+from fastcore_ops.owned_folder import check_claimable
 from fastcore_ops.training.config import TrainConfig, load_config, override
 from fastcore_ops.training.recipes import get_recipe
 from fastcore_ops.training.run_folder import CONFIG_NAME, RunState, resume_differences, run_state
 from fastcore_ops.training.tasks.registry import task_named
+from fastcore_ops.training.tradeoff.machine import machine_label
 from fastcore_ops.training.tradeoff.metric import Metric, one_metric
-from fastcore_ops.training.tradeoff.results import Run, machine_label
+from fastcore_ops.training.tradeoff.results import Run
 
 RUNS = "runs"  # the sweep's output folder holds one folder per run under this
 RESERVED = ("seed", "schedule.scale_schedule_ratio")  # what the sweep sets in each run itself
@@ -214,24 +216,6 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     options = TrainOptions(data=data, device=request.device, machine=machine_label(request.device),
                            subset=request.subset, assignments=tuple(request.assignments), imports=request.imports)
     return SweepPlan(runs, request.out, options, request.baseline, request.tool, request.progress, request.report)
-
-
-def claim_out(out: Path, tool: str) -> None:
-    """Create ``out`` if needed and mark it as ``tool``'s (:mod:`fastcore_ops.owned_folder`): a command's last
-    check, as it writes; ValueError when the folder is not the tool's to write into or cannot be marked.
-
-    Example:
-        >>> claim_out(out / "mine", "tradeoff")
-        >>> sorted(path.name for path in (out / "mine").iterdir())
-        ['.fastcore_ops-tradeoff']
-    """
-    try:
-        claim_folder(out, tool)
-    except ValueError as error:
-        raise ValueError(f"--out {error}") from None
-    except OSError as error:
-        raise ValueError(f"--out {out} cannot be created or marked ({error.strerror or error}); "
-                         f"pass a folder you can write to") from None
 
 
 def _curves(variants: Sequence[str | Variant]) -> list[Variant]:

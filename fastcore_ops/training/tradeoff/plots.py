@@ -3,8 +3,9 @@
 One panel per machine in each, since times from different machines never share an axis.
 
     >>> from fastcore_ops.training.tradeoff.analysis import time_breakdown
-    >>> plot_tradeoff(records, out / "pareto.png")
-    >>> plot_breakdown(time_breakdown(records), out / "breakdown.png")
+    >>> table = RunTable.of(records)
+    >>> [path.name for path in plot_report(table, time_breakdown(table), out)]
+    ['pareto.png', 'breakdown.png']
 """
 
 from __future__ import annotations
@@ -16,13 +17,11 @@ from pathlib import Path
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from fastcore_ops.training.figures import label_points, plt, save_figure, series_colors
-from fastcore_ops.training.tradeoff.analysis import BreakdownRow, Spread, group_runs
+from fastcore_ops.training.tradeoff.analysis import BreakdownRow, Spread
 from fastcore_ops.training.tradeoff.curves import pareto_frontier
-from fastcore_ops.training.tradeoff.results import RunRecord, common_metric
+from fastcore_ops.training.tradeoff.run_table import RunTable
 
-
-def _machines(keys) -> list[str]:
-    return list(dict.fromkeys(machine for machine, _ in keys))
+PARETO_PNG, BREAKDOWN_PNG = "pareto.png", "breakdown.png"
 
 
 def _panels(count: int, width: float, height: float):
@@ -44,23 +43,21 @@ def _straight_in_linear_time(x: list[float], y: list[float], steps: int = 24) ->
     return dense_x, dense_y
 
 
-def tradeoff_figure(records: Sequence[RunRecord]) -> plt.Figure:
-    """Quality against training time per recipe: seed means with their spread, the Pareto frontier marked.
+def tradeoff_figure(table: RunTable) -> plt.Figure:
+    """Quality against training time per recipe of ``table``: seed means with their spread, the Pareto frontier marked.
 
     The quality axis is the runs' metric, labelled from its label: top-1 in percent, a loss as
     its raw value with "lower is better". The caller closes the figure.
 
     Example:
-        >>> figure = tradeoff_figure(records)
+        >>> figure = tradeoff_figure(RunTable.of(records))
         >>> figure.axes[0].get_ylabel()
         'top-1 (%)'
         >>> plt.close(figure)
     """
-    if not records:
-        raise ValueError("records must hold at least one run to plot, got none")
-    metric = common_metric(records)
-    groups = group_runs(records)
-    machines = _machines(groups)
+    if not table.records:
+        raise ValueError("table must hold at least one usable run to plot, got none")
+    metric, groups, machines = table.metric, table.curves, table.machines
     figure, axes = _panels(len(machines), 8.0, 5.0)
     budget_labels = []
     for machine, ax in zip(machines, axes):
@@ -116,30 +113,27 @@ def _readable_log_ticks(ax) -> None:
     ax.set_xlim(low, high)
 
 
-def plot_tradeoff(records: Sequence[RunRecord], path: Path) -> None:
-    """Write :func:`tradeoff_figure` of ``records`` to the PNG file ``path``.
-
-    Example:
-        >>> plot_tradeoff(records, out / "pareto.png")
-    """
-    save_figure(tradeoff_figure(records), path, dpi=110)
-
-
-def plot_breakdown(rows: Sequence[BreakdownRow], path: Path) -> None:
-    """Write :func:`breakdown_figure` of ``rows`` to the PNG file ``path``.
+def plot_report(table: RunTable, breakdown: Sequence[BreakdownRow], out: Path) -> list[Path]:
+    """Write the report's figures to ``out``: :func:`tradeoff_figure` of ``table`` as pareto.png and
+    :func:`breakdown_figure` of ``breakdown`` as breakdown.png; their paths.
 
     Example:
         >>> from fastcore_ops.training.tradeoff.analysis import time_breakdown
-        >>> plot_breakdown(time_breakdown(records), out / "breakdown.png")
+        >>> table = RunTable.of(records)
+        >>> [path.name for path in plot_report(table, time_breakdown(table), out)]
+        ['pareto.png', 'breakdown.png']
     """
-    save_figure(breakdown_figure(rows), path, dpi=110, tight=True)  # the legends sit beside the panels
+    pareto, breakdown_bars = tradeoff_figure(table), breakdown_figure(breakdown)
+    save_figure(pareto, out / PARETO_PNG, dpi=110)
+    save_figure(breakdown_bars, out / BREAKDOWN_PNG, dpi=110, tight=True)  # the legends sit beside the panels
+    return [out / PARETO_PNG, out / BREAKDOWN_PNG]
 
 
 def breakdown_figure(rows: Sequence[BreakdownRow]) -> plt.Figure:
     """Milliseconds per training step by phase, one stacked horizontal bar per recipe; the caller closes it."""
     if not rows:
         raise ValueError("rows must hold at least one recipe's breakdown, got none")
-    machines = _machines((row.machine, row.recipe) for row in rows)
+    machines = list(dict.fromkeys(row.machine for row in rows))
     phases = list(dict.fromkeys(name for row in rows for name in row.ms_per_step))
     colors = dict(zip(phases, series_colors(len(phases))))
     figure, axes = _panels(len(machines), 9.0, 1.2 + 0.6 * max(

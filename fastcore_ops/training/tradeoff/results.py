@@ -22,22 +22,19 @@ import csv
 import dataclasses
 import json
 import math
-import socket
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
 from fastcore_ops.checks import check_choice, check_int, check_number, check_str
 from fastcore_ops.training.config import config_hash, load_config, setup_hash
-from fastcore_ops.training.precision import cpu_model
-from fastcore_ops.training.tradeoff.metric import TOP1, Metric, direction, one_metric
+from fastcore_ops.training.tradeoff.curves import direction
+from fastcore_ops.training.tradeoff.machine import read_machine
+from fastcore_ops.training.tradeoff.metric import TOP1, Metric, one_metric
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
-MACHINE_FILE = "machine.txt"  # written into each run folder by the sweep
 # What a summary.json has to hold (after upgrade_legacy) for a record to be built from it.
 SUMMARY_KEYS = ("metrics", "metric", "higher_is_better", "metric_label", "steps", "train_seconds",
                 "first_epoch_seconds", "samples_per_second", "sample_unit")
@@ -255,36 +252,6 @@ def common_metric(records: Iterable[RunRecord]) -> Metric:
     return one_metric((record.recipe, record.quality_metric) for record in records)
 
 
-def device_name(device: str) -> str:
-    """The GPU's name, or on a CPU its model name as /proc/cpuinfo gives it ("cpu" where there is none).
-
-    Two CPUs behind one hostname (a VM moved to other hardware) then get apart.
-
-        >>> device_name("cpu")  # doctest: +SKIP
-        'Intel(R) Xeon(R) Processor'
-    """
-    parsed = torch.device(device)
-    if parsed.type == "cuda":
-        return torch.cuda.get_device_name(parsed)
-    return cpu_model() or parsed.type
-
-
-def machine_label(device: str) -> str:
-    """``"<hostname>/<device name>"``: the hardware a run's times belong to.
-
-    Example:
-        >>> machine_label("cpu").startswith(socket.gethostname() + "/")
-        True
-    """
-    return f"{socket.gethostname()}/{device_name(device)}"
-
-
-def read_machine(folder: Path) -> str:
-    """The machine label the sweep wrote into a run's folder; "unknown/unknown" when there is none."""
-    path = folder / MACHINE_FILE
-    return path.read_text(errors="replace").strip() if path.is_file() else "unknown/unknown"
-
-
 def _read_json(path: Path):
     """The JSON value in ``path``, read as data only (NaN and Infinity as floats); ValueError when it cannot be."""
     try:
@@ -429,22 +396,3 @@ def merge_records(groups: Iterable[Sequence[Run]]) -> list[Run]:
             else:
                 warnings.warn(f"run {run.key} appears more than once; keeping the first", stacklevel=2)
     return list(merged.values())
-
-
-def merged_runs(folders: Sequence[Path], judges: Sequence[str] = ()) -> list[Run]:
-    """The runs of every folder's ``results.json``, each once (:func:`merge_records`), plus each ``RECIPE=METRIC``
-    of ``judges`` as a curve of its own (:func:`judged_by`); ValueError when there is no run, a judge is not of that
-    form, or the finished runs do not share one metric.
-    """
-    runs = merge_records(read_results(folder) for folder in folders)
-    if not runs:
-        raise ValueError(f"--merge {' '.join(map(str, folders))}: the folders hold no runs")
-    for judge in judges:
-        recipe, separator, metric = judge.partition("=")
-        if not (separator and recipe and metric):
-            raise ValueError(f"--judge expects RECIPE=METRIC (cifar_mild=top1_tta), got {judge!r}")
-        runs = judged_by(runs, recipe, metric)
-    records, _ = split_runs(runs)
-    if records:
-        common_metric(records)
-    return runs

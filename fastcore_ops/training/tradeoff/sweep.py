@@ -33,10 +33,11 @@ from fastcore_ops.owned_folder import owns
 from fastcore_ops.training.checkpoint import StopSignalHandler
 from fastcore_ops.training.plugins import import_arguments
 from fastcore_ops.training.run_folder import RunState, run_files_in, run_state
-from fastcore_ops.training.tradeoff.planning import RUNS, PlannedRun, SweepPlan, TrainOptions, claim_out
+from fastcore_ops.training.tradeoff.machine import MACHINE_FILE, read_machine
+from fastcore_ops.training.tradeoff.options import claim_out
+from fastcore_ops.training.tradeoff.planning import RUNS, PlannedRun, SweepPlan, TrainOptions
 from fastcore_ops.training.tradeoff.report import build_report
-from fastcore_ops.training.tradeoff.results import (FAILED, MACHINE_FILE, FailedRun, Run, RunRecord, common_metric,
-                                                    judge, read_machine, read_run)
+from fastcore_ops.training.tradeoff.results import FAILED, FailedRun, Run, RunRecord, common_metric, judge, read_run
 from fastcore_ops.training.tradeoff.tables import left_out_note
 from fastcore_ops.training.train import child_environment
 

@@ -8,10 +8,11 @@ import statistics
 
 import pytest
 
-from fastcore_ops.training.tradeoff.analysis import Spread, mixed_curves, speedup_table, time_breakdown, verdicts
+from fastcore_ops.training.tradeoff.analysis import Spread, mixed_curves, speedup_table, time_breakdown
 from fastcore_ops.training.tradeoff.metric import TOP1, Metric
 from fastcore_ops.training.tradeoff.results import RunRecord
-from fastcore_ops.training.tradeoff.tables import describe_speedup, run_rows, speedup_rows
+from fastcore_ops.training.tradeoff.run_table import RunTable
+from fastcore_ops.training.tradeoff.tables import describe_speedup, run_rows, speedup_rows, verdicts
 
 LOSS = Metric("eval_loss", higher_is_better=False, label="validation loss (nats/token)")
 
@@ -39,7 +40,7 @@ OTHER = [record("base", 1.0, 0, 100.0, 0.62, machine="m2"), record("fast", 1.0, 
 
 @pytest.fixture(scope="module")
 def rows():
-    table = speedup_table(BASE + FAST + SLOW + OTHER, baseline="base")
+    table = speedup_table(RunTable.of(BASE + FAST + SLOW + OTHER), baseline="base")
     return {(row.machine, row.recipe, row.baseline_budget): row for row in table}
 
 
@@ -126,7 +127,7 @@ def test_time_breakdown_is_milliseconds_per_step_over_all_runs_of_a_recipe():
     phases_b = {"data": 1.0, "forward": 2.0, "backward": 3.0, "optimizer": 0.5, "methods": 0.5, "methods.sam": 0.5}
     runs = [record("sam", 1.0, 0, 9.0, 0.5, phases=phases_a, steps=10, first=3.0),
             record("sam", 2.0, 0, 7.5, 0.6, phases=phases_b, steps=10, first=1.5)]
-    row, = time_breakdown(runs)
+    row, = time_breakdown(RunTable.of(runs))
     # 20 steps; other = 16.5 s of training minus 15 s of phases.
     assert row.ms_per_step == pytest.approx({"data": 100.0, "forward": 200.0, "backward": 300.0, "optimizer": 50.0,
                                              "methods.sam": 75.0, "methods (other)": 25.0, "other": 75.0})
@@ -175,7 +176,7 @@ LM_WORSE = [lm_record("gpt_worse", 1.0, 0, 100.0, 2.6), lm_record("gpt_worse", 2
 
 @pytest.fixture(scope="module")
 def lm_rows():
-    table = speedup_table(LM_BASE + LM_HALF + LM_WORSE, baseline="gpt_base")
+    table = speedup_table(RunTable.of(LM_BASE + LM_HALF + LM_WORSE), baseline="gpt_base")
     return {(row.recipe, row.baseline_budget): row for row in table}
 
 
@@ -234,19 +235,19 @@ def test_reading_a_loss_as_if_higher_were_better_would_change_the_answer():
     # Read upwards, the baseline's 2.0 is "reached" at once by half's first point (2.5 at 25 s),
     # and half's 1.5 at 100 s is a loss of 0.5 against the baseline's 2.0, not a gain.
     flipped = [dataclasses.replace(r, higher_is_better=True) for r in LM_BASE + LM_HALF]
-    row = next(r for r in speedup_table(flipped, "gpt_base") if r.baseline_budget == 1.0)
+    row = next(r for r in speedup_table(RunTable.of(flipped), "gpt_base") if r.baseline_budget == 1.0)
     assert row.at_most and row.speedup == pytest.approx(4.0) and row.gain == pytest.approx(-0.5)
 
 
 def test_records_of_different_metrics_are_refused_naming_recipes_and_metrics():
     with pytest.raises(ValueError) as refused:
-        speedup_table(BASE + LM_BASE, baseline="base")
+        speedup_table(RunTable.of(BASE + LM_BASE), baseline="base")
     message = str(refused.value)
     assert "base measure top1 (top-1 (%), higher is better)" in message
     assert "gpt_base measure eval_loss (validation loss (nats/token), lower is better)" in message
     assert "recipes of one task" in message
     with pytest.raises(ValueError, match="the rows measure top1"):
-        speedup_rows(speedup_table(BASE + FAST, baseline="base"), LOSS)
+        speedup_rows(speedup_table(RunTable.of(BASE + FAST), baseline="base"), LOSS)
 
 
 def test_a_baseline_budget_past_its_plateau_is_timed_where_a_shorter_one_reached_its_quality():
@@ -255,7 +256,7 @@ def test_a_baseline_budget_past_its_plateau_is_timed_where_a_shorter_one_reached
             for budget, seconds, quality in [(1.0, 10, 0.62), (2.0, 20, 0.70), (4.0, 40, 0.69)]]
     fast = [RunRecord.made_up("fast", 1.0, seconds=5, quality=0.60),
             RunRecord.made_up("fast", 2.0, seconds=9, quality=0.72)]
-    rows = {row.baseline_budget: row for row in speedup_table(base + fast, baseline="base")}
+    rows = {row.baseline_budget: row for row in speedup_table(RunTable.of(base + fast), baseline="base")}
     plateau = rows[4.0]
     assert plateau.baseline_seconds == pytest.approx(10 + 10 * 0.07 / 0.08) and plateau.budget_seconds == 40
     assert plateau.speedup == pytest.approx((10 + 10 * 0.07 / 0.08) / (5 + 4 * 0.09 / 0.12))

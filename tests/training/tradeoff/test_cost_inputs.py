@@ -8,10 +8,12 @@ import pytest
 from fastcore_ops.training.config import config_hash, override, to_dict
 from fastcore_ops.training.recipes import get_recipe
 from fastcore_ops.training.tradeoff.cli import main
-from fastcore_ops.training.tradeoff.cost_pass import KindCost, SetupCost, StepCosts, read_costs, write_costs
-from fastcore_ops.training.tradeoff.costing import model_runs, plan_records, record_config
+from fastcore_ops.training.tradeoff.cost_inputs import record_config
+from fastcore_ops.training.tradeoff.cost_plans import plan_records
 from fastcore_ops.training.tradeoff.planning import PlannedRun, run_config
+from fastcore_ops.training.tradeoff.pricing import model_runs
 from fastcore_ops.training.tradeoff.results import RunRecord, write_results
+from fastcore_ops.training.tradeoff.step_costs import KindCost, SetupCost, StepCosts, read_costs, write_costs
 from fastcore_ops.training.tradeoff.step_kinds import MAX_PLANNED_STEPS, RunPlan, StepKind, plan_run
 from tests.training.tradeoff.test_cost_pass import _costs, fake_trainer
 

@@ -11,11 +11,13 @@ from fastcore_ops.training.methods.layer_freezing import LayerFreezing
 from fastcore_ops.training.methods.sam import SAM
 from fastcore_ops.training.methods.selective_backprop import SelectiveBackprop, SelectiveBackpropOptions
 from fastcore_ops.training.methods.seq_length_warmup import SequenceLengthWarmup
-from fastcore_ops.training.tradeoff.cost_pass import (KindCost, ModelledTime, SetupCost, StepCosts, choose_windows,
-                                                      read_costs, timed_steps, write_costs)
-from fastcore_ops.training.tradeoff.costing import plan_records, record_config
+from fastcore_ops.training.tradeoff.cost_inputs import record_config
+from fastcore_ops.training.tradeoff.cost_pass import choose_windows, timed_steps
+from fastcore_ops.training.tradeoff.cost_plans import plan_records
 from fastcore_ops.training.tradeoff.planning import PlannedRun, run_config
 from fastcore_ops.training.tradeoff.results import RunRecord
+from fastcore_ops.training.tradeoff.step_costs import (KindCost, ModelledTime, SetupCost, StepCosts, read_costs,
+                                                       write_costs)
 from fastcore_ops.training.tradeoff.step_kinds import RunPlan, StepKind, kind_function, plan_run
 
 
@@ -59,24 +61,24 @@ def test_one_worker_keeps_every_image_after_the_first_pass_and_a_loader_without_
 def test_windows_fit_in_an_epoch_and_time_every_kind_once():
     trainer = fake_trainer(steps_per_epoch=100, total_steps=400, sizes=lambda epoch, batch: 16 if epoch < 2 else 32)
     plan = plan_run(trainer, "s")
-    windows = choose_windows(kind_function(trainer, "s"), plan, "config", "s", {}, warmup=4, timed=10)
+    windows = choose_windows(kind_function(trainer, "s"), plan, "config", "s", "r", {}, warmup=4, timed=10)
     assert [(window.first_step, window.length, window.warmup) for window in windows] == [(0, 14, 4), (200, 14, 4)]
     # A kind that another window already timed enough gets none of its own.
     covered = {StepKind("s", 16): 10}
-    assert [window.first_step for window in choose_windows(kind_function(trainer, "s"), plan, "config", "s", covered,
+    assert [window.first_step for window in choose_windows(kind_function(trainer, "s"), plan, "config", "s", "r", covered,
                                                            warmup=4, timed=10)] == [200]
 
 
 def test_a_window_too_long_for_its_epoch_starts_where_one_fits():
     trainer = fake_trainer(steps_per_epoch=20, total_steps=60, sizes=lambda epoch, batch: 16 if epoch * 20 + batch < 16
                            else 32)
-    windows = choose_windows(kind_function(trainer, "s"), plan_run(trainer, "s"), "config", "s", {}, warmup=2, timed=10)
+    windows = choose_windows(kind_function(trainer, "s"), plan_run(trainer, "s"), "config", "s", "r", {}, warmup=2, timed=10)
     assert [window.first_step for window in windows] == [0, 20]  # 32 px first at step 16, but its epoch ends at 20
 
 
 def test_a_window_goes_on_until_a_rare_kind_has_enough_steady_steps():
     trainer = fake_trainer(steps_per_epoch=1000, total_steps=1000, methods=[SAM(0.05, interval=10)])
-    windows = choose_windows(kind_function(trainer, "s"), plan_run(trainer, "s"), "config", "s", {}, warmup=8, timed=32)
+    windows = choose_windows(kind_function(trainer, "s"), plan_run(trainer, "s"), "config", "s", "r", {}, warmup=8, timed=32)
     # One window from step 0: its 8th steady second pass is step 80; the plain steps are timed in it too.
     assert [(window.first_step, window.length) for window in windows] == [(0, 81)]
 
@@ -122,7 +124,7 @@ def test_an_earlier_passs_file_without_its_decoding_workers_reads_as_unrecorded(
 
 def test_prices_from_an_earlier_pass_are_planned_with_the_decoding_workers_it_timed_with():
     config = run_config(PlannedRun("cifar_mild", 1.0, 0, 0.0), ())
-    setup, record = setup_hash(config), SimpleNamespace(key=("r",), budget=1.0, steps=10, label="r")
+    setup, record = setup_hash(config), SimpleNamespace(key=("r",), recipe="r", budget=1.0, steps=10, label="r")
 
     def trainer_here(config):  # this machine's trainer decodes in its own process
         trainer = fake_trainer(workers=0)

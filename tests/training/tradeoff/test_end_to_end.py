@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fastcore_ops.training.tradeoff.cli import main
-from fastcore_ops.training.tradeoff.results import machine_label
+from fastcore_ops.training.tradeoff.machine import machine_label
 from fastcore_ops.training.train import child_environment
 from tests.hang_guard import HANG_GUARD_S
 from tests.training.conftest import link_cifar_subset

@@ -5,6 +5,7 @@ import pytest
 
 from fastcore_ops.training.tradeoff.curves import CurvePoint, quality_at_time
 from fastcore_ops.training.tradeoff.plots import _straight_in_linear_time, tradeoff_figure
+from fastcore_ops.training.tradeoff.run_table import RunTable
 from tests.training.tradeoff.test_analysis import BASE, FAST, LM_BASE, LM_HALF
 
 
@@ -26,7 +27,7 @@ def figure_of():
     figures = []
 
     def draw(records):
-        figures.append(tradeoff_figure(records))
+        figures.append(tradeoff_figure(RunTable.of(records)))
         return figures[-1].axes[0]
 
     yield draw

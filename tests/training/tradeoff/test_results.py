@@ -9,8 +9,8 @@ import pytest
 from fastcore_ops.training.config import to_dict
 from fastcore_ops.training.recipes import get_recipe
 from fastcore_ops.training.tradeoff.metric import Metric
-from fastcore_ops.training.tradeoff.results import (MACHINE_FILE, RunRecord, common_metric, read_results, read_run,
-                                                    write_results)
+from fastcore_ops.training.tradeoff.machine import MACHINE_FILE
+from fastcore_ops.training.tradeoff.results import RunRecord, common_metric, read_results, read_run, write_results
 
 # A summary.json as runs wrote it before they named their metric: top-1 and the loss at the top level, images/s.
 OLD_SUMMARY = {"top1": 0.6125, "eval_loss": 1.1453, "steps": 546, "epochs_seen": 14, "train_seconds": 83.72,
