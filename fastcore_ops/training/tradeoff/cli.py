@@ -25,7 +25,7 @@ from fastcore_ops import cli
 from fastcore_ops.cli import refuse
 from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import list_recipes
-from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list, choose_baseline, claim_out
+from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list
 
 # The machinery each mode needs (torch with it) is imported once the command line is parsed.
 
@@ -78,73 +78,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
-def parse_recipes(text: str) -> list[str]:
-    """The recipe names in a comma-separated list, each known and given once.
-
-    Example:
-        >>> parse_recipes("cifar_baseline, cifar_mild")
-        ['cifar_baseline', 'cifar_mild']
-    """
-    return cli.check_names("--recipes", text, list_recipes(), "recipe")
-
-
-def _sweep(args: argparse.Namespace) -> int:
-    from fastcore_ops.training.tradeoff.planning import SweepRequest, plan_sweep
-    from fastcore_ops.training.tradeoff.sweep import execute_sweep
-
-    try:
-        for flag in ("recipes", "budgets"):
-            if getattr(args, flag) is None:
-                raise ValueError(f"--{flag} is required to run a sweep (or pass --merge FOLDER... to rebuild a report)")
-        recipes = parse_recipes(args.recipes)
-        plan = plan_sweep(SweepRequest(recipes, args.budgets, args.seeds, args.data, args.subset, args.device,
-                                       args.assignments, args.out, choose_baseline(args.baseline, recipes),
-                                       first_seed=args.first_seed, progress=not args.no_progress,
-                                       imports=tuple(args.imports)))
-    except (ValueError, TypeError, OSError) as error:
-        return refuse(error)
-    return execute_sweep(plan)
-
-
-def _merge(args: argparse.Namespace) -> int:
-    from fastcore_ops.training.tradeoff.merging import merged_table
-    from fastcore_ops.training.tradeoff.report import build_report
-
-    try:
-        given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name)]
-        if given:
-            raise ValueError(f"--merge rebuilds the report from existing results; it takes no {', '.join(given)}")
-        table = merged_table(args.merge, args.judge)
-        baseline = choose_baseline(args.baseline, list(dict.fromkeys(run.recipe for run in table.runs)))
-        claim_out(args.out, "tradeoff")  # the last check: it marks --out
-    except (ValueError, OSError) as error:
-        return refuse(error)
-    written = build_report(table.runs, args.out, baseline)
-    print(f"report: {written[-1]} ({len(table.runs)} runs; tables and figures next to it)")
-    return 0
-
-
-def _cost(args: argparse.Namespace) -> int:
-    from fastcore_ops.training.tradeoff.cost_report import CHECK_MD, COSTS_MD, MEASURED
-    from fastcore_ops.training.tradeoff.costing import price_runs
-
-    try:
-        given = [flag for name, flag in SWEEP_ONLY.items()
-                 if getattr(args, name) and name not in ("data", "subset", "assignments")]
-        if given:
-            raise ValueError(f"--cost prices existing runs; it takes no {', '.join(given)}")
-        price_runs(args.cost, args.out, data=args.data, subset=args.subset, device=args.device, times=args.times,
-                   rounds=args.rounds or 3, threads=args.threads, baseline=args.baseline,
-                   progress=not args.no_progress, assignments=args.assignments)
-    except (ValueError, TypeError, OSError) as error:
-        return refuse(error)
-    print(f"costs: {args.out / COSTS_MD}; the model against each run: {args.out / CHECK_MD}; reports on modelled "
-          f"times: {args.out / 'report.html'}, on measured times: {args.out / MEASURED / 'report.html'}")
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; returns its exit code."""
+    """Run the command: parse it, refuse flags its mode does not take, and hand it to the mode's pipeline
+    (:func:`~fastcore_ops.training.tradeoff.costing.cost_command`,
+    :func:`~fastcore_ops.training.tradeoff.merging.merge_command`,
+    :func:`~fastcore_ops.training.tradeoff.sweep.sweep_command`); returns its exit code."""
     try:
         args = parse_args(argv)
         import_modules(args.imports)
@@ -155,8 +93,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.judge and not args.merge:
         return refuse("--judge goes with --merge (it redraws finished runs); pass --merge FOLDER...")
     if args.cost:
-        return _cost(args)
+        given = [flag for name, flag in SWEEP_ONLY.items()
+                 if getattr(args, name) and name not in ("data", "subset", "assignments")]
+        if given:
+            return refuse(f"--cost prices existing runs; it takes no {', '.join(given)}")
+        from fastcore_ops.training.tradeoff.costing import cost_command
+        return cost_command(args)
     cost_only = [flag for flag in ("times", "rounds", "threads") if getattr(args, flag) is not None]
     if cost_only:
         return refuse(f"--{cost_only[0]} goes with --cost (the cost pass); leave it out or pass --cost FOLDER...")
-    return _merge(args) if args.merge else _sweep(args)
+    if args.merge:
+        given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name)]
+        if given:
+            return refuse(f"--merge rebuilds the report from existing results; it takes no {', '.join(given)}")
+        from fastcore_ops.training.tradeoff.merging import merge_command
+        return merge_command(args)
+    from fastcore_ops.training.tradeoff.sweep import sweep_command
+    return sweep_command(args)

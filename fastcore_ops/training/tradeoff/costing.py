@@ -13,12 +13,14 @@ run priced (:mod:`~fastcore_ops.training.tradeoff.pricing`); the report out
 
 from __future__ import annotations
 
+import argparse
 import functools
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
+from fastcore_ops.cli import refuse
 from fastcore_ops.host_memory import keep_freed_memory
 from fastcore_ops.kernels import backend
 from fastcore_ops.owned_folder import check_claimable
@@ -26,7 +28,7 @@ from fastcore_ops.training.assemble import build_trainer
 from fastcore_ops.training.compute_threads import use_threads
 from fastcore_ops.training.tradeoff.cost_inputs import read_cost_inputs
 from fastcore_ops.training.tradeoff.cost_plans import time_records
-from fastcore_ops.training.tradeoff.cost_report import MEASURED, write_cost_report
+from fastcore_ops.training.tradeoff.cost_report import CHECK_MD, COSTS_MD, MEASURED, write_cost_report
 from fastcore_ops.training.tradeoff.options import claim_out
 from fastcore_ops.training.tradeoff.pricing import model_runs
 
@@ -64,3 +66,17 @@ def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset:
     for folder in (out, out / MEASURED):
         claim_out(folder, "tradeoff")
     write_cost_report(inputs.table, priced, costs, out, inputs.baseline, timed_here=times is None)
+
+
+def cost_command(args: argparse.Namespace) -> int:
+    """``--cost FOLDER...`` of a parsed command line: :func:`price_runs`, then where its reports are; the exit code
+    (2 with one ``error:`` line, nothing written, when an input cannot work)."""
+    try:
+        price_runs(args.cost, args.out, data=args.data, subset=args.subset, device=args.device, times=args.times,
+                   rounds=args.rounds or 3, threads=args.threads, baseline=args.baseline,
+                   progress=not args.no_progress, assignments=args.assignments)
+    except (ValueError, TypeError, OSError) as error:
+        return refuse(error)
+    print(f"costs: {args.out / COSTS_MD}; the model against each run: {args.out / CHECK_MD}; reports on modelled "
+          f"times: {args.out / 'report.html'}, on measured times: {args.out / MEASURED / 'report.html'}")
+    return 0

@@ -21,9 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fastcore_ops import cli
 from fastcore_ops.owned_folder import check_claimable
 from fastcore_ops.training.config import TrainConfig, load_config, override
-from fastcore_ops.training.recipes import get_recipe
+from fastcore_ops.training.recipes import get_recipe, list_recipes
 from fastcore_ops.training.run_folder import CONFIG_NAME, RunState, resume_differences, run_state
 from fastcore_ops.training.tasks.registry import task_named
 from fastcore_ops.training.tradeoff.machine import machine_label
@@ -32,6 +33,16 @@ from fastcore_ops.training.tradeoff.results import Run
 
 RUNS = "runs"  # the sweep's output folder holds one folder per run under this
 RESERVED = ("seed", "schedule.scale_schedule_ratio")  # what the sweep sets in each run itself
+
+
+def parse_recipes(text: str) -> list[str]:
+    """The recipe names in a comma-separated list (``--recipes``), each known and given once.
+
+    Example:
+        >>> parse_recipes("cifar_baseline, cifar_mild")
+        ['cifar_baseline', 'cifar_mild']
+    """
+    return cli.check_names("--recipes", text, list_recipes(), "recipe")
 
 
 @dataclass(frozen=True)

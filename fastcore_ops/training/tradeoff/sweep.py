@@ -20,6 +20,7 @@ and there only the names a run writes, left by a run stopped before its first ch
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import time
@@ -34,8 +35,9 @@ from fastcore_ops.training.checkpoint import StopSignalHandler
 from fastcore_ops.training.plugins import import_arguments
 from fastcore_ops.training.run_folder import RunState, run_files_in, run_state
 from fastcore_ops.training.tradeoff.machine import MACHINE_FILE, read_machine
-from fastcore_ops.training.tradeoff.options import claim_out
-from fastcore_ops.training.tradeoff.planning import RUNS, PlannedRun, SweepPlan, TrainOptions
+from fastcore_ops.training.tradeoff.options import choose_baseline, claim_out
+from fastcore_ops.training.tradeoff.planning import (RUNS, PlannedRun, SweepPlan, SweepRequest, TrainOptions,
+                                                     parse_recipes, plan_sweep)
 from fastcore_ops.training.tradeoff.report import build_report
 from fastcore_ops.training.tradeoff.results import FAILED, FailedRun, Run, RunRecord, common_metric, judge, read_run
 from fastcore_ops.training.tradeoff.tables import left_out_note
@@ -257,3 +259,21 @@ def sweep_exit_code(runs: list[Run]) -> int:
     print(f"error: {failed} of {len(runs)} runs failed{f' and {diverged} diverged' if diverged else ''}, left out of "
           f"the report: {names}; rerun the same command to retry the failed runs", file=sys.stderr)
     return 1
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    """A sweep of a parsed command line (``--recipes``, ``--budgets``, ...): its plan (:func:`plan_sweep`), trained and
+    reported (:func:`execute_sweep`); the exit code (2 with one ``error:`` line, nothing written, when an input cannot
+    work)."""
+    try:
+        for flag in ("recipes", "budgets"):
+            if getattr(args, flag) is None:
+                raise ValueError(f"--{flag} is required to run a sweep (or pass --merge FOLDER... to rebuild a report)")
+        recipes = parse_recipes(args.recipes)
+        plan = plan_sweep(SweepRequest(recipes, args.budgets, args.seeds, args.data, args.subset, args.device,
+                                       args.assignments, args.out, choose_baseline(args.baseline, recipes),
+                                       first_seed=args.first_seed, progress=not args.no_progress,
+                                       imports=tuple(args.imports)))
+    except (ValueError, TypeError, OSError) as error:
+        return refuse(error)
+    return execute_sweep(plan)
