@@ -305,7 +305,8 @@ def test_cost_model_step_times_collect_and_by_epoch(ten_jpegs, tmp_path, capsys)
     from fastcore_ops.training.assemble import build_trainer
     from fastcore_ops.training.config import load_config, setup_hash
     from fastcore_ops.training.tradeoff.results import read_results
-    from fastcore_ops.training.tradeoff.step_costs import KindCost, SetupCost, StepCosts, write_costs
+    from fastcore_ops.training.tradeoff.costs_file import write_costs
+    from fastcore_ops.training.tradeoff.step_costs import KindCost, SetupCost, StepCosts
     from fastcore_ops.training.tradeoff.step_kinds import plan_run
 
     run = tmp_path / "run"

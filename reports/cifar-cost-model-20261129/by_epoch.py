@@ -23,12 +23,12 @@ import torch
 
 from fastcore_ops.training.assemble import build_trainer
 from fastcore_ops.training.config import setup_hash
-from fastcore_ops.training.tradeoff.cost_inputs import record_config
+from fastcore_ops.training.tradeoff.trained_config import record_config
 from fastcore_ops.training.tradeoff.cost_pass import WARMUP_STEPS
 from fastcore_ops.training.tradeoff.cost_plans import timed_workers
 from fastcore_ops.training.tradeoff.planning import RUNS, PlannedRun
 from fastcore_ops.training.tradeoff.results import read_results, split_runs
-from fastcore_ops.training.tradeoff.step_costs import read_costs
+from fastcore_ops.training.tradeoff.costs_file import read_costs
 from fastcore_ops.training.tradeoff.step_kinds import plan_run, step_shares
 
 

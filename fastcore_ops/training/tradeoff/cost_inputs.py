@@ -13,25 +13,27 @@ configuration the run recorded.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastcore_ops.training.config import TrainConfig, config_hash, load_config
+from fastcore_ops.training.config import TrainConfig
 from fastcore_ops.training.recipes import list_recipes
-from fastcore_ops.training.run_folder import CONFIG_NAME
 from fastcore_ops.training.tasks.registry import task_named
 from fastcore_ops.training.tradeoff.options import choose_baseline
 from fastcore_ops.training.tradeoff.planning import RUNS, PlannedRun, name_problem, run_config
 from fastcore_ops.training.tradeoff.results import RESULTS_JSON, Run, RunRecord, merge_records, read_results
 from fastcore_ops.training.tradeoff.run_table import RunTable
-from fastcore_ops.training.tradeoff.step_costs import StepCosts, read_costs
+from fastcore_ops.training.tradeoff.costs_file import read_costs
+from fastcore_ops.training.tradeoff.step_costs import StepCosts
 from fastcore_ops.training.tradeoff.step_kinds import MAX_PLANNED_STEPS
+from fastcore_ops.training.tradeoff.trained_config import record_config
 
 
 def read_priced_runs(folder: Path) -> list[Run]:
     """The runs of ``folder``'s results.json (:func:`read_results`), with what the cost pass takes from them checked:
-    each run's recipe names its folder under ``runs/`` (:func:`record_config`), so it must be a plain name
+    each run's recipe names its folder under ``runs/``
+    (:func:`~fastcore_ops.training.tradeoff.trained_config.record_config`), so it must be a plain name
     (:func:`fastcore_ops.training.tradeoff.planning.name_problem`), and each finished run's steps are walked one by one
     (:func:`plan_run`), so they are at most :data:`MAX_PLANNED_STEPS`. ValueError naming the file and the run.
     """
@@ -49,59 +51,6 @@ def read_priced_runs(folder: Path) -> list[Run]:
     return runs
 
 
-def _check_length(config: TrainConfig, record: RunRecord, source: str) -> TrainConfig:
-    """``config`` if it can be what ``record`` trained, by its length: its epochs (scale schedule applied) fewer than
-    one more than the run's steps, as an epoch is a step at least; ValueError naming ``source`` otherwise (an epoch
-    count from elsewhere, 1e300, would make a plan with no end)."""
-    schedule = config.schedule
-    epochs = schedule.epochs * schedule.scale_schedule_ratio
-    if not epochs < record.steps + 1:
-        raise ValueError(f"{source} plans {epochs:g} epochs (schedule.epochs {schedule.epochs:g} x "
-                         f"scale_schedule_ratio {schedule.scale_schedule_ratio:g}), but run {record.label} trained "
-                         f"{record.steps} steps, and an epoch is one step at least: it is not the configuration the "
-                         f"run trained; restore the run's folder as training wrote it")
-    return config
-
-
-def record_config(record: RunRecord, folders: Sequence[Path], assignments: Sequence[str] = ()) -> TrainConfig:
-    """The configuration ``record`` trained: from a folder's ``runs/`` when one holds it, else its recipe rebuilt,
-    as it is or with ``assignments`` (the ``--set`` overrides the run trained with).
-
-    ValueError when none hashes to the record's ``config_hash`` (the recipe changed since, or the
-    run was a variant whose folder is gone and whose overrides were not given), when the record's recipe is no
-    plain name (it names the run's folder: :func:`read_priced_runs`), and when the one that does hash plans more
-    epochs than the run trained steps (naming the file it came from).
-    """
-    problem = name_problem(record.recipe)
-    if problem is not None:
-        raise ValueError(f"run {record.label}: the recipe {record.recipe!r} {problem}; it names the run's folder")
-    name = PlannedRun(record.recipe, record.budget, record.seed, 0.0).folder_name
-    trained = next(((config, source) for config, source in _candidates(record, name, folders, assignments)
-                    if config_hash(config) == record.config_hash), None)
-    if trained is None:
-        sets = "".join(f" --set {assignment}" for assignment in assignments)
-        raise ValueError(f"run {record.label}: no configuration hashing to its {record.config_hash} was found (neither "
-                         f"runs/{name}/{CONFIG_NAME} in {', '.join(map(str, folders))} nor its recipe as it is now"
-                         f"{', as it is or with' + sets if sets else ''}); cost it from the folder that holds its runs, "
-                         f"at the commit that trained it, or pass the --set overrides it trained with")
-    config, source = trained
-    return _check_length(config, record, source)
-
-
-def _candidates(record: RunRecord, name: str, folders: Sequence[Path],
-                assignments: Sequence[str]) -> Iterator[tuple[TrainConfig, str]]:
-    """The configurations ``record`` may have trained, each with where it came from, one at a time: its folder's
-    ``runs/<name>/config.json`` in each of ``folders``, then its recipe rebuilt as it is and with ``assignments``."""
-    for folder in folders:
-        path = folder / RUNS / name / CONFIG_NAME
-        if path.is_file():
-            yield load_config(path), f"the configuration {path}"
-    if record.recipe in list_recipes():
-        for overrides in dict.fromkeys([(), tuple(assignments)]):
-            yield (run_config(PlannedRun(record.recipe, record.budget, record.seed, 0.0), overrides),
-                   f"run {record.label}'s recipe at its budget")
-
-
 @dataclass(frozen=True)
 class CostInputs:
     """What a cost pass prices: the runs as a table, each usable run's configuration by its key, the step times of an
@@ -115,7 +64,8 @@ class CostInputs:
 
 def read_cost_inputs(folders: Sequence[Path], *, times: Path | None, baseline: str | None, data: Path | None,
                      subset: int | None, assignments: Sequence[str] = ()) -> CostInputs:
-    """The runs of ``folders``, each once, with each usable run's configuration (:func:`record_config`), and the step
+    """The runs of ``folders``, each once, with each usable run's configuration
+    (:func:`~fastcore_ops.training.tradeoff.trained_config.record_config`), and the step
     times in ``times``; ValueError when no run is usable, the usable ones do not share a metric, a ``--set`` of
     ``assignments`` applies to no run, ``times`` or ``baseline`` cannot be used, or a run's task cannot take ``data``
     and ``subset`` (the ``--data`` and ``--subset`` the runs trained with).

@@ -19,7 +19,8 @@ from fastcore_ops.training.tradeoff.pricing import PricedRuns
 from fastcore_ops.training.tradeoff.report import build_report
 from fastcore_ops.training.tradeoff.results import RunRecord
 from fastcore_ops.training.tradeoff.run_table import RunTable
-from fastcore_ops.training.tradeoff.step_costs import COSTS_JSON, ModelledTime, StepCosts, write_costs
+from fastcore_ops.training.tradeoff.costs_file import COSTS_JSON, write_costs
+from fastcore_ops.training.tradeoff.step_costs import ModelledTime, StepCosts
 from fastcore_ops.training.tradeoff.tables import markdown_table
 
 MEASURED = "measured"  # OUT's subfolder for the report on measured times
@@ -106,6 +107,6 @@ machine, is not expected to match (the machine column names where each run was m
 {markdown_table(*_run_rows(records, modelled))}
 """)
     written += [out / COSTS_MD, out / CHECK_MD]
-    written += build_report([*priced.records, *table.left_out], out, baseline)
-    written += build_report([*records, *table.left_out], out / MEASURED, baseline)
+    for runs, folder in ((priced.records, out), (records, out / MEASURED)):  # modelled times, then measured ones
+        written += build_report([*runs, *table.left_out], folder, baseline)
     return written

@@ -43,7 +43,7 @@ def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset:
     and nothing is written. ``threads``: PyTorch's threads on a CPU (None: as ``python -m fastcore_ops.training.train``
     chooses), ``rounds``: how many times each window of steps is timed, ``assignments``: the ``--set``
     overrides of runs whose folders no longer hold their configuration (see
-    :func:`fastcore_ops.training.tradeoff.cost_inputs.record_config`).
+    :func:`fastcore_ops.training.tradeoff.trained_config.record_config`).
     """
     inputs = read_cost_inputs(folders, times=times, baseline=baseline, data=data, subset=subset,
                               assignments=assignments)

@@ -13,7 +13,8 @@ from fastcore_ops.training.tradeoff.cost_plans import plan_records
 from fastcore_ops.training.tradeoff.planning import PlannedRun, run_config
 from fastcore_ops.training.tradeoff.pricing import model_runs
 from fastcore_ops.training.tradeoff.results import RunRecord, write_results
-from fastcore_ops.training.tradeoff.step_costs import KindCost, SetupCost, StepCosts, read_costs, write_costs
+from fastcore_ops.training.tradeoff.costs_file import read_costs, write_costs
+from fastcore_ops.training.tradeoff.step_costs import KindCost, SetupCost, StepCosts
 from fastcore_ops.training.tradeoff.step_kinds import MAX_PLANNED_STEPS, RunPlan, StepKind, plan_run
 from tests.training.tradeoff.test_cost_pass import _costs, fake_trainer
 

@@ -11,14 +11,14 @@ from fastcore_ops.training.methods.layer_freezing import LayerFreezing
 from fastcore_ops.training.methods.sam import SAM
 from fastcore_ops.training.methods.selective_backprop import SelectiveBackprop, SelectiveBackpropOptions
 from fastcore_ops.training.methods.seq_length_warmup import SequenceLengthWarmup
-from fastcore_ops.training.tradeoff.cost_inputs import record_config
 from fastcore_ops.training.tradeoff.cost_pass import choose_windows, timed_steps
 from fastcore_ops.training.tradeoff.cost_plans import plan_records
+from fastcore_ops.training.tradeoff.costs_file import read_costs, write_costs
 from fastcore_ops.training.tradeoff.planning import PlannedRun, run_config
 from fastcore_ops.training.tradeoff.results import RunRecord
-from fastcore_ops.training.tradeoff.step_costs import (KindCost, ModelledTime, SetupCost, StepCosts, read_costs,
-                                                       write_costs)
+from fastcore_ops.training.tradeoff.step_costs import KindCost, ModelledTime, SetupCost, StepCosts
 from fastcore_ops.training.tradeoff.step_kinds import RunPlan, StepKind, kind_function, plan_run
+from fastcore_ops.training.tradeoff.trained_config import record_config
 
 
 def fake_trainer(*, steps_per_epoch=4, total_steps=10, sizes=None, workers=2, methods=()):
