@@ -13,7 +13,7 @@ from benchmarks.peers import peers_figure
 from fastcore_ops.training.ablate.effects import effects_figure, method_effects
 from fastcore_ops.training.figures import label_points, overlapping_labels, plt, series_colors
 from fastcore_ops.training.metrics import curves_figure
-from fastcore_ops.training.tradeoff.analysis import time_breakdown
+from fastcore_ops.training.tradeoff.analysis import analyse, time_breakdown
 from fastcore_ops.training.tradeoff.plots import breakdown_figure, tradeoff_figure
 from fastcore_ops.training.tradeoff.results import common_metric, read_results, split_runs
 from fastcore_ops.training.tradeoff.run_table import RunTable
@@ -50,7 +50,8 @@ def test_the_ablation_labels_every_variant_apart_in_a_colour_of_its_own(drawn):
 
 @pytest.mark.parametrize("report", SWEEPS)
 def test_a_tradeoff_plot_has_no_overlapping_labels_and_at_least_four_time_ticks(drawn, report):
-    figure = drawn(tradeoff_figure(RunTable.of(records_of(report))))
+    table = RunTable.of(records_of(report))
+    figure = drawn(tradeoff_figure(table, analyse(table, table.records[0].recipe).frontier))
     assert overlapping_labels(figure) == []
     for axes in figure.axes:
         low, high = axes.get_xlim()

@@ -18,7 +18,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastcore_ops.training.tradeoff.curves import CurvePoint, earliest_times, quality_at_time, time_to_quality
+from fastcore_ops.training.tradeoff.curves import (CurvePoint, earliest_times, pareto_keys, quality_at_time,
+                                                   time_to_quality)
 from fastcore_ops.training.tradeoff.metric import Metric
 from fastcore_ops.training.tradeoff.results import RunRecord
 from fastcore_ops.training.tradeoff.run_table import CurveKey, RunTable
@@ -280,11 +281,28 @@ def time_breakdown(table: RunTable) -> list[BreakdownRow]:
     return rows
 
 
+def mean_points(table: RunTable) -> dict[str, dict[tuple[str, float], tuple[float, float]]]:
+    """Per machine, each (recipe, budget) point's seed-mean training seconds and quality, the quality in the unit the
+    tradeoff figure shows (:meth:`Metric.scaled`), so that the Pareto frontier of these is that of the points drawn.
+
+    Example:
+        >>> mean_points(RunTable.of(records))["laptop/cpu"][("cifar_mild", 0.5)]
+        (50.0, 52.5)
+    """
+    points: dict[str, dict[tuple[str, float], tuple[float, float]]] = defaultdict(dict)
+    for (machine, recipe), by_budget in table.curves.items():
+        for budget, runs in by_budget.items():
+            points[machine][(recipe, budget)] = (statistics.fmean([run.train_seconds for run in runs]),
+                                                 statistics.fmean([table.metric.scaled(run.quality) for run in runs]))
+    return dict(points)
+
+
 @dataclass(frozen=True)
 class Findings:
     """What the analysis finds in a table of runs, before any of it is put in words.
 
     mixed: the curves whose runs differ in more than seed and budget (:func:`mixed_curves`).
+    frontier: per machine, the (recipe, budget) points on the Pareto frontier of :func:`mean_points`, sorted by time.
     """
 
     baseline: str
@@ -292,6 +310,7 @@ class Findings:
     gaps: list[BaselineGap]
     breakdown: list[BreakdownRow]
     mixed: list[CurveKey]
+    frontier: dict[str, list[tuple[str, float]]]
 
 
 def analyse(table: RunTable, baseline: str) -> Findings:
@@ -304,5 +323,8 @@ def analyse(table: RunTable, baseline: str) -> Findings:
     """
     if not table.records:
         raise ValueError("table must hold at least one usable run to analyse, got none")
+    means = mean_points(table)
     return Findings(baseline, mixed=mixed_curves(table.records), gaps=baseline_gaps(table, baseline),
-                    breakdown=time_breakdown(table), speedups=speedup_table(table, baseline))
+                    breakdown=time_breakdown(table), speedups=speedup_table(table, baseline),
+                    frontier={machine: pareto_keys(points, table.metric.higher_is_better)
+                              for machine, points in means.items()})

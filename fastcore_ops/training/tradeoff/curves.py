@@ -23,6 +23,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+Key = TypeVar("Key")
 
 
 
@@ -147,6 +150,16 @@ def pareto_frontier(points: Sequence[tuple[float, float]], higher_is_better: boo
         if not beaten:
             frontier.append(index)
     return sorted(frontier, key=lambda index: signed[index])
+
+
+def pareto_keys(points: dict[Key, tuple[float, float]], higher_is_better: bool) -> list[Key]:
+    """The keys of the (seconds, quality) ``points`` on their Pareto frontier (:func:`pareto_frontier`), sorted by time.
+
+        >>> pareto_keys({"slow": (10, 0.5), "fast": (5, 0.6)}, higher_is_better=True)
+        ['fast']
+    """
+    keys = list(points)
+    return [keys[index] for index in pareto_frontier(list(points.values()), higher_is_better)]
 
 
 def earliest_times(curve: Sequence[CurvePoint], higher_is_better: bool) -> list[float]:

@@ -2,9 +2,9 @@
 
 One panel per machine in each, since times from different machines never share an axis.
 
-    >>> from fastcore_ops.training.tradeoff.analysis import time_breakdown
+    >>> from fastcore_ops.training.tradeoff.analysis import analyse
     >>> table = RunTable.of(records)
-    >>> [path.name for path in plot_report(table, time_breakdown(table), out)]
+    >>> [path.name for path in plot_report(table, analyse(table, "cifar_baseline"), out)]
     ['pareto.png', 'breakdown.png']
 """
 
@@ -17,8 +17,7 @@ from pathlib import Path
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from fastcore_ops.training.figures import label_points, plt, save_figure, series_colors
-from fastcore_ops.training.tradeoff.analysis import BreakdownRow, Spread
-from fastcore_ops.training.tradeoff.curves import pareto_frontier
+from fastcore_ops.training.tradeoff.analysis import BreakdownRow, Findings, Spread
 from fastcore_ops.training.tradeoff.run_table import RunTable
 
 PARETO_PNG, BREAKDOWN_PNG = "pareto.png", "breakdown.png"
@@ -43,14 +42,18 @@ def _straight_in_linear_time(x: list[float], y: list[float], steps: int = 24) ->
     return dense_x, dense_y
 
 
-def tradeoff_figure(table: RunTable) -> plt.Figure:
-    """Quality against training time per recipe of ``table``: seed means with their spread, the Pareto frontier marked.
+def tradeoff_figure(table: RunTable, frontier: dict[str, list[tuple[str, float]]]) -> plt.Figure:
+    """Quality against training time per recipe of ``table``: seed means with their spread, and ``frontier``'s points
+    (per machine, the (recipe, budget) points on the Pareto frontier:
+    :attr:`~fastcore_ops.training.tradeoff.analysis.Findings.frontier`) marked.
 
     The quality axis is the runs' metric, labelled from its label: top-1 in percent, a loss as
     its raw value with "lower is better". The caller closes the figure.
 
     Example:
-        >>> figure = tradeoff_figure(RunTable.of(records))
+        >>> from fastcore_ops.training.tradeoff.analysis import analyse
+        >>> table = RunTable.of(records)
+        >>> figure = tradeoff_figure(table, analyse(table, "cifar_baseline").frontier)
         >>> figure.axes[0].get_ylabel()
         'top-1 (%)'
         >>> plt.close(figure)
@@ -61,7 +64,7 @@ def tradeoff_figure(table: RunTable) -> plt.Figure:
     figure, axes = _panels(len(machines), 8.0, 5.0)
     budget_labels = []
     for machine, ax in zip(machines, axes):
-        frontier_points, labels = [], []
+        points, labels = {}, []
         curves = [(recipe, by_budget) for (run_machine, recipe), by_budget in groups.items() if run_machine == machine]
         for (recipe, by_budget), color in zip(curves, series_colors(len(curves))):
             seconds = [Spread.of([r.train_seconds for r in runs]) for runs in by_budget.values()]
@@ -73,11 +76,11 @@ def tradeoff_figure(table: RunTable) -> plt.Figure:
                         color=color, zorder=3)
             ax.plot(*_straight_in_linear_time(x, y), color=color, zorder=2)
             labels += [((px, py), f"x{budget:g}") for budget, px, py in zip(by_budget, x, y)]
-            frontier_points += list(zip(x, y))
-        frontier = [frontier_points[i] for i in pareto_frontier(frontier_points, metric.higher_is_better)]
-        ax.plot(*zip(*frontier), color="black", linestyle="--", linewidth=1, drawstyle="steps-post", zorder=1)
+            points.update(((recipe, budget), point) for budget, point in zip(by_budget, zip(x, y)))
+        on_frontier = [points[key] for key in frontier[machine]]
+        ax.plot(*zip(*on_frontier), color="black", linestyle="--", linewidth=1, drawstyle="steps-post", zorder=1)
         # Under the recipes' markers, so a marker on the frontier still shows its colour.
-        ax.scatter(*zip(*frontier), s=160, facecolors="none", edgecolors="black", linewidths=1, zorder=2.5,
+        ax.scatter(*zip(*on_frontier), s=160, facecolors="none", edgecolors="black", linewidths=1, zorder=2.5,
                    label="Pareto frontier")
         ax.set_xscale("log")  # budgets are ratios: equal factors look equally far apart
         ax.margins(x=0.08, y=0.12)
@@ -113,17 +116,11 @@ def _readable_log_ticks(ax) -> None:
     ax.set_xlim(low, high)
 
 
-def plot_report(table: RunTable, breakdown: Sequence[BreakdownRow], out: Path) -> list[Path]:
-    """Write the report's figures to ``out``: :func:`tradeoff_figure` of ``table`` as pareto.png and
-    :func:`breakdown_figure` of ``breakdown`` as breakdown.png; their paths.
-
-    Example:
-        >>> from fastcore_ops.training.tradeoff.analysis import time_breakdown
-        >>> table = RunTable.of(records)
-        >>> [path.name for path in plot_report(table, time_breakdown(table), out)]
-        ['pareto.png', 'breakdown.png']
+def plot_report(table: RunTable, findings: Findings, out: Path) -> list[Path]:
+    """Write the report's figures to ``out``: :func:`tradeoff_figure` of ``table`` and the findings' frontier as
+    pareto.png and :func:`breakdown_figure` of their breakdown as breakdown.png; their paths.
     """
-    pareto, breakdown_bars = tradeoff_figure(table), breakdown_figure(breakdown)
+    pareto, breakdown_bars = tradeoff_figure(table, findings.frontier), breakdown_figure(findings.breakdown)
     save_figure(pareto, out / PARETO_PNG, dpi=110)
     save_figure(breakdown_bars, out / BREAKDOWN_PNG, dpi=110, tight=True)  # the legends sit beside the panels
     return [out / PARETO_PNG, out / BREAKDOWN_PNG]

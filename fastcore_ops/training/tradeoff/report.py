@@ -46,6 +46,6 @@ def build_report(runs: Sequence[Run], out: Path, baseline: str, sections: Sequen
     files = []
     if findings is not None:
         files = [out / name for name in (SPEEDUPS_CSV, SPEEDUPS_MD, BREAKDOWN_CSV)]
-        files += plot_report(table, findings.breakdown, out)
+        files += plot_report(table, findings, out)
     page = write_page(table, findings, text, out, baseline, sections)
     return [out / RESULTS_JSON, out / RESULTS_CSV, *files, page]

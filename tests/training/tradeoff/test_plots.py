@@ -3,6 +3,7 @@
 import matplotlib.pyplot as plt
 import pytest
 
+from fastcore_ops.training.tradeoff.analysis import analyse
 from fastcore_ops.training.tradeoff.curves import CurvePoint, quality_at_time
 from fastcore_ops.training.tradeoff.plots import _straight_in_linear_time, tradeoff_figure
 from fastcore_ops.training.tradeoff.run_table import RunTable
@@ -27,7 +28,8 @@ def figure_of():
     figures = []
 
     def draw(records):
-        figures.append(tradeoff_figure(RunTable.of(records)))
+        table = RunTable.of(records)
+        figures.append(tradeoff_figure(table, analyse(table, records[0].recipe).frontier))
         return figures[-1].axes[0]
 
     yield draw
