@@ -154,8 +154,6 @@ def test_occupancy_is_what_each_kernel_intends(report):
 
 # Memory-bound kernels whose main loop issues more instructions an element than its bytes allow.
 KNOWN_INSTRUCTION_BOUND = {
-    "_blurpool_forward_kernel STRIDE=1 NCHW":
-        "52.4 against 34: one output a thread a row, 16-bit loads (rows 56 apart), each its own address and masks",
     # The max and argmax are separable (rows' maxes kept), but each pooled pixel still compares and selects.
     "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NCHW": "169 against 120: 16-bit loads, compares, argmax",
     "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=1 PADDING=1 NCHW": "87.5 against 43: compares and argmax a pixel",
