@@ -302,6 +302,18 @@ def finite_float(text: str) -> float:
     return value
 
 
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0.
+
+    >>> positive_float("9.9")
+    9.9
+    """
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
+
+
 def device_name(text: str) -> str:
     """An argparse type: the name of a CPU or CUDA device this machine has, as torch spells it.
 

@@ -51,7 +51,7 @@ def test_without_composer_it_says_so_in_one_line_and_times_ours_against_the_floo
     assert "running" not in capsys.readouterr().out and _read(out) == report
 
 
-@pytest.mark.skipif(peers.composer_version(peers.REPOSITORY / ".peers") is None,
+@pytest.mark.skipif(peers.peer_version(peers.REPOSITORY / ".peers", "composer") is None,
                     reason="Composer is not installed in .peers/ (make peers; make test installs it)")
 def test_composer_trains_the_same_steps_with_its_own_algorithms(micro_cifar, tmp_path):
     out = tmp_path / "out"
