@@ -41,7 +41,6 @@ import sys
 from pathlib import Path
 
 from fastcore_ops import cli
-from fastcore_ops.training.config.schema import PRECISIONS
 from fastcore_ops.training.tradeoff.options import FIRST_UNSEARCHED_SEED
 
 from .job_cli import installed_in
@@ -57,8 +56,8 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--seed", type=cli.non_negative_int, default=FIRST_UNSEARCHED_SEED,
                         help="torch's seed: the weights, the shuffles and the augmentation")
     parser.add_argument("--subset", type=cli.positive_int, help="train on the first N images of each class")
-    parser.add_argument("--precision", choices=PRECISIONS, default="amp",
-                        help="as a recipe's precision: amp is bf16 where the CPU has bf16 units, else fp32")
+    parser.add_argument("--precision", default="amp",
+                        help="chosen as a recipe's is: amp is bf16 where the CPU has bf16 units, else fp32")
     parser.add_argument("--epochs", type=cli.positive_float, help="instead of airbench's 9.9, for a short test")
     parser.add_argument("--batch-size", type=cli.positive_int, help="instead of airbench's 1024, for a short test")
     return parser
@@ -81,10 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         args.train_root, args.test_root = split_folders(args.data)
         if args.out.exists() and any(args.out.iterdir()):
             raise ValueError(f"--out {args.out} is not empty; give a new folder")
+        args.precision = choose_precision(args.precision, torch.device("cpu"))
         splits = airbench_run.read_data(args)
     except cli.REFUSALS as error:
         return cli.refuse(error)
-    args.precision = choose_precision(args.precision, torch.device("cpu"))
     print(args.precision.describe(), flush=True)
     summary = airbench_run.job(args, splits) | {"precision": args.precision.describe()}
     args.out.mkdir(parents=True, exist_ok=True)
