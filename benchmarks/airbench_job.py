@@ -66,26 +66,13 @@ def build_parser() -> cli.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-    except ValueError as error:
-        return cli.refuse(error)
-    import torch  # the job's machinery, torch with it: once the command line parsed
+        sys.path.append(str(args.peers.resolve()))  # after this environment's packages: ours win where both have one
+        from . import airbench_run  # torch with it: once the command line parsed
 
-    from fastcore_ops.training.precision import choose_precision
-    from fastcore_ops.training.tasks.classification import split_folders
-
-    sys.path.append(str(args.peers.resolve()))  # after this environment's packages: ours win where both have one
-    from . import airbench_run
-
-    try:
-        args.train_root, args.test_root = split_folders(args.data)
-        if args.out.exists() and any(args.out.iterdir()):
-            raise ValueError(f"--out {args.out} is not empty; give a new folder")
-        args.precision = choose_precision(args.precision, torch.device("cpu"))
-        splits = airbench_run.read_data(args)
+        splits = airbench_run.prepare(args)
     except cli.REFUSALS as error:
         return cli.refuse(error)
-    print(args.precision.describe(), flush=True)
-    summary = airbench_run.job(args, splits) | {"precision": args.precision.describe()}
+    summary = airbench_run.job(args, splits)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     return 0

@@ -20,8 +20,8 @@ from PIL import Image
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from fastcore_ops.training.precision import Precision
-from fastcore_ops.training.tasks.classification import training_samples
+from fastcore_ops.training.precision import Precision, choose_precision
+from fastcore_ops.training.tasks.classification import split_folders, training_samples
 
 # What this run does that airbench 0.1.8's train94 on CUDA does not, each with why; summary.json lists them and the
 # job's docstring states each one.
@@ -159,22 +159,28 @@ def train_on_cpu(train_loader, test_loader, *, epochs: float, precision: Precisi
             "train_seconds": sum(training), "tta_seconds": tta, "airbench_seconds": sum(WallClock.spans)}
 
 
-def read_data(args) -> tuple[dict, dict]:
-    """The training and test splits of ``args`` (:func:`read_split`), with ``args.epochs`` and ``args.batch_size``
-    made airbench94's own where not given; ValueError for a batch larger than the training images."""
+def prepare(args) -> tuple[dict, dict]:
+    """Check the job's ``args`` and read its training and test splits (:func:`read_split`), before anything is
+    written: ``args.precision`` becomes our precision module's choice on the CPU, ``args.epochs`` and
+    ``args.batch_size`` airbench94's own where not given. ValueError or OSError for bad input."""
     from airbench.lib_airbench94 import hyp
 
+    train_root, test_root = split_folders(args.data)
+    if args.out.exists() and any(args.out.iterdir()):
+        raise ValueError(f"--out {args.out} is not empty; give a new folder")
+    args.precision = choose_precision(args.precision, torch.device("cpu"))
     args.epochs = hyp["opt"]["train_epochs"] if args.epochs is None else args.epochs
     args.batch_size = hyp["opt"]["batch_size"] if args.batch_size is None else args.batch_size
-    splits = read_split(args.train_root, args.subset), read_split(args.test_root)
+    splits = read_split(train_root, args.subset), read_split(test_root)
     if len(splits[0]["labels"]) < args.batch_size:
         raise ValueError(f"--batch-size {args.batch_size}: more than the {len(splits[0]['labels'])} training images; "
                          f"airbench drops the last incomplete batch, so give a smaller one or more images")
+    print(args.precision.describe(), flush=True)
     return splits
 
 
 def job(args, splits: tuple[dict, dict]) -> dict:
-    """Train airbench94 from ``args.seed`` on ``splits`` (:func:`read_data`); the summary the job writes."""
+    """Train airbench94 from ``args.seed`` on ``splits`` (:func:`prepare`); the summary the job writes."""
     train_split, test_split = splits
     with tempfile.TemporaryDirectory(prefix="airbench-") as folder:
         train_loader = cifar_loader(train_split, Path(folder), train=True, batch_size=args.batch_size)
@@ -183,4 +189,4 @@ def job(args, splits: tuple[dict, dict]) -> dict:
     result = train_on_cpu(train_loader, test_loader, epochs=args.epochs, precision=args.precision)
     return {**result, "epochs": args.epochs, "batch_size": args.batch_size, "seed": args.seed,
             "train_images": len(train_split["labels"]), "test_images": len(test_split["labels"]),
-            "deviations": DEVIATIONS}
+            "precision": args.precision.describe(), "deviations": DEVIATIONS}
