@@ -280,6 +280,8 @@ def parse_args(argv: list[str] | None = None):
         composer_run.check(args.config)
     elif args.device.type != "cpu":
         raise ValueError(f"--device {args.device}: the airbench job runs on the CPU; on a GPU, run airbench itself")
+    if args.peer != "airbench" and (args.airbench_epochs, args.airbench_batch_size) != (None, None):
+        raise ValueError(f"--airbench-epochs and --airbench-batch-size set airbench's run; this is --peer {args.peer}")
     check_claimable(args.out, "peers")
     return args
 

@@ -168,6 +168,7 @@ def _stranger(folder):
     ("composer_job", ["--recipe", "cifar_mild", "--data", "{missing}", "--peers", "{missing}"],
      "holds no composer package; install it there with `make peers`"),
     ("peers", ["--peer", "airbench", "--airbench-epochs", "0"], "argument --airbench-epochs: must be a number > 0"),
+    ("peers", ["--airbench-batch-size", "10"], "set airbench's run; this is --peer composer"),
     ("airbench_job", ["--data", "{missing}", "--peers", "{missing}"],
      "holds no airbench package; install it there with `make peers`"),
 ])
