@@ -20,7 +20,8 @@ airbench lives in ``.peers/`` with Composer (``make peers``), appended to ``sys.
 environment's packages. ``--epochs`` and ``--batch-size`` replace airbench's own only for short tests.
 
 Writes ``summary.json`` in ``--out``: ``metrics`` (``top1`` without TTA, ``top1_tta`` with
-airbench's TTA), ``train_seconds`` (what airbench times for the whitening and the epochs),
+airbench's TTA), ``train_seconds`` (what airbench times for the whitening and the epochs; not the
+evaluation without TTA after each epoch, which it prints but does not time),
 ``tta_seconds`` (its timed evaluation with TTA), ``airbench_seconds`` (their sum, the time airbench
 reports), ``steps``, ``epochs``, ``batch_size``, ``seed``, ``precision`` and ``deviations``.
 
