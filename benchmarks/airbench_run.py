@@ -33,8 +33,8 @@ DEVIATIONS = {
     "images": "read from a JPEG folder (train/, and test/ or val/) instead of torchvision's CIFAR-10 download, into "
               "the train.pt and test.pt airbench's CifarLoader reads",
     "image order": "the training images with their classes interleaved (each class's first image, then each "
-                   "class's second, ...), so that the first 5000, which fit the whitening layer, hold every class "
-                   "as CIFAR-10's first 5000 do",
+                   "class's second, ...), so that the first 5000, which fit the whitening layer, hold 500 of each "
+                   "class on the full set, about as many as CIFAR-10's own first 5000 hold",
     "image precision": "the images cast to fp32 after airbench's own fp16 scaling to [0, 1] (the same values; fp16 "
                        "arithmetic is slow on CPUs)",
     "timer": "torch.cuda.Event and torch.cuda.synchronize stood in by a wall clock (a CPU's work is done when its "
