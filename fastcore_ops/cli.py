@@ -271,7 +271,7 @@ def command(build_parser: Callable[[], argparse.ArgumentParser],
     """Make a command's ``main(argv) -> exit status`` from its parser and the decorated ``run(args)``.
 
     The command line is parsed, then ``check(args)`` checks what the parser cannot (it may complete
-    ``args``; it imports nothing heavy and writes nothing); what either raises of :data:`REFUSALS` is
+    ``args``, importing what it needs, and writes nothing); what either raises of :data:`REFUSALS` is
     refused (exit 2, one ``error:`` line) before ``run`` starts. ``run`` imports the command's
     machinery and does the work; it returns the exit status, or None for 0. A refusal that only the
     work can find is the work's to make.
@@ -364,6 +364,18 @@ def finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0.
+
+    >>> positive_float("9.9")
+    9.9
+    """
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
     return value
 
 
