@@ -24,9 +24,10 @@ from pathlib import Path
 import torch
 
 from fastcore_ops import cli
-from fastcore_ops.training.assemble import check_distributed_support, world_size_from_environment
+from fastcore_ops.training.assemble import world_size_from_environment
 from fastcore_ops.training.checkpoint import CheckpointError
 from fastcore_ops.training.config import TrainConfig, override
+from fastcore_ops.training.distributed_support import check_distributed_support
 from fastcore_ops.training.models.timm_models import is_timm_name
 from fastcore_ops.training.plugins import import_modules
 from fastcore_ops.training.recipes import get_recipe, list_recipes
@@ -117,7 +118,7 @@ def checked_request(args: argparse.Namespace) -> RunRequest:
     settings = dataclasses.replace(settings, world_size=world_size, data=task.data_fingerprint(config, data, found))
     if saved is not None:
         saved.check_same_inputs(settings)
-        task.keep_run_files(args.out, data, resume=True, write=os.environ.get("RANK", "0") == "0")
+        task.keep_run_files(args.out, data, found, resume=True, write=os.environ.get("RANK", "0") == "0")
     return RunRequest(config=config, settings=settings, task=task, device=torch.device(args.device), data=data,
                       found=found, out=args.out, resume=args.resume, strategy=args.strategy,
                       checkpoint_every=args.checkpoint_every, keep_checkpoints=args.keep_checkpoints,
