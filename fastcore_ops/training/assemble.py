@@ -31,10 +31,9 @@ import torch.distributed as dist
 from fastcore_ops.training import parallel
 from fastcore_ops.training.checkpoint import CheckpointPolicy
 from fastcore_ops.training.config import TrainConfig
-from fastcore_ops.training.methods.registry import active, plan_methods
+from fastcore_ops.training.methods.registry import plan_methods
 from fastcore_ops.training.optim import build_optimizer
-from fastcore_ops.training.tasks.base import Task
-from fastcore_ops.training.tasks.registry import all_tasks, task_named
+from fastcore_ops.training.tasks.registry import task_named
 from fastcore_ops.training.trainer import Trainer
 
 
@@ -82,29 +81,6 @@ def lr_scaling_note(config: TrainConfig, world_size: int) -> str:
 def world_size_from_environment() -> int:
     """The number of processes torchrun started (1 without torchrun)."""
     return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def check_distributed_support(config: TrainConfig, task: type[Task], strategy: str = "ddp") -> None:
-    """Refuse, before any work, what the distributed strategy cannot train (``task``: ``config``'s).
-
-        >>> check_distributed_support(TrainConfig(), task_named(TrainConfig().task), "fsdp")
-        Traceback (most recent call last):
-        ...
-        ValueError: --strategy fsdp shards the models of the tasks ...
-    """
-    if strategy not in parallel.STRATEGIES:
-        raise ValueError(f"--strategy must be one of {', '.join(parallel.STRATEGIES)}, got {strategy!r}")
-    if strategy == "fsdp" and not task.shards_model:
-        raise ValueError(f"--strategy fsdp shards the models of the tasks "
-                         f"{', '.join(t.name for t in all_tasks() if t.shards_model)}; task {task.name!r} trains with "
-                         f"--strategy ddp")
-    for method, _ in active(config.methods):
-        if world_size_from_environment() > 1 and not method.ddp:
-            raise ValueError(f"methods.{method.name} does not work with several processes (DistributedDataParallel); "
-                             f"train with one process or set methods.{method.name}=None")
-        if strategy == "fsdp" and not method.fsdp:
-            raise ValueError(f"methods.{method.name} does not work with --strategy fsdp; set methods.{method.name}=None "
-                             f"or use --strategy ddp")
 
 
 def joined_world_size() -> int:

@@ -39,19 +39,31 @@ __all__ = ["OPTIMIZERS", "PRECISIONS", "TOKENIZERS", "DataConfig", "MethodsConfi
            "override", "setup_hash", "to_dict", "validate", "with_changes"]
 
 
-def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
+def override(config: TrainConfig, assignments: list[str],
+             lineage: list[tuple[str, dict[str, object]]] = ()) -> TrainConfig:
     """A validated copy of ``config`` with each ``"section.field=value"`` (or top-level ``"field=value"``) applied.
 
     ``value`` is a Python literal of the field's type (a str field takes the text as it is);
     ``"section.group.field=value"`` sets one field of an option group that is on. Any fault
-    raises ValueError naming the assignment: what is wrong is the text given.
+    raises ValueError naming the assignment: what is wrong is the text given. lineage: recipes' changes
+    applied first, ``(recipe, {"section.field": value})`` as
+    :func:`~fastcore_ops.training.recipes.recipe_lineage` lists them, so that a recipe and a command line's
+    assignments make one configuration, validated once.
 
         >>> override(TrainConfig(), ["methods.colout.p_row=0.1"])
         Traceback (most recent call last):
         ...
         ValueError: --set methods.colout.p_row=0.1: methods.colout is off (None); turn it on first: --set methods.colout={} ...
+        >>> config = override(TrainConfig(), ["optimizer.lr=0.4"], [("fast", {"optimizer.lr": 0.8, "seed": 3})])
+        >>> config.optimizer.lr, config.seed
+        (0.4, 3)
     """
     config = dataclasses.replace(config)  # a copy, even with no assignments
+    for recipe, changes in lineage:
+        try:
+            config = _changed(config, changes)
+        except ValueError as error:
+            raise ValueError(f"recipe {recipe}: {error}") from None
     for assignment in assignments:
         path, sep, text = assignment.partition("=")
         if not sep:
@@ -71,13 +83,17 @@ def with_changes(config: TrainConfig, changes: dict[str, object]) -> TrainConfig
         >>> with_changes(TrainConfig(), {"optimizer.lr": 1, "methods.mixup": {"alpha": 0.2}}).optimizer.lr
         1.0
     """
-    config = dataclasses.replace(config)
+    return validated(_changed(dataclasses.replace(config), changes))
+
+
+def _changed(config: TrainConfig, changes: dict[str, object]) -> TrainConfig:
+    """``config`` with each dotted field of ``changes`` set to its Python value, not yet validated."""
     for path, value in changes.items():
         try:
             config = assign_value(config, path.split("."), value, "")
         except (TypeError, ValueError) as error:
             raise ValueError(f"{path}: {error}") from None
-    return validated(config)
+    return config
 
 
 def to_dict(config: TrainConfig) -> dict:
