@@ -142,7 +142,7 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
     forward_module = parallel.wrap(model, strategy, device, find_unused_parameters=plan.leaves_parameters_unused)
     if config.compile:
         forward_module = torch.compile(forward_module)
-    optimizer = build_optimizer(model, optimizer_config)
+    optimizer = build_optimizer(model, optimizer_config, [options for _, options in active(config.methods, "optimizer")])
     steps_per_epoch = len(train)
     return Trainer(
         model=model, optimizer=optimizer, forward_module=forward_module, task=task, train_loader=train,
