@@ -148,7 +148,9 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
         model=model, optimizer=optimizer, forward_module=forward_module, task=task, train_loader=train,
         total_steps=max(1, round(config.schedule.epochs * steps_per_epoch)),
         warmup_steps=round(config.schedule.warmup_epochs * steps_per_epoch),
-        final_lr_fraction=config.schedule.final_lr_fraction, methods=plan.hooks,
+        final_lr_fraction=config.schedule.final_lr_fraction,
+        warmup_start_fraction=config.schedule.warmup_start_fraction, lr_decay=config.schedule.lr_decay,
+        methods=plan.hooks,
         precision=config.precision, device=device, out=out, progress=progress, eval_every=eval_every,
         grad_clip_norm=config.optimizer.grad_clip_norm, checkpoint_policy=checkpoint_policy, compiled=config.compile,
         tensorboard=tensorboard)

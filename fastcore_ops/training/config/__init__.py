@@ -142,7 +142,8 @@ _HASHED_WHEN_OFF = frozenset({
 
 # The fields added since hashes were stored: each counts only away from its default, so adding one changes no
 # hash that was ever stored.
-_HASHED_AWAY_FROM_DEFAULT = ("methods.patch_whitening.eigenvalue_floor",)
+_HASHED_AWAY_FROM_DEFAULT = ("methods.patch_whitening.eigenvalue_floor", "schedule.warmup_start_fraction",
+                             "schedule.lr_decay")
 
 
 def _json_default(path: str) -> object:
