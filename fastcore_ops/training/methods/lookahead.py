@@ -97,6 +97,10 @@ class Lookahead(Method):
         """The share of the slow copy in the pull at optimizer step ``step`` of ``total_steps``."""
         return self.max_pull * min(1.0, step / total_steps) ** self.ramp_power
 
+    def cost_state(self, step: int, progress: float) -> str | None:
+        # Step ``step`` (counted from 0) ends with the run's ``step + 1``-th optimizer step, whose end may pull.
+        return "lookahead pull" if (step + 1) % self.every_steps == 0 else None
+
     def on_fit_start(self, state: TrainState) -> None:
         self._slow = {name: tensor.detach().clone() for name, tensor in _float_tensors(state.model).items()}
         if self._pending_state is not None:

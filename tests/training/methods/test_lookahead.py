@@ -59,6 +59,11 @@ def test_at_its_interval_it_pulls_the_weights_toward_the_slow_copy_and_not_betwe
     assert model[1].num_batches_tracked.item() == 0
 
 
+def test_the_cost_pass_is_told_which_steps_end_with_a_pull():
+    method = Lookahead(every_steps=3, max_pull=0.5, ramp_power=3.0)
+    assert [method.cost_state(step, step / 9) for step in range(6)] == [None, None, "lookahead pull"] * 2
+
+
 def test_the_run_ends_on_the_slow_copy():
     model = toy_model()
     method = Lookahead(every_steps=5, max_pull=0.5, ramp_power=3.0)
