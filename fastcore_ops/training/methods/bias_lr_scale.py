@@ -73,7 +73,7 @@ def bias_lr_groups(model: nn.Module, groups: list[dict], *, lr: float, scale: fl
     return kept + twins
 
 
-@register_method("bias_lr_scale", stage="optimizer", order=10, try_with={"scale": 8.0})
+@register_method("bias_lr_scale", stage="optimizer", order=10)
 @dataclass(frozen=True)
 class BiasLRScaleOptions:
     """The multiple of the learning rate the normalization biases train at; ``methods.bias_lr_scale``.

@@ -64,8 +64,8 @@ class CompactVGG(nn.Module):
         check_int("num_classes", num_classes, low=1)
         if len(widths) != 3:
             raise ValueError(f"widths must be the channels of 3 blocks, got {widths!r}")
-        for width in widths:
-            check_int("widths[i]", width, low=1)
+        for index, width in enumerate(widths):
+            check_int(f"widths[{index}]", width, low=1)
         self.logit_scale = check_number("logit_scale", logit_scale, low=0, low_open=True)
         self.stem = nn.Conv2d(3, 2 * 3 * 2 * 2, kernel_size=2, bias=True)
         self.act = nn.GELU()
