@@ -146,6 +146,7 @@ _HASHED_AWAY_FROM_DEFAULT = ("methods.patch_whitening.eigenvalue_floor", "schedu
                              "schedule.lr_decay")
 
 
+@functools.cache  # every hash asks
 def _json_default(path: str) -> object:
     """The default of the field at dotted ``path`` (``section.field`` or ``methods.<name>.<option>``), as JSON."""
     section, *rest = path.split(".")
