@@ -124,13 +124,15 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
     forward_module = parallel.wrap(model, strategy, device, find_unused_parameters=plan.leaves_parameters_unused)
     if config.compile:
         forward_module = torch.compile(forward_module)
-    optimizer = build_optimizer(model, optimizer_config)
+    optimizer = build_optimizer(model, optimizer_config, [options for _, options in active(config.methods, "optimizer")])
     steps_per_epoch = len(train)
     return Trainer(
         model=model, optimizer=optimizer, forward_module=forward_module, task=task, train_loader=train,
         total_steps=max(1, round(config.schedule.epochs * steps_per_epoch)),
         warmup_steps=round(config.schedule.warmup_epochs * steps_per_epoch),
-        final_lr_fraction=config.schedule.final_lr_fraction, methods=plan.hooks,
+        final_lr_fraction=config.schedule.final_lr_fraction,
+        warmup_start_fraction=config.schedule.warmup_start_fraction, lr_decay=config.schedule.lr_decay,
+        methods=plan.hooks,
         precision=config.precision, device=device, out=out, progress=progress, eval_every=eval_every,
         grad_clip_norm=config.optimizer.grad_clip_norm, checkpoint_policy=checkpoint_policy, compiled=config.compile,
         tensorboard=tensorboard)

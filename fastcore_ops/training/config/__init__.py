@@ -23,6 +23,7 @@ turns a method on with its defaults (or give a dict of some of its options),
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -32,7 +33,7 @@ from fastcore_ops.training.config.fields import assign, assign_value, difference
 from fastcore_ops.training.config.schema import (OPTIMIZERS, PRECISIONS, TOKENIZERS, DataConfig, MethodsConfig,
                                                  ModelConfig, OptimizerConfig, ScheduleConfig, TextConfig, TrainConfig)
 from fastcore_ops.training.config.validation import validate, validated
-from fastcore_ops.training.methods.registry import methods_of
+from fastcore_ops.training.methods.registry import methods_of, registered
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "TOKENIZERS", "DataConfig", "MethodsConfig", "ModelConfig", "OptimizerConfig",
            "ScheduleConfig", "TextConfig", "TrainConfig", "config_hash", "differences", "from_dict", "load_config",
@@ -147,6 +148,22 @@ _HASHED_WHEN_OFF = frozenset({
     "squeeze_excite", "stochastic_depth", "swa", "tta"})
 
 
+# The fields added since hashes were stored: each counts only away from its default, so adding one changes no
+# hash that was ever stored.
+_HASHED_AWAY_FROM_DEFAULT = ("methods.patch_whitening.eigenvalue_floor", "schedule.warmup_start_fraction",
+                             "schedule.lr_decay")
+
+
+@functools.cache  # every hash asks
+def _json_default(path: str) -> object:
+    """The default of the field at dotted ``path`` (``section.field`` or ``methods.<name>.<option>``), as JSON."""
+    section, *rest = path.split(".")
+    if section == "methods":
+        name, option = rest
+        return to_dict(TrainConfig(methods=MethodsConfig(**{name: registered(name).options()})))["methods"][name][option]
+    return to_dict(TrainConfig())[section][rest[0]]
+
+
 def config_hash(config: TrainConfig) -> str:
     """12 hex digits that change with any field (the run's name does not count).
 
@@ -158,6 +175,11 @@ def config_hash(config: TrainConfig) -> str:
     values.pop("name")
     values["methods"] = {name: options for name, options in values["methods"].items()
                          if options is not None or name in _HASHED_WHEN_OFF}
+    for path in _HASHED_AWAY_FROM_DEFAULT:
+        *sections, name = path.split(".")
+        holder = functools.reduce(lambda section, key: section.get(key) or {}, sections, values)
+        if name in holder and holder[name] == _json_default(path):
+            del holder[name]
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
 
 
