@@ -31,7 +31,7 @@ import torch.distributed as dist
 from fastcore_ops.training import parallel
 from fastcore_ops.training.checkpoint import CheckpointPolicy
 from fastcore_ops.training.config import TrainConfig
-from fastcore_ops.training.methods.registry import plan_methods
+from fastcore_ops.training.methods.registry import active, plan_methods
 from fastcore_ops.training.optim import build_optimizer
 from fastcore_ops.training.tasks.registry import task_named
 from fastcore_ops.training.trainer import Trainer
