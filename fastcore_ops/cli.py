@@ -361,10 +361,7 @@ def finite_float(text: str) -> float:
     >>> finite_float("0.5")
     0.5
     """
-    value = float(text)
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
+    return _finite_number(text, above=None)
 
 
 def positive_float(text: str) -> float:
@@ -373,9 +370,15 @@ def positive_float(text: str) -> float:
     >>> positive_float("9.9")
     9.9
     """
-    value = finite_float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return _finite_number(text, above=0.0)
+
+
+def _finite_number(text: str, above: float | None) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    if above is not None and value <= above:
+        raise argparse.ArgumentTypeError(f"must be a number > {above:g}, got {text!r}")
     return value
 
 
