@@ -141,15 +141,46 @@ def _bytes(instructions, kind: str) -> int:
     return sum(width * count for width, count in _accesses(instructions, kind).items()) // 8
 
 
-def _innermost_loops(instructions) -> list[list]:
-    """Each innermost loop's instructions: from a backward branch's target to the branch, holding no other loop."""
-    spans = []
+def sass_loops(instructions) -> list[tuple[int, int]]:
+    """The address ranges of the loops in ``instructions``: each from a backward branch's target (the loop's
+    head) to the last branch back to it, in order of head. ``BRA 0x10`` at 0x30 makes the loop (0x10, 0x30)."""
+    ends = {}
     for address, opcode, operands in instructions:
         target = re.search(r"0x([0-9a-f]+)", operands)
         if opcode.startswith("BRA") and target and int(target[1], 16) < address:
-            spans.append((int(target[1], 16), address))
-    innermost = [s for s in spans if not any(o != s and s[0] <= o[0] and o[1] <= s[1] for o in spans)]
-    return [[i for i in instructions if start <= i[0] <= end] for start, end in innermost]
+            head = int(target[1], 16)
+            ends[head] = max(ends.get(head, address), address)
+    return sorted(ends.items())
+
+
+def _within(instructions, loop: tuple[int, int]) -> list:
+    """The instructions of ``instructions`` inside the address range ``loop``."""
+    return [i for i in instructions if loop[0] <= i[0] <= loop[1]]
+
+
+def _main_loop(instructions, kind: str) -> tuple[list, str | None]:
+    """The main loop's instructions (the whole kernel's where it has none), and why they cannot be read as
+    what one pass issues, or None where they can.
+
+    The main loop is the innermost loop whose accesses of ``kind`` move the most bytes. Its body, read once,
+    is what one iteration issues only if no other loop shares its range: a loop around it runs its own
+    instructions once per trip set of the main loop, a number the SASS does not give. The whole kernel is
+    the body only where it has no loop: read once, a loop in it would count once however often it runs.
+    """
+    loops = sass_loops(instructions)
+    if not loops:
+        return instructions, None
+    innermost = [loop for loop in loops if not any(o != loop and loop[0] <= o[0] and o[1] <= loop[1] for o in loops)]
+    main = max(innermost, key=lambda loop: _bytes(_within(instructions, loop), kind))
+    body = _within(instructions, main)
+    if not _bytes(body, kind):
+        return instructions, (f"none of its {len(loops)} loops moves the {kind} bytes its elements are counted "
+                              "by, and its whole code, read once, would count a loop's body once for all its trips")
+    tangled = [f"{o[0]:#x}-{o[1]:#x}" for o in loops if o != main and o[0] <= main[1] and main[0] <= o[1]]
+    if tangled:
+        return body, (f"its main loop {main[0]:#x}-{main[1]:#x} lies within the loop(s) {', '.join(tangled)}, "
+                      "whose own instructions run an unknown number of times an element (the SASS gives no trip count)")
+    return body, None
 
 
 def _widths(counter: Counter) -> dict[str, int]:
@@ -160,21 +191,23 @@ def _widths(counter: Counter) -> dict[str, int]:
 def read_sass(sass: str, streaming: Streaming | None) -> dict:
     """The widths of a kernel's global loads and stores and, for a memory-bound one, its main loop's.
 
-    The main loop is the innermost loop that moves the most of the bytes ``streaming`` counts (the whole kernel
-    where no loop moves any: it was unrolled, or there is none); those bytes over the bytes an element moves
-    give the elements it handles per thread, and its instructions over them the instructions per element.
+    The main loop's bytes of the kind ``streaming`` counts, over the bytes an element moves, give the
+    elements it handles a thread, and its instructions over them the instructions per element. Where
+    _main_loop cannot weigh the loops, ``unweighable`` says why instead of a count that would pass falsely.
     """
     instructions = _instructions(sass)
     made = {"instructions": len(instructions), "loads": _widths(_accesses(instructions, "LDG")),
             "stores": _widths(_accesses(instructions, "STG"))}
     if streaming is not None:
         kind = "LDG" if streaming.counts_loads else "STG"
-        body = max(_innermost_loops(instructions), key=lambda loop: _bytes(loop, kind), default=[])
-        body = body if _bytes(body, kind) else instructions
-        elements = _bytes(body, kind) / streaming.loop_bytes
+        body, unweighable = _main_loop(instructions, kind)
         made.update(loop_instructions=len(body), loop_loads=_widths(_accesses(body, "LDG")),
-                    loop_stores=_widths(_accesses(body, "STG")), elements_per_thread=elements,
-                    instructions_per_element=round(len(body) / elements, 1), dram_bytes=streaming.dram_bytes)
+                    loop_stores=_widths(_accesses(body, "STG")), dram_bytes=streaming.dram_bytes)
+        if unweighable:
+            made["unweighable"] = unweighable
+        else:
+            elements = _bytes(body, kind) / streaming.loop_bytes
+            made.update(elements_per_thread=elements, instructions_per_element=round(len(body) / elements, 1))
     return made
 
 
