@@ -10,7 +10,8 @@ each kernel's declaration (``compile_cases`` in benchmarks/kernels/<kernel>.py).
 
 From each cubin cuobjdump reads the registers, stack and shared memory; for one config a
 case (its ``representative``) also the SASS: the widths of its global loads and stores and
-its main loop's instructions per element. ``--report FILE`` writes these as JSON, which
+its main loop's instructions per element (or, where a loop's trips would be needed to count them, why
+not: see _main_loop). ``--report FILE`` writes these as JSON, which
 tests/kernels/test_h100_compile.py judges against docs/kernels.md ("What the compiler made").
 Run as a script (the interpreter must be off): ``python -m tests.kernels.h100_compile``.
 """
