@@ -159,29 +159,37 @@ def _within(instructions, loop: tuple[int, int]) -> list:
     return [i for i in instructions if loop[0] <= i[0] <= loop[1]]
 
 
+def _home(address: int, loops) -> tuple[int, int] | None:
+    """The innermost of ``loops`` that holds ``address`` (None outside them all)."""
+    return min((loop for loop in loops if loop[0] <= address <= loop[1]), key=lambda loop: loop[1] - loop[0],
+               default=None)
+
+
 def _main_loop(instructions, kind: str) -> tuple[list, str | None]:
     """The main loop's instructions (the whole kernel's where it has none), and why they cannot be read as
     what one pass issues, or None where they can.
 
-    The main loop is the innermost loop whose accesses of ``kind`` move the most bytes. Its body, read once,
-    is what one iteration issues only if no other loop shares its range: a loop around it runs its own
-    instructions once per trip set of the main loop, a number the SASS does not give. The whole kernel is
-    the body only where it has no loop: read once, a loop in it would count once however often it runs.
+    The loops that move bytes are those whose own code (outside the loops within them) holds accesses of
+    ``kind``; the main loop is the one of them that moves the most. Read once, a loop's body is one pass
+    only where no other loop shares its range: a loop within it runs an unknown number of trips a pass, and
+    a loop around it runs its own code once per set of them, numbers the SASS does not give. The whole
+    kernel is one pass only where it has no loop.
     """
     loops = sass_loops(instructions)
     if not loops:
         return instructions, None
-    innermost = [loop for loop in loops if not any(o != loop and loop[0] <= o[0] and o[1] <= loop[1] for o in loops)]
-    main = max(innermost, key=lambda loop: _bytes(_within(instructions, loop), kind))
-    body = _within(instructions, main)
-    if not _bytes(body, kind):
+    moving = {_home(address, loops) for address, opcode, _ in instructions if opcode.startswith(kind)} - {None}
+    if not moving:
         return instructions, (f"none of its {len(loops)} loops moves the {kind} bytes its elements are counted "
                               "by, and its whole code, read once, would count a loop's body once for all its trips")
-    tangled = [f"{o[0]:#x}-{o[1]:#x}" for o in loops if o != main and o[0] <= main[1] and main[0] <= o[1]]
-    if tangled:
-        return body, (f"its main loop {main[0]:#x}-{main[1]:#x} lies within the loop(s) {', '.join(tangled)}, "
-                      "whose own instructions run an unknown number of times an element (the SASS gives no trip count)")
-    return body, None
+    main = max(sorted(moving), key=lambda loop: _bytes(_within(instructions, loop), kind))
+    for loop in sorted(moving):
+        tangled = [f"{o[0]:#x}-{o[1]:#x}" for o in loops if o != loop and o[0] <= loop[1] and loop[0] <= o[1]]
+        if tangled:
+            return _within(instructions, main), (
+                f"its loop {loop[0]:#x}-{loop[1]:#x}, which moves {kind} bytes, shares its range with the loop(s) "
+                f"{', '.join(tangled)}, so its instructions an element hang on trip counts the SASS does not give")
+    return _within(instructions, main), None
 
 
 def _widths(counter: Counter) -> dict[str, int]:

@@ -238,13 +238,18 @@ STRAIGHT = _sass("LDG.E.128 R4, desc[UR4][R2.64]", "FADD R0, R4, R5", "STG.E des
 # One loop, 0x10 to 0x40, with two branches back to its head (a `continue` and the loop's end).
 LOOP = _sass("MOV R0, RZ", "LDG.E R4, desc[UR4][R2.64]", "@P1 BRA 0x10", "STG.E desc[UR4][R6.64], R4",
              "@P0 BRA 0x10", "EXIT")
-# A loop over a window's rows (0x20 to 0x40, its loads) within a loop over pixels (0x10 to 0x60, its store).
+# A loop over a window's rows (0x20 to 0x40, its loads) within a loop over pixels (0x10 to 0x60, its store),
+# and the compiler's copy of the pixels' loop for zero rows (0x80 to 0x90), which only stores zeros.
 NESTED = _sass("MOV R0, RZ", "IADD3 R1, R1, 0x1, RZ", "LDG.E R4, desc[UR4][R2.64]", "FADD R0, R0, R4",
-               "@P1 BRA 0x20", "STG.E desc[UR4][R6.64], R0", "@P0 BRA 0x10", "EXIT")
+               "@P1 BRA 0x20", "STG.E desc[UR4][R6.64], R0", "@P0 BRA 0x10", "EXIT",
+               "STG.E desc[UR4][R6.64], RZ", "@P0 BRA 0x80", "EXIT")
+# A loop that only loads (0x0 to 0x10), its sum stored after it.
+LOADS_LOOP = _sass("LDG.E R4, desc[UR4][R2.64]", "@P0 BRA 0x0", "STG.E desc[UR4][R6.64], R4", "EXIT")
 
 
 @pytest.mark.parametrize(("sass", "loops"), [(STRAIGHT, []), (LOOP, [(0x10, 0x40)]),
-                                              (NESTED, [(0x10, 0x60), (0x20, 0x40)])])
+                                              (NESTED, [(0x10, 0x60), (0x20, 0x40), (0x80, 0x90)]),
+                                              (LOADS_LOOP, [(0x0, 0x10)])])
 def test_sass_loops_are_found_by_their_backward_branches(sass, loops):
     pytest.importorskip("triton")
     from tests.kernels import h100_compile
@@ -260,10 +265,14 @@ def test_a_loop_the_sass_cannot_weigh_is_refused_not_counted_once():
     # The straight block is counted whole, the loop per pass: 7 and 4 instructions for their one element.
     assert h100_compile.read_sass(STRAIGHT, stores)["instructions_per_element"] == 7
     assert h100_compile.read_sass(LOOP, stores)["instructions_per_element"] == 4
-    # Nested, no loop is one pass: counted by its stores, the innermost loop stores nothing and the whole
-    # code would count the rows' loop once; counted by its loads, the rows' loop lies within the pixels'.
+    # Nested, no loop is one pass. Counted by its stores, the pixels' loop stores but holds the rows' loop (read
+    # by its innermost storing loop, the zero rows' copy, it would pass at 2); counted by its loads, the rows'
+    # loop lies within the pixels'. A loop that moves none of the counted bytes leaves only the whole code.
     by_stores, by_loads = h100_compile.read_sass(NESTED, stores), h100_compile.read_sass(NESTED, loads)
-    assert "instructions_per_element" not in by_stores and "none of its 2 loops" in by_stores["unweighable"]
-    assert "instructions_per_element" not in by_loads and "within the loop(s) 0x10-0x60" in by_loads["unweighable"]
+    assert "instructions_per_element" not in by_stores and "its loop 0x10-0x60" in by_stores["unweighable"]
+    assert "instructions_per_element" not in by_loads and "its loop 0x20-0x40" in by_loads["unweighable"]
+    stored_after = h100_compile.read_sass(LOADS_LOOP, stores)
+    assert "instructions_per_element" not in stored_after and "none of its 1 loops" in stored_after["unweighable"]
+    assert h100_compile.read_sass(LOADS_LOOP, loads)["instructions_per_element"] == 2
     report = {"made": [{"case": "_toy K=3", "kernel": "_toy", "representative": True, **by_loads}]}
     assert list(instruction_bound(report)) == ["_toy K=3"] and "_toy: " in instruction_bound(report)["_toy K=3"]
