@@ -204,6 +204,16 @@ def test_a_toy_kernel_goes_through_the_compile_check_from_its_declaration(tmp_pa
         assert misses(made) == {}, misses.__name__
 
 
+def test_a_row_loop_within_a_tile_loop_is_refused_from_its_real_sass(tmp_path):
+    """The compiled kernel of tests/kernels/rows_loop_kernel.py, whose count the SASS cannot give, is a miss."""
+    made = _compile(tmp_path / "made.json", "--spec", "tests.kernels.rows_loop_kernel:SPEC")
+    if made["cuobjdump"] is None:
+        pytest.skip("Triton's cuobjdump is missing (triton/backends/nvidia/bin): registers and SASS not read")
+    misses = instruction_bound(made)
+    assert list(misses) == ["_tile_rows_sum_kernel"] and "shares its range with the loop(s)" in misses[
+        "_tile_rows_sum_kernel"], misses
+
+
 def test_sass_and_occupancy_are_read_as_documented():
     pytest.importorskip("triton")
     from tests.kernels import h100_compile
