@@ -36,7 +36,8 @@ $(INSTALLED): FORCE
 endif
 FORCE:
 
-# Composer, for python -m benchmarks.peers: its own folder, without its dependencies (it pins an older torch).
+# The peers of python -m benchmarks.peers, Composer and airbench: their own folder, without their dependencies
+# (Composer pins an older torch; airbench needs only torch and torchvision).
 PEERS := .peers/.installed
 $(PEERS): benchmarks/peers-requirements.txt $(INSTALLED)
 	rm -rf .peers

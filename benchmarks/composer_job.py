@@ -23,26 +23,17 @@ evaluation), ``steps`` and ``metrics`` (top-1 and loss on the evaluation images)
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 from fastcore_ops import cli
 
-from .job_cli import LOADERS, job_command, job_parser
-
-
-def composer_folder(text: str) -> Path:
-    """An argparse type: a folder holding the ``composer`` package."""
-    if not (Path(text) / "composer" / "__init__.py").is_file():
-        raise argparse.ArgumentTypeError(f"{text} holds no composer package; install it there with `make peers`")
-    return Path(text)
+from .job_cli import LOADERS, installed_in, job_command, job_parser
 
 
 def build_parser() -> cli.ArgumentParser:
     """The command line of ``python -m benchmarks.composer_job``."""
     parser = job_parser("python -m benchmarks.composer_job", cli.description(__doc__))
-    parser.add_argument("--peers", type=composer_folder, required=True,
+    parser.add_argument("--peers", type=installed_in("composer"), required=True,
                         help="the folder Composer is installed in (make peers)")
     parser.add_argument("--loader", choices=LOADERS, default="torchvision",
                         help="the training images through torchvision's DataLoader or through ours")

@@ -22,6 +22,22 @@ from fastcore_ops.training.recipes import list_recipes
 LOADERS = ("torchvision", "ours")
 
 
+def installed_in(package: str):
+    """An argparse type: a folder holding ``package`` (a peer that ``make peers`` installs there).
+
+        >>> installed_in("composer")("/nowhere")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: /nowhere holds no composer package; install it there with `make peers`
+    """
+    def folder(text: str) -> Path:
+        if not (Path(text) / package / "__init__.py").is_file():
+            raise argparse.ArgumentTypeError(f"{text} holds no {package} package; install it there with `make peers`")
+        return Path(text)
+
+    return folder
+
+
 def job_parser(prog: str, description: str) -> cli.ArgumentParser:
     """A parser with the arguments every job takes; a job adds its own."""
     parser = cli.ArgumentParser(prog=prog, description=description)

@@ -271,7 +271,7 @@ def command(build_parser: Callable[[], argparse.ArgumentParser],
     """Make a command's ``main(argv) -> exit status`` from its parser and the decorated ``run(args)``.
 
     The command line is parsed, then ``check(args)`` checks what the parser cannot (it may complete
-    ``args``; it imports nothing heavy and writes nothing); what either raises of :data:`REFUSALS` is
+    ``args``, importing what it needs, and writes nothing); what either raises of :data:`REFUSALS` is
     refused (exit 2, one ``error:`` line) before ``run`` starts. ``run`` imports the command's
     machinery and does the work; it returns the exit status, or None for 0. A refusal that only the
     work can find is the work's to make.
@@ -361,9 +361,24 @@ def finite_float(text: str) -> float:
     >>> finite_float("0.5")
     0.5
     """
+    return _finite_number(text, above=None)
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0.
+
+    >>> positive_float("9.9")
+    9.9
+    """
+    return _finite_number(text, above=0.0)
+
+
+def _finite_number(text: str, above: float | None) -> float:
     value = float(text)
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    if above is not None and value <= above:
+        raise argparse.ArgumentTypeError(f"must be a number > {above:g}, got {text!r}")
     return value
 
 

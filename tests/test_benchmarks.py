@@ -167,6 +167,10 @@ def _stranger(folder):
     ("step_floor", ["--recipe", "gpt_baseline", "--data", "{missing}"], "source must be an existing folder of text"),
     ("composer_job", ["--recipe", "cifar_mild", "--data", "{missing}", "--peers", "{missing}"],
      "holds no composer package; install it there with `make peers`"),
+    ("peers", ["--peer", "airbench", "--airbench-epochs", "0"], "argument --airbench-epochs: must be a number > 0"),
+    ("peers", ["--airbench-batch-size", "10"], "set airbench's run; this is --peer composer"),
+    ("airbench_job", ["--data", "{missing}", "--peers", "{missing}"],
+     "holds no airbench package; install it there with `make peers`"),
 ])
 def test_a_refused_benchmark_says_why_in_one_line_and_writes_nothing(command, arguments, message, tmp_path, capsys):
     stranger, out = _stranger(tmp_path / "stranger"), tmp_path / "out"

@@ -51,7 +51,7 @@ def test_without_composer_it_says_so_in_one_line_and_times_ours_against_the_floo
     assert "running" not in capsys.readouterr().out and _read(out) == report
 
 
-@pytest.mark.skipif(peers.composer_version(peers.REPOSITORY / ".peers") is None,
+@pytest.mark.skipif(peers.peer_version(peers.REPOSITORY / ".peers", "composer") is None,
                     reason="Composer is not installed in .peers/ (make peers; make test installs it)")
 def test_composer_trains_the_same_steps_with_its_own_algorithms(micro_cifar, tmp_path):
     out = tmp_path / "out"
@@ -88,3 +88,30 @@ def test_a_composer_job_names_the_methods_it_cannot_hand_over():
         composer_run.check(get_recipe("resnet50_hot"))
     with pytest.raises(ValueError, match="task 'language_model'"):
         composer_run.check(get_recipe("gpt_baseline"))
+
+
+@pytest.mark.skipif(peers.peer_version(peers.REPOSITORY / ".peers", "airbench") is None,
+                    reason="airbench is not installed in .peers/ (make peers; make test installs it)")
+def test_airbench_pairs_against_ours_on_held_out_seeds_with_each_side_s_top1(micro_cifar, tmp_path):
+    out = tmp_path / "out"
+    assert peers.main(["--peer", "airbench", "--data", str(micro_cifar), "--pairs", "2", "--out", str(out), *SHORT,
+                       "--airbench-epochs", "1", "--airbench-batch-size", "10"]) == 0
+    report = _read(out)
+    assert report["airbench"] == "0.1.8" and "composer" not in report
+    runs = [(run["pair"], run["trainer"], run["seed"]) for run in report["runs"]]
+    assert runs == [(0, "ours", 3), (0, "airbench", 3), (1, "airbench", 4), (1, "ours", 4)]
+    assert json.loads((out / "runs" / "ours-1" / "config.json").read_text())["seed"] == 4
+    airbench = [run for run in report["runs"] if run["trainer"] == "airbench"]
+    assert all(run["steps"] == 2 and 0 <= run["top1_tta"] <= 1 and run["tta_seconds"] > 0 for run in airbench)
+    table = (out / "peers.md").read_text()
+    assert "airbench's time over ours: median" in table and "airbench's time with its TTA evaluation" in table
+    assert "airbench's top-1 with TTA: mean" in table and "Our top-1 without TTA: mean" in table
+
+
+def test_airbench_runs_on_the_cpu_only(micro_cifar, tmp_path, monkeypatch, capsys):
+    from fastcore_ops import checks
+
+    monkeypatch.setattr(checks, "check_device", lambda flag, name: torch.device(name))  # as if this machine had CUDA
+    assert peers.main(["--peer", "airbench", "--device", "cuda", "--data", str(micro_cifar),
+                       "--out", str(tmp_path / "out")]) == 2
+    assert "the airbench job runs on the CPU" in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -65,30 +65,13 @@ def _configs(*tiles: tuple[int, int, int, int]) -> list[triton.Config]:
 # Some configs exceed an H100's 227 KB of shared memory in the worst case (fp32 at D = 128);
 # Triton's autotuner skips configs that fail to launch, and each list keeps at least two
 # that fit every dtype and head dim (checked by compiling them for sm_90).
-_FORWARD_CONFIGS = _configs(
-    (128, 64, 8, 3),
-    (128, 64, 4, 3),
-    (128, 128, 8, 2),
-    (128, 128, 8, 3),
-    (64, 64, 4, 4),
-    (64, 128, 4, 3),
-)
+_FORWARD_CONFIGS = _configs((128, 64, 8, 3), (128, 64, 4, 3), (128, 128, 8, 2), (128, 128, 8, 3), (64, 64, 4, 4),
+                            (64, 128, 4, 3))
 # dK/dV programs keep a key tile and two fp32 accumulators of it resident, so their key
 # tile (BLOCK_N) is the large one; dQ programs keep a query tile (BLOCK_M) resident.
-_DKDV_CONFIGS = _configs(
-    (64, 128, 8, 2),
-    (64, 128, 8, 3),
-    # With D = 128 the 64-query tiles spill registers; 32-query tiles do not.
-    (32, 128, 8, 3),
-    (64, 64, 4, 3),
-    (64, 64, 4, 4),
-)
-_DQ_CONFIGS = _configs(
-    (128, 64, 8, 2),
-    (128, 64, 8, 3),
-    (64, 64, 4, 3),
-    (64, 64, 4, 4),
-)
+# With D = 128 dK/dV's 64-query tiles spill registers; its 32-query tile does not.
+_DKDV_CONFIGS = _configs((64, 128, 8, 2), (64, 128, 8, 3), (32, 128, 8, 3), (64, 64, 4, 3), (64, 64, 4, 4))
+_DQ_CONFIGS = _configs((128, 64, 8, 2), (128, 64, 8, 3), (64, 64, 4, 3), (64, 64, 4, 4))
 _PREPROCESS_BLOCK_M = 64
 
 

@@ -33,8 +33,7 @@ from fastcore_ops.training.checkpoint import CheckpointPolicy
 from fastcore_ops.training.config import TrainConfig
 from fastcore_ops.training.methods.registry import active, plan_methods
 from fastcore_ops.training.optim import build_optimizer
-from fastcore_ops.training.tasks.base import Task
-from fastcore_ops.training.tasks.registry import all_tasks, task_named
+from fastcore_ops.training.tasks.registry import task_named
 from fastcore_ops.training.trainer import Trainer
 
 
@@ -84,29 +83,6 @@ def world_size_from_environment() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def check_distributed_support(config: TrainConfig, task: type[Task], strategy: str = "ddp") -> None:
-    """Refuse, before any work, what the distributed strategy cannot train (``task``: ``config``'s).
-
-        >>> check_distributed_support(TrainConfig(), task_named(TrainConfig().task), "fsdp")
-        Traceback (most recent call last):
-        ...
-        ValueError: --strategy fsdp shards the models of the tasks ...
-    """
-    if strategy not in parallel.STRATEGIES:
-        raise ValueError(f"--strategy must be one of {', '.join(parallel.STRATEGIES)}, got {strategy!r}")
-    if strategy == "fsdp" and not task.shards_model:
-        raise ValueError(f"--strategy fsdp shards the models of the tasks "
-                         f"{', '.join(t.name for t in all_tasks() if t.shards_model)}; task {task.name!r} trains with "
-                         f"--strategy ddp")
-    for method, _ in active(config.methods):
-        if world_size_from_environment() > 1 and not method.ddp:
-            raise ValueError(f"methods.{method.name} does not work with several processes (DistributedDataParallel); "
-                             f"train with one process or set methods.{method.name}=None")
-        if strategy == "fsdp" and not method.fsdp:
-            raise ValueError(f"methods.{method.name} does not work with --strategy fsdp; set methods.{method.name}=None "
-                             f"or use --strategy ddp")
-
-
 def joined_world_size() -> int:
     """The number of processes in the process group this one joined (1 when it joined none).
 
@@ -148,13 +124,15 @@ def build_trainer(config: TrainConfig, *, data: Path, out: Path | None, device: 
     forward_module = parallel.wrap(model, strategy, device, find_unused_parameters=plan.leaves_parameters_unused)
     if config.compile:
         forward_module = torch.compile(forward_module)
-    optimizer = build_optimizer(model, optimizer_config)
+    optimizer = build_optimizer(model, optimizer_config, [options for _, options in active(config.methods, "optimizer")])
     steps_per_epoch = len(train)
     return Trainer(
         model=model, optimizer=optimizer, forward_module=forward_module, task=task, train_loader=train,
         total_steps=max(1, round(config.schedule.epochs * steps_per_epoch)),
         warmup_steps=round(config.schedule.warmup_epochs * steps_per_epoch),
-        final_lr_fraction=config.schedule.final_lr_fraction, methods=plan.hooks,
+        final_lr_fraction=config.schedule.final_lr_fraction,
+        warmup_start_fraction=config.schedule.warmup_start_fraction, lr_decay=config.schedule.lr_decay,
+        methods=plan.hooks,
         precision=config.precision, device=device, out=out, progress=progress, eval_every=eval_every,
         grad_clip_norm=config.optimizer.grad_clip_norm, checkpoint_policy=checkpoint_policy, compiled=config.compile,
         tensorboard=tensorboard)

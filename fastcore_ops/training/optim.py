@@ -29,9 +29,7 @@ from torch import nn
 
 from fastcore_ops.checks import check_choice
 from fastcore_ops.training.config import OPTIMIZERS, OptimizerConfig
-
-# Modules whose weights are scales and shifts, not filters: decaying them toward 0 only hurts.
-_NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.GroupNorm, nn.LayerNorm)
+from fastcore_ops.training.methods.bias_lr_scale import NORM_TYPES
 
 
 class DecoupledSGDW(torch.optim.SGD):
@@ -64,7 +62,7 @@ class DecoupledSGDW(torch.optim.SGD):
 
 def _exempt(module: nn.Module, name: str, *, norm_and_bias: bool, embeddings: bool) -> bool:
     """Whether ``module``'s own parameter ``name`` goes without weight decay."""
-    if norm_and_bias and (isinstance(module, _NORM_TYPES) or name == "bias"):
+    if norm_and_bias and (isinstance(module, NORM_TYPES) or name == "bias"):
         return True
     return embeddings and isinstance(module, nn.Embedding) and name == "weight"
 
@@ -96,9 +94,12 @@ def _timm_optimizer(name: str):
     return {"lamb": timm_optim.Lamb, "lars": timm_optim.Lars}[name]
 
 
-def build_optimizer(model: nn.Module, config: OptimizerConfig) -> torch.optim.Optimizer:
+def build_optimizer(model: nn.Module, config: OptimizerConfig, group_methods=()) -> torch.optim.Optimizer:
     """``config.name``'s optimizer over :func:`parameter_groups`: SGD (SGDW with decoupled decay),
     AdamW, LAMB or LARS.
+
+    group_methods: the options of the run's optimizer-stage methods, in their order (``methods.bias_lr_scale``):
+    each reshapes the groups (``shape_groups``) before the optimizer is built.
 
     AdamW ignores momentum, nesterov and decoupled_weight_decay: its decay is decoupled always.
     LAMB (You et al., 2020) and LARS (You et al., 2017) are timm's: both scale each parameter's
@@ -109,6 +110,10 @@ def build_optimizer(model: nn.Module, config: OptimizerConfig) -> torch.optim.Op
     check_choice("optimizer.name", config.name, OPTIMIZERS)
     groups = parameter_groups(model, config.weight_decay, no_decay_norm_and_bias=config.no_decay_norm_and_bias,
                               no_decay_embeddings=config.no_decay_embeddings)
+    # Every optimizer's decay per step grows with the group's learning rate but SGDW's, which follows its schedule only.
+    decay_follows_lr = not (config.name == "sgd" and config.decoupled_weight_decay)
+    for options in group_methods:
+        groups = options.shape_groups(model, groups, lr=config.lr, decay_follows_lr=decay_follows_lr)
     if config.name == "adamw":
         # Fused: one kernel over every parameter, PyTorch's fastest AdamW, and on a CPU the only one whose
         # arithmetic is the same on every x86 CPU. The others take their square root from MKL's VML, which

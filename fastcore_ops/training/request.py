@@ -24,12 +24,13 @@ from pathlib import Path
 import torch
 
 from fastcore_ops import cli
-from fastcore_ops.training.assemble import check_distributed_support, world_size_from_environment
+from fastcore_ops.training.assemble import world_size_from_environment
 from fastcore_ops.training.checkpoint import CheckpointError
 from fastcore_ops.training.config import TrainConfig, override
+from fastcore_ops.training.distributed_support import check_distributed_support
 from fastcore_ops.training.models.timm_models import is_timm_name
 from fastcore_ops.training.plugins import import_modules
-from fastcore_ops.training.recipes import get_recipe, list_recipes
+from fastcore_ops.training.recipes import list_recipes, recipe_lineage
 from fastcore_ops.training.run_folder import RunSettings, check_run_folder
 from fastcore_ops.training.tasks.base import Task
 from fastcore_ops.training.tasks.registry import all_tasks, task_named
@@ -102,8 +103,9 @@ def checked_request(args: argparse.Namespace) -> RunRequest:
     if saved is None and args.recipe is None:
         raise ValueError("--recipe is required (or --resume with an --out that holds a run's config.json)")
     settings = RunSettings.requested(args.subset, args.eval_every, saved=saved.settings if saved else None)
-    recipe = get_recipe(args.recipe) if args.recipe is not None else saved.config
-    config = override(recipe, assignments)
+    # The recipe's changes and the command line's in one pass, validated once.
+    base, lineage = recipe_lineage(args.recipe) if args.recipe is not None else (saved.config, [])
+    config = override(base, assignments, lineage)
     if saved is not None:  # the data and the processes are compared below, once the data is checked
         saved.check_same_settings(config, settings)
 
@@ -117,7 +119,7 @@ def checked_request(args: argparse.Namespace) -> RunRequest:
     settings = dataclasses.replace(settings, world_size=world_size, data=task.data_fingerprint(config, data, found))
     if saved is not None:
         saved.check_same_inputs(settings)
-        task.keep_run_files(args.out, data, resume=True, write=os.environ.get("RANK", "0") == "0")
+        task.keep_run_files(args.out, data, found, resume=True, write=os.environ.get("RANK", "0") == "0")
     return RunRequest(config=config, settings=settings, task=task, device=torch.device(args.device), data=data,
                       found=found, out=args.out, resume=args.resume, strategy=args.strategy,
                       checkpoint_every=args.checkpoint_every, keep_checkpoints=args.keep_checkpoints,

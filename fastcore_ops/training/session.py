@@ -65,7 +65,7 @@ def train_request(request: RunRequest) -> FitResult:
             opening = [f"{config.name} ({config_hash(config)}) on {device}, writing to {out}", lr_note,
                        trainer.precision.describe(), *trainer.task.log_lines()]
             if not request.resume:
-                request.task.keep_run_files(out, request.data, resume=False, write=is_main)
+                request.task.keep_run_files(out, request.data, request.found, resume=False, write=is_main)
             if is_main:
                 write_run(out, config, settings)
                 print("\n".join(opening))

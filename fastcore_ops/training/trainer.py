@@ -112,6 +112,7 @@ class Trainer:
 
     def __init__(self, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, task: Task,
                  train_loader, total_steps: int, warmup_steps: int = 0, final_lr_fraction: float = 0.0,
+                 warmup_start_fraction: float = 0.0, lr_decay: str = "cosine",
                  methods: Sequence[Method] = (), precision: str = "fp32", device: torch.device,
                  out: Path | None = None, forward_module: torch.nn.Module | None = None,
                  progress: bool = True, phase_timing: bool = True, eval_every: int = 1, grad_clip_norm: float = 0.0,
@@ -130,7 +131,8 @@ class Trainer:
         self.progress, self.phase_timing, self.eval_every = progress and self.is_main, phase_timing, eval_every
         scaler = torch.amp.GradScaler(device.type, enabled=self.precision.dtype == torch.float16)
         self.scheduler = warmup_cosine(optimizer, warmup_steps=warmup_steps, total_steps=total_steps,
-                                       final_fraction=final_lr_fraction)
+                                       final_fraction=final_lr_fraction, warmup_start=warmup_start_fraction,
+                                       decay=lr_decay)
         self.state = TrainState(model=model, optimizer=optimizer, scaler=scaler, device=device,
                                 num_classes=task.num_classes, steps_per_epoch=len(train_loader), total_steps=total_steps,
                                 train_loader=train_loader, forward_backward=self._forward_backward,

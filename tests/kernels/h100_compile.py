@@ -10,7 +10,8 @@ each kernel's declaration (``compile_cases`` in benchmarks/kernels/<kernel>.py).
 
 From each cubin cuobjdump reads the registers, stack and shared memory; for one config a
 case (its ``representative``) also the SASS: the widths of its global loads and stores and
-its main loop's instructions per element. ``--report FILE`` writes these as JSON, which
+its main loop's instructions per element (or, where a loop's trips would be needed to count them, why
+not: see _main_loop). ``--report FILE`` writes these as JSON, which
 tests/kernels/test_h100_compile.py judges against docs/kernels.md ("What the compiler made").
 Run as a script (the interpreter must be off): ``python -m tests.kernels.h100_compile``.
 """
@@ -141,15 +142,54 @@ def _bytes(instructions, kind: str) -> int:
     return sum(width * count for width, count in _accesses(instructions, kind).items()) // 8
 
 
-def _innermost_loops(instructions) -> list[list]:
-    """Each innermost loop's instructions: from a backward branch's target to the branch, holding no other loop."""
-    spans = []
+def sass_loops(instructions) -> list[tuple[int, int]]:
+    """The address ranges of the loops in ``instructions``: each from a backward branch's target (the loop's
+    head) to the last branch back to it, in order of head. ``BRA 0x10`` at 0x30 makes the loop (0x10, 0x30)."""
+    ends = {}
     for address, opcode, operands in instructions:
         target = re.search(r"0x([0-9a-f]+)", operands)
         if opcode.startswith("BRA") and target and int(target[1], 16) < address:
-            spans.append((int(target[1], 16), address))
-    innermost = [s for s in spans if not any(o != s and s[0] <= o[0] and o[1] <= s[1] for o in spans)]
-    return [[i for i in instructions if start <= i[0] <= end] for start, end in innermost]
+            head = int(target[1], 16)
+            ends[head] = max(ends.get(head, address), address)
+    return sorted(ends.items())
+
+
+def _within(instructions, loop: tuple[int, int]) -> list:
+    """The instructions of ``instructions`` inside the address range ``loop``."""
+    return [i for i in instructions if loop[0] <= i[0] <= loop[1]]
+
+
+def _home(address: int, loops) -> tuple[int, int] | None:
+    """The innermost of ``loops`` that holds ``address`` (None outside them all)."""
+    return min((loop for loop in loops if loop[0] <= address <= loop[1]), key=lambda loop: loop[1] - loop[0],
+               default=None)
+
+
+def _main_loop(instructions, kind: str) -> tuple[list, str | None]:
+    """The main loop's instructions (the whole kernel's where it has none), and why they cannot be read as
+    what one pass issues, or None where they can.
+
+    The loops that move bytes are those whose own code (outside the loops within them) holds accesses of
+    ``kind``; the main loop is the one of them that moves the most. Read once, a loop's body is one pass
+    only where no other loop shares its range: a loop within it runs an unknown number of trips a pass, and
+    a loop around it runs its own code once per set of them, numbers the SASS does not give. The whole
+    kernel is one pass only where it has no loop.
+    """
+    loops = sass_loops(instructions)
+    if not loops:
+        return instructions, None
+    moving = {_home(address, loops) for address, opcode, _ in instructions if opcode.startswith(kind)} - {None}
+    if not moving:
+        return instructions, (f"none of its {len(loops)} loops moves the {kind} bytes its elements are counted "
+                              "by, and its whole code, read once, would count a loop's body once for all its trips")
+    main = max(sorted(moving), key=lambda loop: _bytes(_within(instructions, loop), kind))
+    for loop in sorted(moving):
+        tangled = [f"{o[0]:#x}-{o[1]:#x}" for o in loops if o != loop and o[0] <= loop[1] and loop[0] <= o[1]]
+        if tangled:
+            return _within(instructions, main), (
+                f"its loop {loop[0]:#x}-{loop[1]:#x}, which moves {kind} bytes, shares its range with the loop(s) "
+                f"{', '.join(tangled)}, so its instructions an element hang on trip counts the SASS does not give")
+    return _within(instructions, main), None
 
 
 def _widths(counter: Counter) -> dict[str, int]:
@@ -160,21 +200,23 @@ def _widths(counter: Counter) -> dict[str, int]:
 def read_sass(sass: str, streaming: Streaming | None) -> dict:
     """The widths of a kernel's global loads and stores and, for a memory-bound one, its main loop's.
 
-    The main loop is the innermost loop that moves the most of the bytes ``streaming`` counts (the whole kernel
-    where no loop moves any: it was unrolled, or there is none); those bytes over the bytes an element moves
-    give the elements it handles per thread, and its instructions over them the instructions per element.
+    The main loop's bytes of the kind ``streaming`` counts, over the bytes an element moves, give the
+    elements it handles a thread, and its instructions over them the instructions per element. Where
+    _main_loop cannot weigh the loops, ``unweighable`` says why instead of a count that would pass falsely.
     """
     instructions = _instructions(sass)
     made = {"instructions": len(instructions), "loads": _widths(_accesses(instructions, "LDG")),
             "stores": _widths(_accesses(instructions, "STG"))}
     if streaming is not None:
         kind = "LDG" if streaming.counts_loads else "STG"
-        body = max(_innermost_loops(instructions), key=lambda loop: _bytes(loop, kind), default=[])
-        body = body if _bytes(body, kind) else instructions
-        elements = _bytes(body, kind) / streaming.loop_bytes
+        body, unweighable = _main_loop(instructions, kind)
         made.update(loop_instructions=len(body), loop_loads=_widths(_accesses(body, "LDG")),
-                    loop_stores=_widths(_accesses(body, "STG")), elements_per_thread=elements,
-                    instructions_per_element=round(len(body) / elements, 1), dram_bytes=streaming.dram_bytes)
+                    loop_stores=_widths(_accesses(body, "STG")), dram_bytes=streaming.dram_bytes)
+        if unweighable:
+            made["unweighable"] = unweighable
+        else:
+            elements = _bytes(body, kind) / streaming.loop_bytes
+            made.update(elements_per_thread=elements, instructions_per_element=round(len(body) / elements, 1))
     return made
 
 

@@ -17,6 +17,7 @@ from fastcore_ops.training.config import (DataConfig, MethodsConfig, ModelConfig
                                           TrainConfig, config_hash, from_dict, load_config, override, to_dict, validate)
 from fastcore_ops.training.methods import EMAOptions, MixUpOptions, SAMOptions, SeqLengthWarmupOptions
 from fastcore_ops.training.methods.registry import all_methods
+from fastcore_ops.training.recipes import get_recipe
 
 LANGUAGE_MODEL = ["task=language_model", "model.name=gpt"]
 
@@ -171,6 +172,17 @@ def test_a_method_registered_later_changes_no_stored_hash_until_it_is_turned_on(
     with pytest.raises(ValueError, match=re.escape("data.flip=False turns flips off; set data.flip=True or "
                                                    "methods.alternating_flip=None")):
         override(flipped, ["data.flip=False"])
+
+
+def test_an_option_added_later_changes_no_stored_hash_until_it_leaves_its_default():
+    """patch_whitening's eigenvalue_floor and the schedule's shape came after cifar_mild's hashes were stored."""
+    mild = get_recipe("cifar_mild")
+    assert config_hash(mild) == "5dd3dad415ab"  # cifar_mild's hash before the option
+    for change in ("methods.patch_whitening.eigenvalue_floor=5e-4", "schedule.warmup_start_fraction=0.2",
+                   "schedule.lr_decay=linear"):
+        assert config_hash(override(mild, [change])) != config_hash(mild), change
+    with pytest.raises(ValueError, match="schedule.lr_decay must be one of"):
+        override(mild, ["schedule.lr_decay=step"])
 
 
 def test_a_run_folder_of_the_layout_before_the_method_registry_is_refused_with_its_reason():

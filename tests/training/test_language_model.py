@@ -21,7 +21,9 @@ from fastcore_ops.training.config import override
 from fastcore_ops.training.methods import Method
 from fastcore_ops.training.methods.registry import plan_methods
 from fastcore_ops.training.recipes import get_recipe
-from fastcore_ops.training.tasks.language import build_language_modeling, keep_run_tokenizer, prepare_text_data
+from fastcore_ops.training.tasks.language import (build_language_modeling, keep_run_tokenizer, prepare_text_data,
+                                                   tokens_record)
+from fastcore_ops.training.text.tokens import load_prepared
 from fastcore_ops.training.train import main
 from tests.training.test_train import _assert_same_run, _finish, _run, _summary, _wait_for_mid_epoch_checkpoint
 
@@ -120,10 +122,11 @@ def test_a_bpe_tokenizer_trains_and_is_kept_with_the_run(tiny_text, tmp_path, re
 def test_a_resumed_run_refuses_tokens_of_another_tokenizer(tiny_text, micro_text, tmp_path):
     config = _tiny_config("gpt_baseline", "text.tokenizer=bpe", "text.vocab_size=300")
     first, second = (prepare_text_data(config, text, progress=False) for text in (tiny_text, micro_text))
-    keep_run_tokenizer(tmp_path, first, resume=False)
-    keep_run_tokenizer(tmp_path, first, resume=True)  # the same tokens: fine
+    first_record, second_record = (tokens_record(load_prepared(folder).meta) for folder in (first, second))
+    keep_run_tokenizer(tmp_path, first, first_record, resume=False)
+    keep_run_tokenizer(tmp_path, first, first_record, resume=True)  # the same tokens: fine
     with pytest.raises(ValueError, match="trained with bpe tokens .* resume with the same --data"):
-        keep_run_tokenizer(tmp_path, second, resume=True)
+        keep_run_tokenizer(tmp_path, second, second_record, resume=True)
 
 
 def test_learned_positions_are_not_evaluated_beyond_their_table(tiny_text):

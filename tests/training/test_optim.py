@@ -187,3 +187,13 @@ def test_lamb_and_lars_refuse_decoupled_decay(name):
 
     with pytest.raises(ValueError, match="decoupled_weight_decay must be False"):
         validate(TrainConfig(optimizer=OptimizerConfig(name=name, decoupled_weight_decay=True)))
+
+
+def test_a_triangle_rises_from_its_start_and_falls_in_a_line_to_the_final_fraction():
+    factors = [lr_factor(step, warmup_steps=4, total_steps=14, final_fraction=0.1, warmup_start=0.2, decay="linear")
+               for step in range(15)]
+    assert factors[:4] == pytest.approx([0.4, 0.6, 0.8, 1.0])
+    assert factors[9] == pytest.approx(0.1 + 0.9 * 0.5) and factors[14] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="decay must be one of"):
+        warmup_cosine(torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.4), warmup_steps=2, total_steps=6,
+                      decay="step")

@@ -23,6 +23,7 @@ turns a method on with its defaults (or give a dict of some of its options),
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -32,26 +33,38 @@ from fastcore_ops.training.config.fields import assign, assign_value, difference
 from fastcore_ops.training.config.schema import (OPTIMIZERS, PRECISIONS, TOKENIZERS, DataConfig, MethodsConfig,
                                                  ModelConfig, OptimizerConfig, ScheduleConfig, TextConfig, TrainConfig)
 from fastcore_ops.training.config.validation import validate, validated
-from fastcore_ops.training.methods.registry import methods_of
+from fastcore_ops.training.methods.registry import methods_of, registered
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "TOKENIZERS", "DataConfig", "MethodsConfig", "ModelConfig", "OptimizerConfig",
            "ScheduleConfig", "TextConfig", "TrainConfig", "config_hash", "differences", "from_dict", "load_config",
            "override", "setup_hash", "to_dict", "validate", "with_changes"]
 
 
-def override(config: TrainConfig, assignments: list[str]) -> TrainConfig:
+def override(config: TrainConfig, assignments: list[str],
+             lineage: list[tuple[str, dict[str, object]]] = ()) -> TrainConfig:
     """A validated copy of ``config`` with each ``"section.field=value"`` (or top-level ``"field=value"``) applied.
 
     ``value`` is a Python literal of the field's type (a str field takes the text as it is);
     ``"section.group.field=value"`` sets one field of an option group that is on. Any fault
-    raises ValueError naming the assignment: what is wrong is the text given.
+    raises ValueError naming the assignment: what is wrong is the text given. lineage: recipes' changes
+    applied first, ``(recipe, {"section.field": value})`` as
+    :func:`~fastcore_ops.training.recipes.recipe_lineage` lists them, so that a recipe and a command line's
+    assignments make one configuration, validated once.
 
         >>> override(TrainConfig(), ["methods.colout.p_row=0.1"])
         Traceback (most recent call last):
         ...
         ValueError: --set methods.colout.p_row=0.1: methods.colout is off (None); turn it on first: --set methods.colout={} ...
+        >>> config = override(TrainConfig(), ["optimizer.lr=0.4"], [("fast", {"optimizer.lr": 0.8, "seed": 3})])
+        >>> config.optimizer.lr, config.seed
+        (0.4, 3)
     """
     config = dataclasses.replace(config)  # a copy, even with no assignments
+    for recipe, changes in lineage:
+        try:
+            config = _changed(config, changes)
+        except ValueError as error:
+            raise ValueError(f"recipe {recipe}: {error}") from None
     for assignment in assignments:
         path, sep, text = assignment.partition("=")
         if not sep:
@@ -71,13 +84,17 @@ def with_changes(config: TrainConfig, changes: dict[str, object]) -> TrainConfig
         >>> with_changes(TrainConfig(), {"optimizer.lr": 1, "methods.mixup": {"alpha": 0.2}}).optimizer.lr
         1.0
     """
-    config = dataclasses.replace(config)
+    return validated(_changed(dataclasses.replace(config), changes))
+
+
+def _changed(config: TrainConfig, changes: dict[str, object]) -> TrainConfig:
+    """``config`` with each dotted field of ``changes`` set to its Python value, not yet validated."""
     for path, value in changes.items():
         try:
             config = assign_value(config, path.split("."), value, "")
         except (TypeError, ValueError) as error:
             raise ValueError(f"{path}: {error}") from None
-    return validated(config)
+    return config
 
 
 def to_dict(config: TrainConfig) -> dict:
@@ -131,6 +148,22 @@ _HASHED_WHEN_OFF = frozenset({
     "squeeze_excite", "stochastic_depth", "swa", "tta"})
 
 
+# The fields added since hashes were stored: each counts only away from its default, so adding one changes no
+# hash that was ever stored.
+_HASHED_AWAY_FROM_DEFAULT = ("methods.patch_whitening.eigenvalue_floor", "schedule.warmup_start_fraction",
+                             "schedule.lr_decay")
+
+
+@functools.cache  # every hash asks
+def _json_default(path: str) -> object:
+    """The default of the field at dotted ``path`` (``section.field`` or ``methods.<name>.<option>``), as JSON."""
+    section, *rest = path.split(".")
+    if section == "methods":
+        name, option = rest
+        return to_dict(TrainConfig(methods=MethodsConfig(**{name: registered(name).options()})))["methods"][name][option]
+    return to_dict(TrainConfig())[section][rest[0]]
+
+
 def config_hash(config: TrainConfig) -> str:
     """12 hex digits that change with any field (the run's name does not count).
 
@@ -142,6 +175,11 @@ def config_hash(config: TrainConfig) -> str:
     values.pop("name")
     values["methods"] = {name: options for name, options in values["methods"].items()
                          if options is not None or name in _HASHED_WHEN_OFF}
+    for path in _HASHED_AWAY_FROM_DEFAULT:
+        *sections, name = path.split(".")
+        holder = functools.reduce(lambda section, key: section.get(key) or {}, sections, values)
+        if name in holder and holder[name] == _json_default(path):
+            del holder[name]
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
 
 

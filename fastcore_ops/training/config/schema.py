@@ -59,11 +59,13 @@ class OptimizerConfig:
 
 @dataclass
 class ScheduleConfig:
-    """Length of training and the learning-rate schedule: linear warmup, then cosine decay."""
+    """Length of training and the learning-rate schedule: linear warmup, then cosine (or linear) decay."""
 
     epochs: float = 90.0  # may be fractional; the run stops at the step that ends it
     warmup_epochs: float = 0.0
-    final_lr_fraction: float = 0.0  # the cosine ends at peak lr times this
+    final_lr_fraction: float = 0.0  # the decay ends at peak lr times this
+    warmup_start_fraction: float = 0.0  # the warmup rises linearly from peak lr times this (0: from ~0)
+    lr_decay: str = "cosine"  # after warmup: "cosine", or "linear" (a triangle with the warmup, as airbench94's)
     # Scale schedule: multiplies the run's length and every schedule in it (warmup, progressive
     # resizing, freezing, SWA are fractions of the run or scaled here) to vary the budget.
     scale_schedule_ratio: float = 1.0

@@ -11,6 +11,7 @@ from fastcore_ops.checks import check_bool, check_choice, check_int, check_inter
 from fastcore_ops.data.loader import BACKENDS
 from fastcore_ops.training.config.schema import OPTIMIZERS, PRECISIONS, TOKENIZERS, ModelConfig, TrainConfig
 from fastcore_ops.training.methods.registry import check_methods
+from fastcore_ops.training.schedule import DECAYS
 from fastcore_ops.training.tasks.registry import task_named
 
 
@@ -114,6 +115,8 @@ _FIELD_CHECKS = {
         ("epochs", check_number, {"low": 0, "low_open": True}),
         ("warmup_epochs", check_number, {"low": 0}),
         ("final_lr_fraction", check_number, {"low": 0, "high": 1}),
+        ("warmup_start_fraction", check_number, {"low": 0, "high": 1}),
+        ("lr_decay", check_choice, {"choices": DECAYS}),
         ("scale_schedule_ratio", check_number, {"low": 0, "low_open": True}),
     ),
     "data": (

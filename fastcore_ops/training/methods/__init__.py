@@ -16,12 +16,15 @@ trainer, so ``from fastcore_ops.training.methods import mixup_batch`` serves any
 from fastcore_ops.training.methods.augmix import AugMix, AugMixOptions
 from fastcore_ops.training.methods.base import Event, Method, SeededMethod, TrainState
 from fastcore_ops.training.methods.bce_loss import BCELossOptions
+from fastcore_ops.training.methods.bias_lr_scale import BiasLRScaleOptions, bias_lr_groups
 from fastcore_ops.training.methods.cutmix import CutMix, CutMixOptions, cutmix_batch
 from fastcore_ops.training.methods.cutout import Cutout, CutoutOptions, cutout_batch
+from fastcore_ops.training.methods.dirac_init import DiracInitOptions, dirac_convolutions_
 from fastcore_ops.training.methods.ema import EMA, EMAOptions
 from fastcore_ops.training.methods.label_smoothing import LabelSmoothingOptions, smoothed_targets
 from fastcore_ops.training.methods.layer_freezing import LayerFreezing, LayerFreezingOptions, freeze_layers
 from fastcore_ops.training.methods.library import surgery_request
+from fastcore_ops.training.methods.lookahead import Lookahead, LookaheadOptions, lookahead_pull_
 from fastcore_ops.training.methods.low_precision_norm import (LowPrecisionNorm, LowPrecisionNormOptions,
                                                               low_precision_norms_)
 from fastcore_ops.training.methods.mixup import MixUp, MixUpOptions, mixup_batch
@@ -33,12 +36,13 @@ from fastcore_ops.training.methods.swa import SWA, SWAOptions
 from fastcore_ops.training.methods.tta import TTAOptions, tta_probabilities
 
 __all__ = [
-    "AugMix", "AugMixOptions", "BCELossOptions", "CutMix", "CutMixOptions", "Cutout", "CutoutOptions", "EMA",
-    "EMAOptions", "Event", "LabelSmoothingOptions", "LayerFreezing", "LayerFreezingOptions", "LowPrecisionNorm",
-    "LowPrecisionNormOptions", "Method", "MixUp", "MixUpOptions", "PatchWhiteningOptions", "SAM", "SAMOptions", "SWA",
-    "SWAOptions", "SelectiveBackprop", "SelectiveBackpropOptions", "SeededMethod", "SeqLengthWarmupOptions",
-    "SequenceLengthWarmup", "TTAOptions", "TrainState", "ascend_", "cutmix_batch", "cutout_batch", "descend_",
-    "freeze_layers",
+    "AugMix", "AugMixOptions", "BCELossOptions", "BiasLRScaleOptions", "CutMix", "CutMixOptions", "Cutout",
+    "CutoutOptions", "DiracInitOptions", "EMA", "EMAOptions", "Event", "LabelSmoothingOptions", "LayerFreezing",
+    "LayerFreezingOptions", "Lookahead", "LookaheadOptions", "LowPrecisionNorm", "LowPrecisionNormOptions", "Method",
+    "MixUp", "MixUpOptions", "PatchWhiteningOptions", "SAM", "SAMOptions", "SWA", "SWAOptions", "SelectiveBackprop",
+    "SelectiveBackpropOptions", "SeededMethod", "SeqLengthWarmupOptions", "SequenceLengthWarmup", "TTAOptions",
+    "TrainState", "ascend_", "bias_lr_groups", "cutmix_batch", "cutout_batch", "descend_", "dirac_convolutions_",
+    "freeze_layers", "lookahead_pull_",
     "low_precision_norms_", "mixup_batch", "shorten_batch", "smoothed_targets", "surgery_request", "tta_probabilities",
     "whiten_stem_",
 ]

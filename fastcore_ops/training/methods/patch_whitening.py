@@ -6,7 +6,7 @@ Method card
         the covariance of its k x k x 3 input patches over ``images`` training images (evenly
         spaced through the training set, center-cropped at the training size, normalized as in
         training) gives eigenvectors v and eigenvalues l; the top ``out_channels / 2`` become the
-        filters v / sqrt(l + 0.01) and their negatives, so the stem starts as a whitening transform
+        filters v / sqrt(l + eigenvalue_floor) and their negatives, so the stem starts as a whitening transform
         that ReLU cannot half-erase (as in Page's and Jordan's fast CIFAR-10 training). By default
         the filters stay fixed (``trainable=False``): the stem's weights leave the optimizer and its
         weight gradient is not computed.
@@ -16,7 +16,8 @@ Method card
         ``cifar_mild_small`` on 500 images per class it adds 8.1 points at a quarter of the
         recipe's budget and 1.6 at all of it (``reports/cifar-tradeoff-whitening-20261125/``).
     Hyperparameters: ``images`` (2048; the covariance of 27 numbers, 3x3 patches of 3 channels,
-        needs far fewer), ``trainable`` (False). It needs a stem with an even number of output
+        needs far fewer), ``trainable`` (False), ``eigenvalue_floor`` (0.01; airbench94 uses 5e-4,
+        which leaves its faintest components larger). It needs a stem with an even number of output
         channels, at most twice its patch size (ResNet-20's 16 of 27; ResNet-50's 64 of 147).
     Cost: reading ``images`` images once before the first step and one small eigendecomposition
         (0.3-0.5 s for 2048 CIFAR images on 2 CPU cores), counted in the run's training time; the
@@ -37,13 +38,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from fastcore_ops.checks import check_bool, check_int
+from fastcore_ops.checks import check_bool, check_int, check_number
 from fastcore_ops.data import Shard, build_loader
 from fastcore_ops.training.methods.registry import IMAGES, register_method
 
 log = logging.getLogger(__name__)
 
-# Added to each eigenvalue before its square root: keeps the filters of the faintest components
+# The default floor added to each eigenvalue before its square root: keeps the filters of the faintest components
 # from growing without bound (patches of pixels normalized to unit variance have eigenvalues from
 # about 0.01 to 20).
 EIGENVALUE_FLOOR = 1e-2
@@ -53,7 +54,8 @@ EIGENVALUE_FLOOR = 1e-2
 @register_method("patch_whitening", stage="model", order=10, tasks=IMAGES)
 @dataclass(frozen=True)
 class PatchWhiteningOptions:
-    """How many training images estimate the patches' covariance, and whether the stem then trains.
+    """How many training images estimate the patches' covariance, whether the stem then trains, and the floor
+    added to each eigenvalue.
 
         >>> PatchWhiteningOptions(images=0)
         Traceback (most recent call last):
@@ -63,10 +65,12 @@ class PatchWhiteningOptions:
 
     images: int = 2048
     trainable: bool = False
+    eigenvalue_floor: float = EIGENVALUE_FLOOR
 
     def __post_init__(self) -> None:
         check_int("images", self.images, low=1)
         check_bool("trainable", self.trainable)
+        check_number("eigenvalue_floor", self.eigenvalue_floor, low=0, low_open=True)
 
     def set_up_model(self, model: nn.Module, samples: list[tuple[str, int]], **loader_settings) -> float:
         """Whiten the built model's stem from the training ``samples``: :func:`whiten_stem_from_samples`."""
@@ -120,8 +124,11 @@ def patch_covariance(batches: Iterable[torch.Tensor], kernel_size: tuple[int, in
     return products / count - torch.outer(mean, mean)
 
 
-def whitening_filters(covariance: torch.Tensor, out_channels: int, kernel_shape: tuple[int, int, int]) -> torch.Tensor:
+def whitening_filters(covariance: torch.Tensor, out_channels: int, kernel_shape: tuple[int, int, int],
+                      eigenvalue_floor: float = EIGENVALUE_FLOOR) -> torch.Tensor:
     """The (out_channels, C, kh, kw) filters: the top ``out_channels / 2`` components, scaled to unit variance, and their negatives.
+
+    Each component is divided by the square root of its eigenvalue plus ``eigenvalue_floor``.
 
         >>> filters = whitening_filters(torch.diag(torch.tensor([4.0, 1.0, 0.25, 9.0])).double(), 4, (1, 2, 2))
         >>> filters.flatten(1)[:2].abs()  # the strongest component (variance 9) first
@@ -131,7 +138,7 @@ def whitening_filters(covariance: torch.Tensor, out_channels: int, kernel_shape:
     eigenvalues, eigenvectors = torch.linalg.eigh(covariance)  # ascending
     half = out_channels // 2
     top_values, top_vectors = eigenvalues.flip(0)[:half], eigenvectors.flip(1)[:, :half]
-    filters = (top_vectors / (top_values.clamp(min=0) + EIGENVALUE_FLOOR).sqrt()).T
+    filters = (top_vectors / (top_values.clamp(min=0) + eigenvalue_floor).sqrt()).T
     return torch.cat([filters, -filters]).float().reshape(out_channels, *kernel_shape)
 
 
@@ -151,7 +158,7 @@ def whiten_stem_(model: nn.Module, batches: Iterable[torch.Tensor], options: Pat
     stem = find_stem(model)
     _check_stem(stem)
     covariance = patch_covariance(batches, stem.kernel_size, options.images)
-    filters = whitening_filters(covariance, stem.out_channels, tuple(stem.weight.shape[1:]))
+    filters = whitening_filters(covariance, stem.out_channels, tuple(stem.weight.shape[1:]), options.eigenvalue_floor)
     stem.weight.copy_(filters.to(stem.weight.device))
     stem.weight.requires_grad_(options.trainable)
     return stem

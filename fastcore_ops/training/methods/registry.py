@@ -33,16 +33,18 @@ IMAGES, TEXT = frozenset({"images"}), frozenset({"tokens"})
 # Where a method acts, in the order a run meets them:
 #   surgery     rewrites the model before training (fastcore_ops.apply_surgery, in ``order``);
 #   model       sets up weights from the training data once the model is built (patch whitening);
+#   optimizer   shapes the optimizer's parameter groups (a learning rate of their own for some parameters);
 #   loader      the data loader's decoders and batch stage (fastcore_ops.data's augmentations);
 #   loss        the task's loss function;
 #   step        event hooks on the trainer's steps (a ``Method``, from the options' ``attach``);
 #   evaluation  how the evaluation set is scored.
-STAGES = ("surgery", "model", "loader", "loss", "step", "evaluation")
+STAGES = ("surgery", "model", "optimizer", "loader", "loss", "step", "evaluation")
 # The hook each stage's options class defines, through which the method takes effect (the surgeries
 # and the loader's augmentations are the library's own options: apply_surgery and build_loader take
 # them by the method's name).
 HOOKS = {
     "model": "set_up_model",  # set_up_model(model, samples, **loader_settings) -> seconds it took
+    "optimizer": "shape_groups",  # shape_groups(model, groups, lr=, decay_follows_lr=) -> groups
     "loss": "shape_loss",  # shape_loss(loss: fastcore_ops.training.losses.LossChoice) -> LossChoice
     "step": "attach",  # attach(config) -> Method, the event hooks for a run
     "evaluation": "probabilities",  # probabilities(model, images, logits) -> (N, classes), scored as top1_<name>

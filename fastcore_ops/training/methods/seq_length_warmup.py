@@ -49,12 +49,13 @@ def _check_start_length(options: SeqLengthWarmupOptions, config) -> None:
 @register_method("seq_length_warmup", stage="step", order=190, tasks=TEXT, check=_check_start_length)
 @dataclass(frozen=True)
 class SeqLengthWarmupOptions:
-    """Sequence-length warmup settings (the full length is the run's ``text.sequence_length``).
+    """Sequence-length warmup settings (the full length is the run's ``text.sequence_length``); the start
+    length is a whole number of ``multiple_of`` tokens:
 
-        >>> SeqLengthWarmupOptions(duration=0)
+        >>> SeqLengthWarmupOptions(start_length=12)
         Traceback (most recent call last):
         ...
-        ValueError: duration must be a number in (0, 1], got 0
+        ValueError: start_length must be a multiple of multiple_of=8, got 12
     """
 
     start_length: int = 8  # Composer's default minimum

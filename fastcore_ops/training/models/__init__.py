@@ -16,12 +16,13 @@ from fastcore_ops.checks import check_int
 
 from . import language  # noqa: F401  (registers the language models)
 from .cifar_resnet import CifarResNet, cifar_resnet, cifar_resnet20, cifar_resnet56
+from .compact_vgg import CompactVGG, cifar_compact_vgg
 from .gpt import GPT, GPTConfig
 from .registry import IMAGE_CLASSIFIER, get, names, register_model
 from .timm_models import build_timm_model, check_timm_name, is_timm_name
 
 __all__ = [
-    "GPT", "GPTConfig", "CifarResNet", "build_model", "check_timm_name", "cifar_resnet", "cifar_resnet20",
+    "GPT", "GPTConfig", "CifarResNet", "CompactVGG", "build_model", "cifar_compact_vgg", "check_timm_name", "cifar_resnet", "cifar_resnet20",
     "cifar_resnet56", "is_known_model", "is_timm_name", "model_names", "register_model",
 ]
 

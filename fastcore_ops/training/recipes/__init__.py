@@ -85,11 +85,41 @@ def get_recipe(name: str) -> TrainConfig:
         >>> get_recipe("resnet50_baseline").optimizer.momentum
         0.875
     """
+    from fastcore_ops.training.config import with_changes
+
+    config, lineage = recipe_lineage(name)
+    for recipe, changes in lineage:
+        try:
+            config = with_changes(config, changes)
+        except ValueError as error:
+            raise ValueError(f"recipe {recipe}: {error}") from None
+    return config
+
+
+def recipe_lineage(name: str) -> tuple[TrainConfig, list[tuple[str, dict[str, object]]]]:
+    """Recipe ``name`` as the root recipe it descends from (a copy, named ``name``) and each derived recipe's
+    changes on the way down to it, ``(recipe, {"section.field": value})``, the root's child first.
+
+        >>> root, lineage = recipe_lineage("cifar_mild")
+        >>> root.name, [recipe for recipe, _ in lineage]
+        ('cifar_mild', ['cifar_mild'])
+    """
     recipes = list_recipes()
     if name not in recipes:
         raise ValueError(f"name must be one of the recipes {', '.join(recipes)}; got {name!r}")
+    names, lineage, recipe = [name], [], _declared(name)
+    while isinstance(recipe, Derived):  # walk up to the root, nearest parent first
+        lineage.append((names[-1], recipe.changes))
+        if recipe.parent in names:
+            raise ValueError(f"recipe {name} descends from itself: {' -> '.join((*names, recipe.parent))}; "
+                             f"one of them must name another parent")
+        if recipe.parent not in recipes:
+            raise ValueError(f"recipe {names[-1]}: parent {cli.shown(recipe.parent)} is not a recipe; "
+                             f"{cli.closest(recipe.parent, recipes)}")
+        names.append(recipe.parent)
+        recipe = _declared(recipe.parent)
     # Deep, because the sections are mutable dataclasses shared with the module constants.
-    return copy.deepcopy(_resolved(name, ()))
+    return copy.deepcopy(dataclasses.replace(recipe, name=name)), lineage[::-1]
 
 
 def recipe_parent(name: str) -> str | None:
@@ -111,23 +141,3 @@ def _declared(name: str) -> TrainConfig | Derived:
         raise TypeError(f"{__name__}.{name}.RECIPE must be a TrainConfig or a Derived recipe, got "
                         f"{type(recipe).__name__}")
     return recipe
-
-
-def _resolved(name: str, children: tuple[str, ...]) -> TrainConfig:
-    """Recipe ``name``, its parents' changes applied; ``children``: the recipes derived from it, nearest last."""
-    if name in children:
-        raise ValueError(f"recipe {children[0]} descends from itself: {' -> '.join((*children, name))}; "
-                         f"one of them must name another parent")
-    from fastcore_ops.training.config import with_changes
-
-    recipe = _declared(name)
-    if not isinstance(recipe, Derived):  # a root recipe: a whole TrainConfig
-        return dataclasses.replace(recipe, name=name)
-    if recipe.parent not in list_recipes():
-        raise ValueError(f"recipe {name}: parent {cli.shown(recipe.parent)} is not a recipe; "
-                         f"{cli.closest(recipe.parent, list_recipes())}")
-    parent = _resolved(recipe.parent, (*children, name))
-    try:
-        return with_changes(dataclasses.replace(parent, name=name), recipe.changes)
-    except ValueError as error:
-        raise ValueError(f"recipe {name}: {error}") from None

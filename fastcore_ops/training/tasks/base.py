@@ -126,9 +126,10 @@ class Task(abc.ABC):
                          f"cannot be exported; define build_model on its class")
 
     @classmethod
-    def keep_run_files(cls, out: Path, data: Path | None, *, resume: bool, write: bool = True) -> None:
+    def keep_run_files(cls, out: Path, data: Path | None, found: object, *, resume: bool, write: bool = True) -> None:
         """Save with a new run in ``out`` what later uses of it need from the data, or on resume refuse data that
-        does not match them; nothing by default. write: whether this process writes."""
+        does not match them; nothing by default. found: what :meth:`check_data` found. write: whether this process
+        writes."""
 
     def log_lines(self) -> list[str]:
         """Lines for a run's log on how it reads its training data (who decodes an image task's files); none by

@@ -78,11 +78,13 @@ class CausalLanguageModeling(Task):
 
     @classmethod
     def check_data(cls, config, data, *, subset, world_size, progress=True):
-        """The prepared token folder (text is tokenized here, once: later runs reuse it), checked; nothing found."""
+        """The prepared token folder (text is tokenized here, once: later runs reuse it), checked, and its
+        :func:`tokens_record` (which tokenizer made the tokens), for :meth:`keep_run_files`."""
         cls.check_inputs(data, subset)
-        prepared = prepare_text_data(config, data, progress=progress)
+        folder = prepare_text_data(config, data, progress=progress)
+        prepared = load_prepared(folder)
         check_text_size(config, prepared, world_size)
-        return prepared, None
+        return folder, tokens_record(prepared.meta)
 
     @classmethod
     def data_fingerprint(cls, config, data, found):
@@ -101,8 +103,8 @@ class CausalLanguageModeling(Task):
         return model
 
     @classmethod
-    def keep_run_files(cls, out, data, *, resume, write=True):
-        keep_run_tokenizer(out, data, resume=resume, write=write)
+    def keep_run_files(cls, out, data, found, *, resume, write=True):
+        keep_run_tokenizer(out, data, found, resume=resume, write=write)
 
     def __init__(self, *, eval_loaders: dict[int, Iterable], token_bytes: torch.Tensor, device: torch.device):
         if 1 not in eval_loaders:
@@ -175,10 +177,9 @@ def prepare_text_data(config: TrainConfig, data: Path | None, *, progress: bool 
     return prepared_tokens(data, cache, text.tokenizer, vocab_size, text.validation_every, progress=progress)
 
 
-def check_text_size(config: TrainConfig, data: Path, world_size: int) -> None:
+def check_text_size(config: TrainConfig, prepared: PreparedTokens, world_size: int) -> None:
     """Refuse, before any process starts work, prepared text a run cannot use: training text too short for a
     batch per process, or what :func:`check_evaluation_text` refuses."""
-    prepared = load_prepared(data)
     TokenWindows(prepared.train, sequence_length=config.text.sequence_length, batch_size=config.data.batch_size,
                  seed=config.seed, world_size=world_size, name=_token_file(prepared, "train"))
     check_evaluation_text(config, prepared)
@@ -215,15 +216,23 @@ def _token_file(prepared: PreparedTokens, split: str) -> str:
     return str(prepared.folder / bin_file(split))
 
 
-def keep_run_tokenizer(out: Path, data: Path, *, resume: bool, write: bool = True) -> None:
+def tokens_record(meta: dict) -> dict:
+    """What a run keeps in ``tokens.json`` of the prepared folder's checked ``meta``: which tokenizer made its tokens.
+
+        >>> tokens_record({"tokenizer": "bytes", "vocab_size": 256, "tokenizer_fingerprint": "ab12", "dtype": "uint16"})
+        {'tokenizer': 'bytes', 'vocab_size': 256, 'tokenizer_fingerprint': 'ab12'}
+    """
+    return {"tokenizer": meta["tokenizer"], "vocab_size": meta["vocab_size"],
+            "tokenizer_fingerprint": meta["tokenizer_fingerprint"]}
+
+
+def keep_run_tokenizer(out: Path, data: Path, record: dict, *, resume: bool, write: bool = True) -> None:
     """Save the tokenizer with a new run (``tokens.json``, and ``tokenizer.json`` for BPE); on resume,
     refuse tokens made by another tokenizer than the one the run was trained with.
 
+    data: the prepared folder; record: its :func:`tokens_record`, as the data's check read it.
     write: whether this process writes (one of several torchrun processes does).
     """
-    meta = load_prepared(data).meta
-    record = {"tokenizer": meta["tokenizer"], "vocab_size": meta["vocab_size"],
-              "tokenizer_fingerprint": meta["tokenizer_fingerprint"]}
     path = out / RUN_TOKENS_NAME
     if resume and path.is_file():
         saved = json.loads(path.read_text())

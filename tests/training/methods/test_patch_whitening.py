@@ -63,6 +63,18 @@ def test_the_filters_whiten_the_patches_along_their_top_components():
     torch.testing.assert_close(filters[8:], -filters[:8], rtol=0, atol=0)
 
 
+def test_a_lower_eigenvalue_floor_leaves_the_faint_components_larger():
+    covariance = patch_covariance([correlated_images(32)], (3, 3), limit=32)
+    filters = {floor: whitening_filters(covariance, 16, (3, 3, 3), floor).double().flatten(1) for floor in (5e-4, 1e-2)}
+    eigenvalues = torch.linalg.eigvalsh(covariance).flip(0)[:8]
+    for floor, chosen in filters.items():
+        torch.testing.assert_close(chosen[:8] @ covariance @ chosen[:8].T,
+                                   torch.diag(eigenvalues / (eigenvalues + floor)), atol=1e-6, rtol=1e-5)
+    assert (filters[5e-4].norm(dim=1) > filters[1e-2].norm(dim=1)).all()
+    with pytest.raises(ValueError, match=r"eigenvalue_floor must be a number > 0, got 0"):
+        PatchWhiteningOptions(eigenvalue_floor=0)
+
+
 def test_the_stem_is_set_and_frozen_or_left_trainable():
     images = correlated_images(16, size=32)
     expected = whitening_filters(patch_covariance([images], (3, 3), 16), 16, (3, 3, 3))
