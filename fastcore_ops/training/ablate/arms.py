@@ -36,7 +36,7 @@ def methods_for(task, names: list[str] | None) -> list[str]:
         >>> methods_for(task_named("image_classification"), ["cutout", "mixup"])
         ['cutout', 'mixup']
         >>> methods_for(task_named("language_model"), None)[:4]
-        ['alibi', 'low_precision_norm', 'sam', 'layer_freezing']
+        ['alibi', 'bias_lr_scale', 'low_precision_norm', 'sam']
     """
     if names is None:
         return [name for name, switch in METHODS.items() if switch.method.applies_to(task)]
