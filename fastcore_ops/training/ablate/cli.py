@@ -24,7 +24,6 @@ import argparse
 from pathlib import Path
 
 from fastcore_ops import cli
-from fastcore_ops.cli import refuse
 from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import list_recipes
 from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list
@@ -53,16 +52,9 @@ def build_parser() -> cli.ArgumentParser:
     return parser
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    return build_parser().parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
+@cli.command(build_parser)
+def main(args: argparse.Namespace) -> int:
     """Run the command; returns its exit code."""
-    try:
-        args = parse_args(argv)
-    except ValueError as error:
-        return refuse(error)
     from fastcore_ops.training.ablate.arms import ablation_arms  # torch, and the trainer's parts: once parsed
     from fastcore_ops.training.ablate.report import ablation_report
     from fastcore_ops.training.tradeoff.planning import SweepRequest, plan_sweep
@@ -75,6 +67,6 @@ def main(argv: list[str] | None = None) -> int:
                                        [*shared, *args.assignments], args.out, args.recipe, first_seed=args.first_seed,
                                        tool="ablate", progress=not args.no_progress, report=ablation_report,
                                        imports=tuple(args.imports)))
-    except (ValueError, TypeError, OSError) as error:
-        return refuse(error)
+    except cli.REFUSALS as error:
+        return cli.refuse(error)
     return execute_sweep(plan)
