@@ -7,8 +7,8 @@ An augmentation is one module: its options, a frozen dataclass registered with
 - ``"batch"``: the batch stage (device_stage.py) on the whole uint8 batch, on a CPU inside the pil backend's
   decoding workers or on the device in the main process, both from the same draws; its options'
   ``apply(images, generator)`` runs it, and ``build_loader`` and ``DeviceAugment`` take it by its name;
-- ``"step"``: the trainer's step, on the normalized batch with its labels (fastcore_ops.training's methods
-  register these as they load, through ``register_method(..., augmentation=True)``).
+- ``"step"``: the trainer's step, on the normalized batch with its labels (declared with fastcore_ops.training's
+  methods, through ``register_method(..., augmentation=True)``; listing them imports those methods).
 
 Every order lies in the band of its place (:data:`PLACES`), so a lower order runs first wherever the
 two run. The loader's own stages are registered too, without options (:func:`loader_stage`): the batch
@@ -31,6 +31,10 @@ from fastcore_ops.discovery import import_package_modules
 PLACES = {"decoder": range(1, 10), "batch": range(10, 100), "step": range(100, 300)}
 
 _PACKAGE = "fastcore_ops.data.transforms"
+# Where each place's augmentations are declared, imported by name whenever that place is listed, so that a listing
+# never depends on what its caller happened to import first: the loader's in this package, the step's beside the
+# trainer's methods, which register here through ``register_method(..., augmentation=True)``.
+_DECLARED_IN = {"decoder": _PACKAGE, "batch": _PACKAGE, "step": "fastcore_ops.training.methods"}
 
 
 @dataclass(frozen=True)
@@ -112,11 +116,25 @@ def _add(entry: Augmentation) -> None:
 def augmentations(runs_in: str | None = None) -> list[Augmentation]:
     """Every registered augmentation (of ``runs_in`` only, if given), in the order they run.
 
-    The step augmentations are listed once fastcore_ops.training's methods are imported.
+        >>> [entry.name for entry in augmentations("step")]
+        ['augmix', 'cutout', 'mixup', 'cutmix']
     """
-    import_package_modules(_PACKAGE)  # each module registers its own as it loads (fastcore_ops.discovery)
-    return sorted((entry for entry in _AUGMENTATIONS.values() if runs_in in (None, entry.runs_in)),
+    places = tuple(PLACES) if runs_in is None else (runs_in,)
+    if not set(places) <= set(PLACES):
+        raise ValueError(f"runs_in must be one of {', '.join(PLACES)} or None, got {runs_in!r}")
+    for package in dict.fromkeys(_DECLARED_IN[place] for place in places):
+        import_package_modules(package)  # each module registers its own as it loads (fastcore_ops.discovery)
+    return sorted((entry for entry in _AUGMENTATIONS.values() if entry.runs_in in places),
                   key=lambda entry: entry.order)
+
+
+def loader_augmentations() -> list[Augmentation]:
+    """What the loader runs, in order: its decoders' augmentations, then its batch stage's (its own stages too).
+
+    >>> [entry.name for entry in loader_augmentations()][:3]
+    ['progressive_resize', 'alternating_flip', 'resize']
+    """
+    return augmentations("decoder") + augmentations("batch")
 
 
 def batch_augmentations() -> list[Augmentation]:
@@ -129,13 +147,12 @@ def batch_augmentations() -> list[Augmentation]:
 
 
 def registered_augmentation(name: str) -> Augmentation:
-    """The augmentation or loader stage called ``name``, or a ValueError naming the batch stage's augmentations.
+    """The loader's augmentation or stage called ``name``, or a ValueError naming the batch stage's augmentations.
 
     >>> registered_augmentation("colout").order, registered_augmentation("alternating_flip").runs_in
     (40, 'decoder')
     """
-    augmentations()
-    if name not in _AUGMENTATIONS:
+    if name not in {entry.name for entry in loader_augmentations()}:
         known = ", ".join(entry.name for entry in batch_augmentations())
         raise ValueError(f"unknown augmentation {name!r}; the batch stage's augmentations are: {known}")
     return _AUGMENTATIONS[name]

@@ -20,7 +20,7 @@ from torch import nn
 
 from fastcore_ops import apply_surgery
 from fastcore_ops.data import AlternatingFlipOptions, ProgressiveResize
-from fastcore_ops.data.transforms.registry import augmentations
+from fastcore_ops.data.transforms.registry import loader_augmentations
 from fastcore_ops.surgery import check_surgeries
 from fastcore_ops.surgery.core import registered_surgeries
 from fastcore_ops.training.methods.registry import IMAGES, register_method
@@ -80,8 +80,8 @@ def _register_loader_augmentations() -> None:
     """Each augmentation the loader runs (in its decoders or its batch stage; fastcore_ops/data/transforms/registry.py)
     as a loader method of its name and order, a keyword of fastcore_ops.data.build_loader. The step augmentations
     register themselves with their methods; the loader's own stages (resize, flip, normalization) are not methods."""
-    for entry in augmentations():
-        if entry.runs_in != "step" and entry.options is not None:
+    for entry in loader_augmentations():
+        if entry.options is not None:
             register_method(entry.name, stage="loader", order=entry.order, tasks=IMAGES,
                             check=_RUN_CHECKS.get(entry.options))(entry.options)
 
