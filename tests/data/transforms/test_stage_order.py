@@ -7,6 +7,11 @@ through ``build_loader`` and then the trainer's step methods, and the order in w
 first touched it must be their order in the one registry of augmentations.
 """
 
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -24,6 +29,7 @@ from fastcore_ops.training.methods.base import Event, TrainState
 from fastcore_ops.training.methods.mixup import MixUp
 from fastcore_ops.training.methods.registry import plan_methods
 
+ROOT = Path(__file__).resolve().parents[3]
 BACKENDS = [
     pytest.param("pil", id="pil"),
     pytest.param("dali", id="dali", marks=pytest.mark.skipif(dali_available() is not None,
@@ -87,3 +93,17 @@ def test_the_stages_touch_a_batch_in_the_registered_order(touched, coded_tree, b
     expected |= {"progressive_resize", "alternating_flip"} if flips == "alternating" else {"flip"}
     assert set(touched) == expected, "every stage that is on touched the batch"
     assert touched == [entry.name for entry in augmentations() if entry.name in expected]
+
+
+def test_the_listing_holds_every_place_whatever_was_imported_before():
+    # A fresh interpreter that imported nothing of the trainer: the step augmentations are listed all the same.
+    listing = ("from fastcore_ops.data.transforms.registry import augmentations, loader_augmentations; "
+               "print([entry.name for entry in augmentations()]); "
+               "print([entry.runs_in for entry in loader_augmentations()])")
+    done = subprocess.run([sys.executable, "-c", listing], capture_output=True, text=True, check=True, cwd=ROOT)
+    every, loader_places = (ast.literal_eval(line) for line in done.stdout.splitlines())
+    assert every == [entry.name for entry in augmentations()]
+    assert {"augmix", "cutout", "mixup", "cutmix"} <= set(every)
+    assert set(loader_places) == {"decoder", "batch"}
+    with pytest.raises(ValueError, match="runs_in must be one of decoder, batch, step or None, got 'lunch'"):
+        augmentations("lunch")
