@@ -30,6 +30,7 @@ from torch import nn
 from fastcore_ops.checks import check_choice
 from fastcore_ops.training.config import OPTIMIZERS, OptimizerConfig
 from fastcore_ops.training.methods.bias_lr_scale import NORM_TYPES
+from fastcore_ops.training.methods.muon import MuonSGD, check_beside_sgd
 
 
 class DecoupledSGDW(torch.optim.SGD):
@@ -98,8 +99,9 @@ def build_optimizer(model: nn.Module, config: OptimizerConfig, group_methods=())
     """``config.name``'s optimizer over :func:`parameter_groups`: SGD (SGDW with decoupled decay),
     AdamW, LAMB or LARS.
 
-    group_methods: the options of the run's optimizer-stage methods, in their order (``methods.bias_lr_scale``):
-    each reshapes the groups (``shape_groups``) before the optimizer is built.
+    group_methods: the options of the run's optimizer-stage methods, in their order (``methods.bias_lr_scale``,
+    ``methods.muon``): each reshapes the groups (``shape_groups``) before the optimizer is built; with a group
+    marked ``muon`` the optimizer is SGD with Muon's step for that group (:class:`MuonSGD`).
 
     AdamW ignores momentum, nesterov and decoupled_weight_decay: its decay is decoupled always.
     LAMB (You et al., 2020) and LARS (You et al., 2017) are timm's: both scale each parameter's
@@ -114,6 +116,9 @@ def build_optimizer(model: nn.Module, config: OptimizerConfig, group_methods=())
     decay_follows_lr = not (config.name == "sgd" and config.decoupled_weight_decay)
     for options in group_methods:
         groups = options.shape_groups(model, groups, lr=config.lr, decay_follows_lr=decay_follows_lr)
+    if any(group.get("muon") for group in groups):  # methods.muon took the filter banks
+        check_beside_sgd(config)
+        return MuonSGD(groups, lr=config.lr, momentum=config.momentum, nesterov=config.nesterov)
     if config.name == "adamw":
         # Fused: one kernel over every parameter, PyTorch's fastest AdamW, and on a CPU the only one whose
         # arithmetic is the same on every x86 CPU. The others take their square root from MKL's VML, which

@@ -28,6 +28,7 @@ from fastcore_ops.training.methods.lookahead import Lookahead, LookaheadOptions,
 from fastcore_ops.training.methods.low_precision_norm import (LowPrecisionNorm, LowPrecisionNormOptions,
                                                               low_precision_norms_)
 from fastcore_ops.training.methods.mixup import MixUp, MixUpOptions, mixup_batch
+from fastcore_ops.training.methods.muon import MuonOptions, MuonSGD, muon_step_, orthogonalized
 from fastcore_ops.training.methods.patch_whitening import PatchWhiteningOptions, whiten_stem_
 from fastcore_ops.training.methods.sam import SAM, SAMOptions, ascend_, descend_
 from fastcore_ops.training.methods.selective_backprop import SelectiveBackprop, SelectiveBackpropOptions
@@ -39,10 +40,10 @@ __all__ = [
     "AugMix", "AugMixOptions", "BCELossOptions", "BiasLRScaleOptions", "CutMix", "CutMixOptions", "Cutout",
     "CutoutOptions", "DiracInitOptions", "EMA", "EMAOptions", "Event", "LabelSmoothingOptions", "LayerFreezing",
     "LayerFreezingOptions", "Lookahead", "LookaheadOptions", "LowPrecisionNorm", "LowPrecisionNormOptions", "Method",
-    "MixUp", "MixUpOptions", "PatchWhiteningOptions", "SAM", "SAMOptions", "SWA", "SWAOptions", "SelectiveBackprop",
-    "SelectiveBackpropOptions", "SeededMethod", "SeqLengthWarmupOptions", "SequenceLengthWarmup", "TTAOptions",
-    "TrainState", "ascend_", "bias_lr_groups", "cutmix_batch", "cutout_batch", "descend_", "dirac_convolutions_",
-    "freeze_layers", "lookahead_pull_",
-    "low_precision_norms_", "mixup_batch", "shorten_batch", "smoothed_targets", "surgery_request", "tta_probabilities",
+    "MixUp", "MixUpOptions", "MuonOptions", "MuonSGD", "PatchWhiteningOptions", "SAM", "SAMOptions", "SWA",
+    "SWAOptions", "SelectiveBackprop", "SelectiveBackpropOptions", "SeededMethod", "SeqLengthWarmupOptions",
+    "SequenceLengthWarmup", "TTAOptions", "TrainState", "ascend_", "bias_lr_groups", "cutmix_batch", "cutout_batch",
+    "descend_", "dirac_convolutions_", "freeze_layers", "lookahead_pull_", "low_precision_norms_", "mixup_batch",
+    "muon_step_", "orthogonalized", "shorten_batch", "smoothed_targets", "surgery_request", "tta_probabilities",
     "whiten_stem_",
 ]
