@@ -185,6 +185,15 @@ def test_an_option_added_later_changes_no_stored_hash_until_it_leaves_its_defaul
         override(mild, ["schedule.lr_decay=step"])
 
 
+def test_tta_options_added_later_change_no_stored_hash_until_they_leave_their_defaults():
+    """TTA's shifts, fill, shifted_weight and average came after runs judged with TTA stored their hashes."""
+    judged = override(get_recipe("cifar_mild"), ["methods.tta={'translate': 1}"])
+    assert config_hash(judged) == "450a9d82b260"  # its hash before the options
+    for change in ("methods.tta.shifts=diagonals", "methods.tta.fill=reflect", "methods.tta.shifted_weight=0.5",
+                   "methods.tta.average=logits"):
+        assert config_hash(override(judged, [change])) != config_hash(judged), change
+
+
 def test_a_run_folder_of_the_layout_before_the_method_registry_is_refused_with_its_reason():
     values = to_dict(TrainConfig())
     values["model"]["surgeries"] = ["blurpool"]

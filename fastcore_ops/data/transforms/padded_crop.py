@@ -26,7 +26,7 @@ from torch.nn import functional as F
 from fastcore_ops.checks import check_choice, check_int, check_number, check_tensor
 from fastcore_ops.data.transforms.registry import augmentation
 
-FILLS = ("zero", "reflect")
+FILLS = {"zero": "constant", "reflect": "reflect"}  # each fill, and the F.pad mode that makes it
 
 
 @augmentation("padded_crop", order=20, runs_in="batch")
@@ -82,7 +82,7 @@ def padded_crop_batch(images: torch.Tensor, *, padding: int, fill: str = "zero",
         raise ValueError(f"fill='reflect' needs padding below the image's sides, got padding {padding} for "
                          f"{height} x {width} images; use fill='zero' or a smaller fraction")
     offsets = torch.randint(0, 2 * padding + 1, (images.shape[0], 2), generator=generator)
-    padded = F.pad(images, (padding,) * 4, mode="constant" if fill == "zero" else "reflect")
+    padded = F.pad(images, (padding,) * 4, mode=FILLS[fill])
     if images.device.type == "cpu":
         # Image by image: on a CPU a gather through index tensors copies element by element, as
         # flip_batch found for flips (device_stage.py).

@@ -151,7 +151,8 @@ _HASHED_WHEN_OFF = frozenset({
 # The fields added since hashes were stored: each counts only away from its default, so adding one changes no
 # hash that was ever stored.
 _HASHED_AWAY_FROM_DEFAULT = ("methods.patch_whitening.eigenvalue_floor", "schedule.warmup_start_fraction",
-                             "schedule.lr_decay")
+                             "schedule.lr_decay", "methods.tta.shifts", "methods.tta.fill",
+                             "methods.tta.shifted_weight", "methods.tta.average")
 
 
 @functools.cache  # every hash asks
