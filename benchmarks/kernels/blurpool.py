@@ -228,12 +228,12 @@ def _blur_maxpool_compile_cases():
     images, gradients = ("x_ptr", "out_ptr"), ("grad_pooled_ptr", "grad_in_ptr")
     return _compile_cases(
         [(forward, images, {"KERNEL": 3, "STRIDE": 2, "PADDING": 1}),
-         (backward, gradients, {"KERNEL": 3, "PADDING": 1})],
+         (backward, gradients, {"KERNEL": 3, "STRIDE": 2, "PADDING": 1})],
         [(forward, images, {"KERNEL": 3, "STRIDE": 1, "PADDING": 1}),
          (forward, images, {"KERNEL": 3, "STRIDE": 3, "PADDING": 0}),
          (forward, images, {"KERNEL": 2, "STRIDE": 4, "PADDING": 1}),
          (forward, images, {"KERNEL": 7, "STRIDE": 2, "PADDING": 3}),
-         (backward, gradients, {"KERNEL": 5, "PADDING": 2})])
+         (backward, gradients, {"KERNEL": 5, "STRIDE": 2, "PADDING": 2})])
 
 
 BLURPOOL = KernelSpec(

@@ -452,37 +452,140 @@ _blur_maxpool_forward = {channels_inner: backend.autotune(configs, _TILE_KEY, _I
     _blur_maxpool_forward_kernel) for channels_inner, configs in _POOL_ROW_CONFIGS.items()}
 
 
-@backend.autotune(_TILE_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
+# The max pool's backward walks down bands of BLOCK_H input rows, BLOCK_C channels by BLOCK_W columns at a time
+# (first config: NCHW, along columns, 4 a thread; last: NHWC, 4 channels a thread: at 8, 16 bytes of bf16, it
+# took 80 registers on sm_90, 6 CTAs an SM, against 48). Each band first routes the KERNEL - 1 pooled rows above
+# its first row that reach into it, so bands are 16 rows, not 8.
+_ROUTE_CONFIGS = [triton.Config({"BLOCK_C": c, "BLOCK_W": w, "BLOCK_H": 16}, num_warps=4)
+                  for c, w in ((8, 64), (2, 256), (32, 32), (128, 8), (64, 16), (32, 16))]
+
+
+@triton.jit
+def _window_row(offset, column: tl.constexpr, KERNEL: tl.constexpr):
+    """The window row of the argmax ``offset`` (row * KERNEL + column, row-major) where its column is ``column``,
+    as uint32; a number >= KERNEL where it is not (255, a position off the pooled image, included).
+
+    That is (offset - column) / KERNEL where the division is exact. Multiplying by the inverse of an odd number
+    modulo 2**32 divides its multiples exactly and sends every other number above 2**32 / KERNEL; an even KERNEL,
+    odd * 2**s, divides by its odd part and rotates right by s (Granlund and Montgomery, 1994). So a window
+    column costs one multiply-add and one compare, not a division, a remainder and two compares."""
+    LOW_BIT: tl.constexpr = KERNEL & -KERNEL
+    ODD: tl.constexpr = KERNEL // LOW_BIT
+    SHIFT: tl.constexpr = (LOW_BIT >> 1) - (LOW_BIT >> 3)  # log2 of 1, 2, 4, 8: KERNEL is at most 15
+    # Newton's step doubles the correct low bits of an inverse: an odd number is its own inverse modulo 8.
+    INVERSE_6: tl.constexpr = ODD * (2 - ODD * ODD) % 2**32
+    INVERSE_12: tl.constexpr = INVERSE_6 * (2 - ODD * INVERSE_6) % 2**32
+    INVERSE_24: tl.constexpr = INVERSE_12 * (2 - ODD * INVERSE_12) % 2**32
+    INVERSE: tl.constexpr = INVERSE_24 * (2 - ODD * INVERSE_24) % 2**32
+    row = offset.to(tl.uint32) * INVERSE + (0 - column * INVERSE) % 2**32
+    if SHIFT > 0:
+        row = (row >> SHIFT) | (row << (32 - SHIFT))
+    return row
+
+
+@triton.jit
+def _routed_column(grad_column, arg_column, column_ok, column: tl.constexpr, KERNEL: tl.constexpr,
+                   STRIDE: tl.constexpr, ACC: tl.constexpr):
+    """The gradient of the pooled positions at ``grad_column`` / ``arg_column`` where its argmax lies in window
+    column ``column`` (0 elsewhere), and its window row there (_window_row)."""
+    offset = tl.load(arg_column, mask=column_ok, other=255)
+    grad = tl.load(grad_column, mask=column_ok, other=0.0).to(ACC)
+    row = _window_row(offset, column, KERNEL)
+    if STRIDE >= 3:
+        # From stride 3 on the forward stores no offset where no output reads the pooled position (its gradient
+        # is 0 there): such a byte holds whatever memory did, so it must not give the row.
+        row = tl.where(grad != 0.0, row, KERNEL)
+    return tl.where(row < KERNEL, grad, 0.0), row
+
+
+@triton.jit
+def _routed_row(ph, pooled_image, KERNEL: tl.constexpr, STRIDE: tl.constexpr, ACC: tl.constexpr):
+    """Pooled row ``ph``'s gradient as it reaches the input columns: at each, the sum of the gradients whose
+    argmax lies in that column (0 where none does) and the window row where it lies.
+
+    Every window of a pooled row with its argmax in an input column puts it in the same input row: two windows
+    of that row with their argmax at (r, w) and (r', w) both hold both pixels, and the first maximum (last NaN)
+    in row-major order is the same pixel in each. So a pooled row reaches an input column as one sum in one
+    row, and an input pixel costs KERNEL window columns for its KERNEL pooled rows, not KERNEL x KERNEL
+    windows. ``pooled_image`` = (grad_columns, arg_columns, columns_ok, stride_h, arg_stride_h): column j's
+    pointers are at the pooled column whose window holds the input column at its column j, and its mask where
+    that is on the pooled image."""
+    grad_columns, arg_columns, columns_ok, stride_h, arg_stride_h = pooled_image
+    total, row = _routed_column(grad_columns[0] + ph * stride_h, arg_columns[0] + ph * arg_stride_h, columns_ok[0],
+                                0, KERNEL, STRIDE, ACC)
+    for j in tl.static_range(1, KERNEL):
+        grad, row_j = _routed_column(grad_columns[j] + ph * stride_h, arg_columns[j] + ph * arg_stride_h,
+                                     columns_ok[j], j, KERNEL, STRIDE, ACC)
+        total += grad
+        row = tl.minimum(row, row_j)  # every routed column gives the same row, the others >= KERNEL
+    return total, row
+
+
+@backend.autotune(_ROUTE_CONFIGS, _TILE_KEY, _INTERPRETER_ROWS)
 @_TILED
 def _max_pool_backward_kernel(
     grad_pooled_ptr, argmax_ptr, grad_in_ptr, C, H, W, Hp, Wp,
     stride_n, stride_c, stride_h, stride_w,
     arg_stride_n, arg_stride_c, arg_stride_h, arg_stride_w,
     in_stride_n, in_stride_c, in_stride_h, in_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
-    KERNEL: tl.constexpr, PADDING: tl.constexpr,
-    ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
+    KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr,
+    ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
-    # The stride-1 max pool's backward from its one-byte argmax offsets: each input pixel gathers
-    # the gradient of every pooled position whose window holds it at its argmax. No atomics.
-    c, p, valid = _tile(C, H * W, BLOCK_C, BLOCK_P)
-    ih = p // W
-    iw = p % W
-    grad_pooled_ptr += _channel_offset(c, stride_n, stride_c)
-    argmax_ptr += _channel_offset(c, arg_stride_n, arg_stride_c)
-    acc = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
-    for i in tl.static_range(KERNEL):
-        ph = ih + PADDING - i
-        row_ok = valid & (ph >= 0) & (ph < Hp)
-        for j in tl.static_range(KERNEL):
-            pw = iw + PADDING - j
-            ok = row_ok & (pw >= 0) & (pw < Wp)
-            # Both loads masked by position only, and the gradient selected: a mask that depends on the loaded
-            # offset would split the tile's vector loads into one scalar load per element.
-            offset = tl.load(argmax_ptr + ph * arg_stride_h + pw * arg_stride_w, mask=ok, other=255)
-            g = tl.load(grad_pooled_ptr + ph * stride_h + pw * stride_w, mask=ok, other=0.0)
-            acc += tl.where(offset.to(tl.int32) == i * KERNEL + j, g.to(ACC), 0.0)
-    grad_in_ptr += _channel_offset(c, in_stride_n, in_stride_c)
-    tl.store(grad_in_ptr + ih * in_stride_h + iw * in_stride_w, acc.to(grad_in_ptr.dtype.element_ty), mask=valid)
+    # The stride-1 max pool's backward from its one-byte argmax offsets (STRIDE: the blur's, after it): each
+    # input pixel gets the gradient of every pooled position whose window holds it at its argmax. No atomics.
+    # Pooled row ph's windows cover input rows ph - PADDING .. ph - PADDING + KERNEL - 1, so walking down the
+    # band, input row ih is complete once pooled row ih + PADDING is routed (_routed_row): ``routed`` keeps the
+    # sums of the KERNEL - 1 input rows below it that earlier pooled rows reached, and the new pooled row adds
+    # to all KERNEL rows by its window row. Column masks are made once a band.
+    bands = tl.cdiv(H, BLOCK_H)
+    sample = tl.program_id(0) // bands
+    first_row = (tl.program_id(0) % bands) * BLOCK_H
+    last_row = tl.minimum(first_row + BLOCK_H, H)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)[:, None]
+    iw = tl.program_id(2) * BLOCK_W + tl.arange(0, BLOCK_W)[None, :]
+    channels_ok = c < C
+    grad_pooled_ptr += sample.to(tl.int64) * stride_n + c.to(tl.int64) * stride_c
+    argmax_ptr += sample.to(tl.int64) * arg_stride_n + c.to(tl.int64) * arg_stride_c
+    grad_in_ptr += sample.to(tl.int64) * in_stride_n + c.to(tl.int64) * in_stride_c + iw * in_stride_w
+    grad_columns = ()
+    arg_columns = ()
+    columns_ok = ()
+    for j in tl.static_range(KERNEL):
+        pw = iw + PADDING - j
+        grad_columns += (grad_pooled_ptr + pw * stride_w,)
+        arg_columns += (argmax_ptr + pw * arg_stride_w,)
+        columns_ok += (channels_ok & (pw >= 0) & (pw < Wp),)
+    pooled_image = (grad_columns, arg_columns, columns_ok, stride_h, arg_stride_h)
+    stored = channels_ok & (iw < W)
+
+    # routed[r]: input row first_row + r, from the pooled rows above first_row + PADDING that reach it.
+    routed = ()
+    for r in tl.static_range(KERNEL - 1):
+        routed += (tl.zeros((BLOCK_C, BLOCK_W), dtype=ACC),)
+    for above in tl.static_range(1, KERNEL):
+        ph = first_row + PADDING - above
+        total, row = _routed_row(tl.minimum(tl.maximum(ph, 0), Hp - 1), pooled_image, KERNEL, STRIDE, ACC)
+        total = tl.where((ph >= 0) & (ph < Hp), total, 0.0)  # a clamped row, selected away off the image
+        reached = ()
+        for r in tl.static_range(KERNEL - 1):
+            reached += (routed[r] + tl.where(row == r + above, total, 0.0),)
+        routed = reached
+    # Input rows from Hp - PADDING on are under no pooled row of their own: the loop stops before them, so that
+    # each of its pooled rows is on the image, and the rows after it get only what already reached them. Unrolled
+    # twice, so that the kept rows move between registers every other row (NCHW on sm_90: 42.5 instructions an
+    # input pixel, 43.2 without).
+    for ih in tl.range(first_row, tl.minimum(last_row, Hp - PADDING), loop_unroll_factor=2):
+        total, row = _routed_row(ih + PADDING, pooled_image, KERNEL, STRIDE, ACC)
+        rows = ()
+        for r in tl.static_range(KERNEL - 1):
+            rows += (routed[r] + tl.where(row == r, total, 0.0),)
+        rows += (tl.where(row == KERNEL - 1, total, 0.0),)
+        tl.store(grad_in_ptr + ih * in_stride_h, rows[0].to(grad_in_ptr.dtype.element_ty), mask=stored)
+        routed = rows[1:]
+    after = tl.maximum(first_row, Hp - PADDING)
+    for r in tl.static_range(KERNEL - 1):
+        tl.store(grad_in_ptr + (after + r) * in_stride_h, routed[r].to(grad_in_ptr.dtype.element_ty),
+                 mask=stored & (after + r < last_row))
 
 
 # ----------------------------------------------------------------------------------------
@@ -587,8 +690,9 @@ def _launch_tiled(kernel, shape: tuple[int, int, int], channel_stride: int, *arg
 
 
 def _band_grid(N: int, C: int, Ho: int, Wo: int):
-    """The grid of a kernel walking bands of BLOCK_H output rows: row bands of every sample first (the
-    grid's first axis is the one without a 65535 cap), then channel blocks, then column blocks."""
+    """The grid of a kernel walking bands of BLOCK_H rows of the Ho x Wo image it writes: row bands of every
+    sample first (the grid's first axis is the one without a 65535 cap), then channel blocks, then column
+    blocks."""
     return lambda meta: (N * backend.cdiv(Ho, meta["BLOCK_H"]), backend.cdiv(C, meta["BLOCK_C"]),
                          backend.cdiv(Wo, meta["BLOCK_W"]))
 
@@ -688,10 +792,11 @@ def _blur_maxpool2d_backward_op(
     grad_pooled = _blur_backward(grad_out, Hp, Wp, stride)
     grad_in = empty_like_layout(grad_out, (N, C, height, width))
     if grad_in.numel():
-        _launch_tiled(_max_pool_backward_kernel, (N, C, height * width), grad_pooled.stride(1),
-                      grad_pooled, argmax, grad_in, C, height, width, Hp, Wp,
-                      *grad_pooled.stride(), *argmax.stride(), *grad_in.stride(),
-                      KERNEL=kernel_size, PADDING=padding, ACC=backend.accumulator(grad_out.dtype))
+        _max_pool_backward_kernel[_band_grid(N, C, height, width)](
+            grad_pooled, argmax, grad_in, C, height, width, Hp, Wp,
+            *grad_pooled.stride(), *argmax.stride(), *grad_in.stride(),
+            **_tuning_key(C, height * width, grad_pooled.stride(1)),
+            KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(grad_out.dtype))
     return grad_in
 
 

@@ -117,6 +117,18 @@ def test_blur_maxpool2d_routes_ties_like_max_pool2d(kernel_size, padding, stride
     _compare(blur_maxpool2d, blur_maxpool2d_reference, x, kernel_size, stride, padding)
 
 
+# The max pool's backward finds an argmax's window row by an exact division (_window_row): a multiplication by
+# the inverse of the kernel size's odd part, and for an even size a rotation by 1 (6), 2 (4) or 3 (8) bits. The
+# tests above meet sizes 2, 3, 5 and 7 only.
+@pytest.mark.parametrize("kernel_size,padding,layout", _alternating_layouts(
+    [(1, 0), (4, 1), (6, 3), (8, 2), (15, 7)]))
+def test_blur_maxpool2d_routes_every_kernel_size_like_max_pool2d(kernel_size, padding, layout, device):
+    g = torch.Generator().manual_seed(kernel_size)
+    x = torch.randint(0, 3, (2, 3, 14, 11), generator=g).float()
+    x = x.to(device).contiguous(memory_format=layout).requires_grad_()
+    _compare(blur_maxpool2d, blur_maxpool2d_reference, x, kernel_size, 2, padding)
+
+
 @pytest.mark.parametrize("kernel_size,stride,padding,layout", _alternating_layouts(
     [(3, 2, 1), (3, 2, 1), (3, 1, 1), (3, 3, 0), (2, 2, 1), (5, 2, 2), (5, 4, 2), (3, 5, 1)]))
 def test_blur_maxpool2d_takes_nan_and_minus_inf_like_max_pool2d(kernel_size, stride, padding, layout, device):

@@ -129,12 +129,9 @@ KNOWN_LOW_OCCUPANCY = {
         "116 registers (4 CTAs): 7 input rows' maxes and offsets a pooled row",
     "_blur_maxpool_forward_kernel KERNEL=7 STRIDE=2 PADDING=3 NHWC":
         "168 registers (3 CTAs): 7 input rows' maxes and offsets a pooled row",
-    "_max_pool_backward_kernel KERNEL=3 PADDING=1 NCHW":
-        "134 registers (3 CTAs): pixels split by // W and % W hide contiguity, 8- and 16-bit loads a window",
-    "_max_pool_backward_kernel KERNEL=3 PADDING=1 NHWC":
-        "74 registers (6 CTAs): 9 windows' offset and gradient vectors in flight a pixel",
-    "_max_pool_backward_kernel KERNEL=5 PADDING=2 NCHW": "250 registers (2 CTAs): 25 windows a pixel, as at 3 x 3",
-    "_max_pool_backward_kernel KERNEL=5 PADDING=2 NHWC": "122 registers (4 CTAs): 25 windows a pixel, as at 3 x 3",
+    # A 5 x 5 pool's band keeps 4 input rows' sums beside the 5 window columns' offsets and gradients it loads.
+    "_max_pool_backward_kernel KERNEL=5 STRIDE=2 PADDING=2 NCHW": "80 registers (6 CTAs) for 5 columns and 4 kept rows",
+    "_max_pool_backward_kernel KERNEL=5 STRIDE=2 PADDING=2 NHWC": "70 registers (7 CTAs) for 5 columns and 4 kept rows",
 }
 
 
@@ -163,11 +160,10 @@ KNOWN_INSTRUCTION_BOUND = {
         "629 against 120: 49 compares a pooled pixel, no rows kept",
     "_blur_maxpool_forward_kernel KERNEL=7 STRIDE=2 PADDING=3 NHWC":
         "410.5 against 120: 49 compares a pooled pixel, no rows kept",
-    "_max_pool_backward_kernel KERNEL=3 PADDING=1 NCHW":
-        "138 against 43: 9 windows a pixel, each a masked load pair and compare, in 8- and 16-bit loads",
-    "_max_pool_backward_kernel KERNEL=3 PADDING=1 NHWC": "80 against 43: 9 windows a pixel, a masked load pair each",
-    "_max_pool_backward_kernel KERNEL=5 PADDING=2 NCHW": "319 against 43: 25 windows a pixel",
-    "_max_pool_backward_kernel KERNEL=5 PADDING=2 NHWC": "196 against 43: 25 windows a pixel",
+    # Routed a pooled row at a time, a pixel costs its window columns and rows: 10 compares and selects at 5 x 5.
+    "_max_pool_backward_kernel KERNEL=5 STRIDE=2 PADDING=2 NCHW":
+        "68 against 43: 5 window columns and 5 rows a pixel, the shifted columns in 8- and 16-bit loads",
+    "_max_pool_backward_kernel KERNEL=5 STRIDE=2 PADDING=2 NHWC": "63 against 43: 5 window columns and 5 rows a pixel",
 }
 
 
