@@ -220,28 +220,22 @@ def _window_maxes(v, p, KERNEL: tl.constexpr):
     (max0, at0, max1, at1, ...) for the windows starting at strip columns 0, 1, ..., len(v) - KERNEL.
 
     The strip is cut into blocks of KERNEL columns; a window is the max of the columns from its first to the end
-    of that one's block (a suffix) and of the next block's columns up to its last (a prefix), merged in
-    row-major order. Suffixes and prefixes are shared between windows: 5 windows of 3 over 7 columns take 8
-    merges, not 10, whatever KERNEL is (those no window reads are never computed)."""
+    of that one's block (a suffix, shared by the windows starting in the block), then of the next block's
+    columns, one at a time, in row-major order: 5 windows of 3 over 7 columns take 8 merges, not 10. (Merging
+    the next block's columns as shared prefixes instead takes as many merges at KERNEL = 3, but 11 more
+    registers on sm_90 at NHWC, 139 against 128.)"""
     suffix = ()  # built from the right: suffix[0:2] is the max of the columns from t to the end of t's block
     for t in tl.static_range(len(v) - 1, -1, -1):
         if (t + 1) % KERNEL == 0 or t == len(v) - 1:
             suffix = (v[t], p[t]) + suffix
         else:
             suffix = _take_max(v[t], p[t], suffix[0], suffix[1]) + suffix
-    prefix = ()  # prefix[2t:2t + 2]: the max of the columns from the start of t's block to t
-    for t in tl.static_range(len(v)):
-        if t % KERNEL == 0:
-            prefix += (v[t], p[t])
-        else:
-            prefix += _take_max(prefix[2 * t - 2], prefix[2 * t - 1], v[t], p[t])
     windows = ()
     for j in tl.static_range(len(v) - KERNEL + 1):
-        if j % KERNEL == 0:
-            windows += (suffix[2 * j], suffix[2 * j + 1])
-        else:
-            windows += _take_max(suffix[2 * j], suffix[2 * j + 1], prefix[2 * (j + KERNEL - 1)],
-                                 prefix[2 * (j + KERNEL - 1) + 1])
+        window = (suffix[2 * j], suffix[2 * j + 1])
+        for t in tl.static_range((j // KERNEL + 1) * KERNEL, j + KERNEL):
+            window = _take_max(window[0], window[1], v[t], p[t])
+        windows += window
     return windows
 
 
@@ -296,9 +290,9 @@ def _row_maxes(row, image, KERNEL: tl.constexpr, PADDING: tl.constexpr, WORD: tl
         for k in tl.static_range(len(pointers)):
             address = pointers[k] + row * stride_h
             if WORD * element.primitive_bitwidth == 64:
-                words += (tl.load(address.to(tl.pointer_type(tl.int64)), mask=masks[k], other=0),)
+                words += (tl.load(address.to(tl.pointer_type(tl.int64)), mask=masks[k]),)
             else:
-                words += (tl.load(address.to(tl.pointer_type(tl.int32)), mask=masks[k], other=0),)
+                words += (tl.load(address.to(tl.pointer_type(tl.int32)), mask=masks[k]),)
         for t in tl.static_range(len(at)):
             v += (_word_column(words, masks, t, PADDING, WORD, element, ACC),)
     for t in tl.static_range(len(at)):
@@ -327,14 +321,15 @@ def _rows_max(first, count: tl.constexpr, image, KERNEL: tl.constexpr, PADDING: 
 
 @triton.jit
 def _blur_pooled(pooled, ph, pooled_image, store, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
-                 PADDING: tl.constexpr, GROUP: tl.constexpr, ARG_WORD: tl.constexpr):
+                 PADDING: tl.constexpr, GROUP: tl.constexpr, ARG_WORD: tl.constexpr, TAP1: tl.constexpr):
     """Pooled row ``ph`` at the group's windows, ``pooled`` = (max0, at0, max1, at1, ...): stores the argmax
     where this program owns it, and returns the row's horizontal blur, [1, 2, 1] / 4, 0 off the pooled image,
     for each of the group's GROUP outputs (output i's taps read windows i * STRIDE .. i * STRIDE + 2).
     ``pooled_image`` = (Hp, pooled_ok, arg_pointers, arg_stride_h). With ARG_WORD > 1 the owned offsets, of
-    windows 1 .. ARG_WORD, are stored as one aligned word."""
+    windows 1 .. ARG_WORD, are stored as one aligned word. TAP1: ``ph`` is the row under an output row's blur
+    tap 1, o * STRIDE, which is on the pooled image for every output row."""
     Hp, pooled_ok, arg_pointers, arg_stride_h = pooled_image
-    row_ok = (ph >= 0) & (ph < Hp)
+    row_ok = True if TAP1 else (ph >= 0) & (ph < Hp)
     # Positions are row * KERNEL + strip column, and window j starts at strip column j: this makes them
     # row-major offsets i * KERNEL + j in the window.
     origin = (ph - PADDING) * KERNEL
@@ -380,7 +375,7 @@ def _blur_pooled(pooled, ph, pooled_image, store, KERNEL: tl.constexpr, STRIDE: 
 @triton.jit
 def _one_pooled_row(window, ph, image, pooled_image, store, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
                     PADDING: tl.constexpr, ACC: tl.constexpr, KEEP: tl.constexpr, GROUP: tl.constexpr,
-                    WORD: tl.constexpr, ARG_WORD: tl.constexpr):
+                    WORD: tl.constexpr, ARG_WORD: tl.constexpr, TAP1: tl.constexpr):
     """Pooled row ``ph``'s _blur_pooled, and the ``window`` for pooled row ph + 1.
 
     With KEEP, ``window`` holds the row maxes of input rows ph - PADDING .. ph - PADDING + KERNEL - 2 and only
@@ -392,15 +387,16 @@ def _one_pooled_row(window, ph, image, pooled_image, store, KERNEL: tl.constexpr
         window = rows[1:]
     else:
         pooled = _rows_max(ph - PADDING, KERNEL, image, KERNEL, PADDING, WORD, ACC)
-    return _blur_pooled(pooled, ph, pooled_image, store, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD), window
+    return _blur_pooled(pooled, ph, pooled_image, store, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD, TAP1), window
 
 
 @triton.jit
 def _two_pooled_rows(window, ph, image, pooled_image, store0, store1, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
                      PADDING: tl.constexpr, ACC: tl.constexpr, KEEP: tl.constexpr, GROUP: tl.constexpr,
-                     WORD: tl.constexpr, ARG_WORD: tl.constexpr):
+                     WORD: tl.constexpr, ARG_WORD: tl.constexpr, TAP1: tl.constexpr):
     """_one_pooled_row for pooled rows ph and ph + 1 together: their windows share KERNEL - 1 input rows, whose
-    vertical max is taken once (KERNEL merges a window for the two rows, not 2 (KERNEL - 1))."""
+    vertical max is taken once (KERNEL merges a window for the two rows, not 2 (KERNEL - 1)). TAP1: which of the
+    two is under tap 1 of an output row (0 or 1)."""
     if KERNEL == 1:
         first = _row_maxes(ph - PADDING, image, KERNEL, PADDING, WORD, ACC)
         second = _row_maxes(ph + 1 - PADDING, image, KERNEL, PADDING, WORD, ACC)
@@ -416,9 +412,29 @@ def _two_pooled_rows(window, ph, image, pooled_image, store0, store1, KERNEL: tl
         shared = _rows_max(ph + 1 - PADDING, KERNEL - 1, image, KERNEL, PADDING, WORD, ACC)
         first = _take_maxes(_row_maxes(ph - PADDING, image, KERNEL, PADDING, WORD, ACC), shared)
         second = _take_maxes(shared, _row_maxes(ph - PADDING + KERNEL, image, KERNEL, PADDING, WORD, ACC))
-    blurred0 = _blur_pooled(first, ph, pooled_image, store0, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD)
-    blurred1 = _blur_pooled(second, ph + 1, pooled_image, store1, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD)
+    blurred0 = _blur_pooled(first, ph, pooled_image, store0, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD, TAP1 == 0)
+    blurred1 = _blur_pooled(second, ph + 1, pooled_image, store1, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD,
+                            TAP1 == 1)
     return blurred0, blurred1, window
+
+
+@triton.jit
+def _store_outputs(outputs, outputs_ok, offset, value):
+    """Store the group's output ``value``s at ``outputs`` + ``offset``: a group of two 16- or 32-bit values side by
+    side in one word (its outputs are both in the image or neither, Wo being even, and aligned: see
+    _forward_group), each on its own otherwise."""
+    element = outputs[0].dtype.element_ty
+    if len(value) == 2 and element.primitive_bitwidth == 16:
+        low = value[0].to(element).to(tl.uint16, bitcast=True).to(tl.uint32)
+        high = value[1].to(element).to(tl.uint16, bitcast=True).to(tl.uint32)
+        tl.store((outputs[0] + offset).to(tl.pointer_type(tl.uint32)), low | (high << 16), mask=outputs_ok[0])
+    elif len(value) == 2 and element.primitive_bitwidth == 32:
+        low = value[0].to(element).to(tl.uint32, bitcast=True).to(tl.uint64)
+        high = value[1].to(element).to(tl.uint32, bitcast=True).to(tl.uint64)
+        tl.store((outputs[0] + offset).to(tl.pointer_type(tl.uint64)), low | (high << 32), mask=outputs_ok[0])
+    else:
+        for i in tl.static_range(len(value)):
+            tl.store(outputs[i] + offset, value[i].to(element), mask=outputs_ok[i])
 
 
 @triton.jit
@@ -536,10 +552,10 @@ def _blur_maxpool_forward_kernel(
         middle += (tl.zeros((BLOCK_C * GROUP, BLOCK_W // GROUP), dtype=ACC),)
     if STRIDE == 1:
         above, middle, window = _two_pooled_rows(window, ph, image, pooled_image, False, True, KERNEL, STRIDE,
-                                                 PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD)
+                                                 PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, 1)
     if STRIDE == 2:
         above, window = _one_pooled_row(window, ph, image, pooled_image, False, KERNEL, STRIDE, PADDING, ACC, KEEP,
-                                        GROUP, WORD, ARG_WORD)
+                                        GROUP, WORD, ARG_WORD, False)
     # Unrolled twice: the kept rows then move between registers every other output row, not every one.
     for oh in tl.range(first_row, last_row, loop_unroll_factor=2 if KEEP else 1):
         ph = oh * STRIDE - 1  # pooled rows ph, ph + 1, ph + 2 under blur taps 0, 1, 2
@@ -547,18 +563,16 @@ def _blur_maxpool_forward_kernel(
             # Tap 2's row is owned by the next output row's tap 1: this program's unless that row is past the
             # band (the next band's, which stores it before its loop).
             below, window = _one_pooled_row(window, ph + 2, image, pooled_image, oh + 1 < last_row, KERNEL, STRIDE,
-                                            PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD)
+                                            PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, False)
         elif STRIDE == 2:
             middle, below, window = _two_pooled_rows(window, ph + 1, image, pooled_image, True, True, KERNEL,
-                                                     STRIDE, PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD)
+                                                     STRIDE, PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, 0)
         else:
             above, middle, window = _two_pooled_rows(window, ph, image, pooled_image, True, True, KERNEL, STRIDE,
-                                                     PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD)
+                                                     PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, 1)
             below, window = _one_pooled_row(window, ph + 2, image, pooled_image, True, KERNEL, STRIDE, PADDING, ACC,
-                                            KEEP, GROUP, WORD, ARG_WORD)
-        value = _blurs(above, middle, below)
-        for i in tl.static_range(GROUP):
-            tl.store(outputs[i] + oh * out_stride_h, value[i].to(out_ptr.dtype.element_ty), mask=outputs_ok[i])
+                                            KEEP, GROUP, WORD, ARG_WORD, False)
+        _store_outputs(outputs, outputs_ok, oh * out_stride_h, _blurs(above, middle, below))
         if STRIDE == 1:
             above = middle
             middle = below
