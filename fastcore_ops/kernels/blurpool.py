@@ -221,20 +221,30 @@ def _window_maxes(v, p, KERNEL: tl.constexpr):
 
     The strip is cut into blocks of KERNEL columns; a window is the max of the columns from its first to the end
     of that one's block (a suffix, shared by the windows starting in the block), then of the next block's
-    columns, one at a time, in row-major order: 5 windows of 3 over 7 columns take 8 merges, not 10. (Merging
-    the next block's columns as shared prefixes instead takes as many merges at KERNEL = 3, but 11 more
-    registers on sm_90 at NHWC, 139 against 128.)"""
+    columns up to its last, in row-major order: 5 windows of 3 over 7 columns take 8 merges, not 10. Above
+    KERNEL = 3 those columns' running maxes (prefixes) are shared too (van Herk, Gil and Werman), which saves
+    merges; at 3 it saves none and took 11 more registers on sm_90 at NHWC (139 against 128), so there each
+    window merges them one by one."""
     suffix = ()  # built from the right: suffix[0:2] is the max of the columns from t to the end of t's block
     for t in tl.static_range(len(v) - 1, -1, -1):
         if (t + 1) % KERNEL == 0 or t == len(v) - 1:
             suffix = (v[t], p[t]) + suffix
         else:
             suffix = _take_max(v[t], p[t], suffix[0], suffix[1]) + suffix
+    prefix = ()  # prefix[2t:2t + 2]: the max of the columns from the start of t's block to t
+    for t in tl.static_range(len(v)):
+        if t % KERNEL == 0:
+            prefix += (v[t], p[t])
+        else:
+            prefix += _take_max(prefix[2 * t - 2], prefix[2 * t - 1], v[t], p[t])
     windows = ()
     for j in tl.static_range(len(v) - KERNEL + 1):
         window = (suffix[2 * j], suffix[2 * j + 1])
-        for t in tl.static_range((j // KERNEL + 1) * KERNEL, j + KERNEL):
-            window = _take_max(window[0], window[1], v[t], p[t])
+        if j % KERNEL != 0 and KERNEL > 3:
+            window = _take_max(window[0], window[1], prefix[2 * (j + KERNEL - 1)], prefix[2 * (j + KERNEL - 1) + 1])
+        elif j % KERNEL != 0:
+            for t in tl.static_range((j // KERNEL + 1) * KERNEL, j + KERNEL):
+                window = _take_max(window[0], window[1], v[t], p[t])
         windows += window
     return windows
 
@@ -568,8 +578,10 @@ def _blur_maxpool_forward_kernel(
             middle, below, window = _two_pooled_rows(window, ph + 1, image, pooled_image, True, True, KERNEL,
                                                      STRIDE, PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, 0)
         else:
+            # Not told that ph + 1 is under tap 1: at stride 3 NHWC that left 8 bytes spilled on sm_90 (176
+            # registers without, 168 with).
             above, middle, window = _two_pooled_rows(window, ph, image, pooled_image, True, True, KERNEL, STRIDE,
-                                                     PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, 1)
+                                                     PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, -1)
             below, window = _one_pooled_row(window, ph + 2, image, pooled_image, True, KERNEL, STRIDE, PADDING, ACC,
                                             KEEP, GROUP, WORD, ARG_WORD, False)
         _store_outputs(outputs, outputs_ok, oh * out_stride_h, _blurs(above, middle, below))
