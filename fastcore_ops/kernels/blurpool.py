@@ -265,7 +265,7 @@ def _lane(word, LANE: tl.constexpr, ELEMENT: tl.constexpr, ACC: tl.constexpr):
 def _word_column(words, masks, T: tl.constexpr, PADDING: tl.constexpr, WORD: tl.constexpr, ELEMENT: tl.constexpr,
                  ACC: tl.constexpr):
     """Strip column T (see _row_maxes) from the ``words`` that hold the strip, as ACC: -inf where its word is off
-    the image, as every word but the group's own (element PADDING + 1 - T words on) can be."""
+    the image, as every word but the group's own (the one holding strip column PADDING + 1) can be."""
     value = _lane(words[(T - 1 - PADDING) // WORD - (-1 - PADDING) // WORD], (T - 1 - PADDING) % WORD, ELEMENT, ACC)
     if (T - 1 - PADDING) // WORD != 0:
         value = tl.where(masks[(T - 1 - PADDING) // WORD - (-1 - PADDING) // WORD], value, float("-inf"))
