@@ -208,7 +208,12 @@ def _compile_cases(every_config: list, one_config: list = ()):
                                       unit_strides=unit)
                 nhwc = case.layout() == "NHWC"
                 blur = case.jit_function().__name__ in ("_blurpool_forward_kernel", "_blurpool_backward_kernel")
-                yield replace(case, divisible=multiples_of_16(_launch(case)), representative=-1 if nhwc else 0,
+                launch = _launch(case)
+                if "GROUP" in names:  # as the op decides it for this launch (its tensors are aligned)
+                    group = kernels._forward_group([launch[f"stride_{d}"] for d in "nchw"], 0, launch["W"],
+                                                   launch["Wp"], case.constexprs["STRIDE"])
+                    case = replace(case, constexprs={**case.constexprs, "GROUP": group})
+                yield replace(case, divisible=multiples_of_16(launch), representative=-1 if nhwc else 0,
                               streaming=_streaming(case), fills_16_bytes=blur and nhwc)
 
 

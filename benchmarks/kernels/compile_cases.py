@@ -72,9 +72,10 @@ class KernelCase:
         return ""
 
     def name(self) -> str:
-        """The kernel, its layout and the constexprs that pick its code path (not its tile, nor ACC)."""
+        """The kernel, its layout and the constexprs that pick its code path (not its tile, nor ACC, nor the
+        blur max pool's GROUP, which follows from the layout's strides)."""
         picks = [f"{k}={v}" for k, v in self.constexprs.items()
-                 if k not in ("ACC", "PLANES") and not k.startswith("BLOCK")]
+                 if k not in ("ACC", "PLANES", "GROUP") and not k.startswith("BLOCK")]
         return " ".join([self.jit_function().__name__, *picks, self.layout()]).strip()
 
 

@@ -207,50 +207,107 @@ def _take_max(best, best_at, value, value_at):
 
 @triton.jit
 def _take_maxes(earlier, later):
-    """_take_max for each of the three windows of two (max0, at0, max1, at1, max2, at2)."""
-    max0, at0 = _take_max(earlier[0], earlier[1], later[0], later[1])
-    max1, at1 = _take_max(earlier[2], earlier[3], later[2], later[3])
-    max2, at2 = _take_max(earlier[4], earlier[5], later[4], later[5])
-    return max0, at0, max1, at1, max2, at2
+    """_take_max for each window of two rows' maxes, (max0, at0, max1, at1, ...) as _row_maxes gives them."""
+    merged = ()
+    for j in tl.static_range(len(earlier) // 2):
+        merged += _take_max(earlier[2 * j], earlier[2 * j + 1], later[2 * j], later[2 * j + 1])
+    return merged
 
 
 @triton.jit
-def _row_maxes(row, image, KERNEL: tl.constexpr, ACC: tl.constexpr):
-    """The maxes of input row ``row`` over the three KERNEL-wide windows of the pooled columns an output's blur
-    reads, each with its position: (max0, at0, max1, at1, max2, at2).
+def _window_maxes(v, p, KERNEL: tl.constexpr):
+    """The max of each KERNEL-wide window of a strip of values ``v`` at positions ``p``, with its position:
+    (max0, at0, max1, at1, ...) for the windows starting at strip columns 0, 1, ..., len(v) - KERNEL.
 
-    ``image`` = (H, stride_h, columns, at, channels_ok). The strip is the KERNEL + 2 columns under the three
-    windows (window kw holds strip columns kw .. kw + KERNEL - 1), ``columns`` their pointers, clamped to the
-    image, and ``at`` the strip column each pointer's column is. Rows are clamped likewise, and a position is
-    the clamped row * KERNEL + the strip column: padding is replaced by a copy of the nearest pixel of the same
-    window, with that pixel's position, so it never changes a window's max nor, in row-major order, the
-    position of its first max or last NaN."""
-    H, stride_h, columns, at, channels_ok = image
+    The strip is cut into blocks of KERNEL columns; a window is the max of the columns from its first to the end
+    of that one's block (a suffix, shared by the windows starting in the block), then of the next block's
+    columns up to its last, in row-major order: 5 windows of 3 over 7 columns take 8 merges, not 10. Above
+    KERNEL = 3 those columns' running maxes (prefixes) are shared too (van Herk, Gil and Werman), which saves
+    merges; at 3 it saves none and took 11 more registers on sm_90 at NHWC (139 against 128), so there each
+    window merges them one by one."""
+    suffix = ()  # built from the right: suffix[0:2] is the max of the columns from t to the end of t's block
+    for t in tl.static_range(len(v) - 1, -1, -1):
+        if (t + 1) % KERNEL == 0 or t == len(v) - 1:
+            suffix = (v[t], p[t]) + suffix
+        else:
+            suffix = _take_max(v[t], p[t], suffix[0], suffix[1]) + suffix
+    prefix = ()  # prefix[2t:2t + 2]: the max of the columns from the start of t's block to t
+    for t in tl.static_range(len(v)):
+        if t % KERNEL == 0:
+            prefix += (v[t], p[t])
+        else:
+            prefix += _take_max(prefix[2 * t - 2], prefix[2 * t - 1], v[t], p[t])
+    windows = ()
+    for j in tl.static_range(len(v) - KERNEL + 1):
+        window = (suffix[2 * j], suffix[2 * j + 1])
+        if j % KERNEL != 0 and KERNEL > 3:
+            window = _take_max(window[0], window[1], prefix[2 * (j + KERNEL - 1)], prefix[2 * (j + KERNEL - 1) + 1])
+        elif j % KERNEL != 0:
+            for t in tl.static_range((j // KERNEL + 1) * KERNEL, j + KERNEL):
+                window = _take_max(window[0], window[1], v[t], p[t])
+        windows += window
+    return windows
+
+
+@triton.jit
+def _lane(word, LANE: tl.constexpr, ELEMENT: tl.constexpr, ACC: tl.constexpr):
+    """Element LANE of an integer ``word`` of ELEMENT values (lane 0 in the low bits, as little-endian memory
+    holds them), as ACC."""
+    bits = word >> (LANE * ELEMENT.primitive_bitwidth)
+    if ELEMENT.primitive_bitwidth == 16:
+        bits = bits.to(tl.int16)
+    else:
+        bits = bits.to(tl.int32)
+    return bits.to(ELEMENT, bitcast=True).to(ACC)
+
+
+@triton.jit
+def _word_column(words, masks, T: tl.constexpr, PADDING: tl.constexpr, WORD: tl.constexpr, ELEMENT: tl.constexpr,
+                 ACC: tl.constexpr):
+    """Strip column T (see _row_maxes) from the ``words`` that hold the strip, as ACC: -inf where its word is off
+    the image, as every word but the group's own (the one holding strip column PADDING + 1) can be."""
+    value = _lane(words[(T - 1 - PADDING) // WORD - (-1 - PADDING) // WORD], (T - 1 - PADDING) % WORD, ELEMENT, ACC)
+    if (T - 1 - PADDING) // WORD != 0:
+        value = tl.where(masks[(T - 1 - PADDING) // WORD - (-1 - PADDING) // WORD], value, float("-inf"))
+    return value
+
+
+@triton.jit
+def _row_maxes(row, image, KERNEL: tl.constexpr, PADDING: tl.constexpr, WORD: tl.constexpr, ACC: tl.constexpr):
+    """The maxes of input row ``row`` over the KERNEL-wide windows of the pooled columns the group's outputs read,
+    each with its position: (max0, at0, max1, at1, ...), by _window_maxes.
+
+    ``image`` = (H, stride_h, pointers, masks, at). The strip is the columns under those windows, ``at`` the
+    strip column each one's position is. With WORD = 1 ``pointers`` are the strip's columns, clamped to the
+    image: padding is a copy of the nearest pixel of the same window, with that pixel's position. Otherwise
+    they are the aligned words of WORD elements that hold the strip, the group's own word (holding the column
+    under its first output's tap 1, PADDING + 1 into the strip) at index -((-1 - PADDING) // WORD), and a
+    column off the image is -inf at its nearest pixel's position: to its left it comes first in its window, so
+    it wins only a tie with -inf, which the pixel would win; to its right it never wins. (The group's own word
+    is on the image whenever its outputs are.) Rows are clamped, with the positions of the rows they copy. So
+    padding never changes a window's max nor, in row-major order, the position of its first max or last NaN.
+    A position is the clamped row * KERNEL + the strip column."""
+    H, stride_h, pointers, masks, at = image
     row = tl.minimum(tl.maximum(row, 0), H - 1)
     v = ()
     p = ()
-    for t in tl.static_range(KERNEL + 2):
-        v += (tl.load(columns[t] + row * stride_h, mask=channels_ok).to(ACC),)
-        p += (at[t] + row * KERNEL,)
-    if KERNEL == 1:
-        zero = tl.zeros(v[0].shape, dtype=tl.int32)
-        return v[0], p[0] + zero, v[1], p[1] + zero, v[2], p[2] + zero
-    elif KERNEL == 2:
-        max0, at0 = _take_max(v[0], p[0], v[1], p[1])
-        max1, at1 = _take_max(v[1], p[1], v[2], p[2])
-        max2, at2 = _take_max(v[2], p[2], v[3], p[3])
-        return max0, at0, max1, at1, max2, at2
+    if WORD == 1:
+        for t in tl.static_range(len(at)):
+            v += (tl.load(pointers[t] + row * stride_h, mask=masks[t]).to(ACC),)
     else:
-        # The three windows share strip columns 2 .. KERNEL - 1: their max once, then 5 merges (not 3 (K - 1)).
-        inner, inner_at = v[2], p[2]
-        for t in tl.static_range(3, KERNEL):
-            inner, inner_at = _take_max(inner, inner_at, v[t], p[t])
-        head, head_at = _take_max(v[1], p[1], inner, inner_at)  # columns 1 .. K - 1
-        tail, tail_at = _take_max(inner, inner_at, v[KERNEL], p[KERNEL])  # 2 .. K
-        max0, at0 = _take_max(v[0], p[0], head, head_at)
-        max1, at1 = _take_max(head, head_at, v[KERNEL], p[KERNEL])
-        max2, at2 = _take_max(tail, tail_at, v[KERNEL + 1], p[KERNEL + 1])
-        return max0, at0, max1, at1, max2, at2
+        element = pointers[0].dtype.element_ty
+        words = ()
+        for k in tl.static_range(len(pointers)):
+            address = pointers[k] + row * stride_h
+            if WORD * element.primitive_bitwidth == 64:
+                words += (tl.load(address.to(tl.pointer_type(tl.int64)), mask=masks[k]),)
+            else:
+                words += (tl.load(address.to(tl.pointer_type(tl.int32)), mask=masks[k]),)
+        for t in tl.static_range(len(at)):
+            v += (_word_column(words, masks, t, PADDING, WORD, element, ACC),)
+    for t in tl.static_range(len(at)):
+        p += (at[t] + row * KERNEL,)
+    return _window_maxes(v, p, KERNEL)
 
 
 @triton.jit
@@ -263,77 +320,140 @@ def _column_maxes(rows, first: tl.constexpr, count: tl.constexpr):
 
 
 @triton.jit
-def _rows_max(first, count: tl.constexpr, image, KERNEL: tl.constexpr, ACC: tl.constexpr):
+def _rows_max(first, count: tl.constexpr, image, KERNEL: tl.constexpr, PADDING: tl.constexpr, WORD: tl.constexpr,
+              ACC: tl.constexpr):
     """_column_maxes of the _row_maxes of input rows first .. first + count - 1, taken one row at a time."""
-    pooled = _row_maxes(first, image, KERNEL, ACC)
+    pooled = _row_maxes(first, image, KERNEL, PADDING, WORD, ACC)
     for i in tl.static_range(1, count):
-        pooled = _take_maxes(pooled, _row_maxes(first + i, image, KERNEL, ACC))
+        pooled = _take_maxes(pooled, _row_maxes(first + i, image, KERNEL, PADDING, WORD, ACC))
     return pooled
 
 
 @triton.jit
 def _blur_pooled(pooled, ph, pooled_image, store, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
-                 PADDING: tl.constexpr):
-    """Pooled row ``ph`` at the three pooled columns of each output, ``pooled`` = (max0, at0, max1, at1, max2,
-    at2): stores the argmax where this program owns it, and returns the row's horizontal blur, [1, 2, 1] / 4,
-    0 off the pooled image. ``pooled_image`` = (Hp, pooled_ok, arg_columns, arg_stride_h)."""
-    Hp, pooled_ok, arg_columns, arg_stride_h = pooled_image
-    row_ok = (ph >= 0) & (ph < Hp)
-    # Positions are row * KERNEL + strip column: this makes them row-major offsets i * KERNEL + j in the window.
+                 PADDING: tl.constexpr, GROUP: tl.constexpr, ARG_WORD: tl.constexpr, TAP1: tl.constexpr):
+    """Pooled row ``ph`` at the group's windows, ``pooled`` = (max0, at0, max1, at1, ...): stores the argmax
+    where this program owns it, and returns the row's horizontal blur, [1, 2, 1] / 4, 0 off the pooled image,
+    for each of the group's GROUP outputs (output i's taps read windows i * STRIDE .. i * STRIDE + 2).
+    ``pooled_image`` = (Hp, pooled_ok, arg_pointers, arg_stride_h). With ARG_WORD > 1 the owned offsets, of
+    windows 1 .. ARG_WORD, are stored as one aligned word. TAP1: ``ph`` is the row under an output row's blur
+    tap 1, o * STRIDE, which is on the pooled image for every output row."""
+    Hp, pooled_ok, arg_pointers, arg_stride_h = pooled_image
+    row_ok = True if TAP1 else (ph >= 0) & (ph < Hp)
+    # Positions are row * KERNEL + strip column, and window j starts at strip column j: this makes them
+    # row-major offsets i * KERNEL + j in the window.
     origin = (ph - PADDING) * KERNEL
-    for kw in tl.static_range(3):
-        # Each pooled position is stored by exactly one output: blur tap k reads column o * STRIDE + (k - 1),
-        # tap 1 always owns it, tap 2 unless stride 1 gives it to the next output's tap 1, tap 0 only from
-        # stride 3 on: STRIDE >= (k + 2) % 3 + 1. The caller says the same for rows with ``store``.
-        if STRIDE >= (kw + 2) % 3 + 1:
-            tl.store(arg_columns[kw] + ph * arg_stride_h, (pooled[2 * kw + 1] - (origin + kw)).to(tl.uint8),
-                     mask=pooled_ok[kw] & row_ok & store)
-    # 0 * inf would be NaN: positions off the pooled image are selected away, not multiplied by 0. Tap 1's
-    # column, o * STRIDE, is on it for every output. Weighted before summed, so no sum overflows.
-    blurred = tl.fma(tl.where(pooled_ok[0], pooled[0], 0.0), 0.25, tl.where(pooled_ok[2], pooled[4], 0.0) * 0.25)
-    return tl.where(row_ok, tl.fma(pooled[2], 0.5, blurred), 0.0)
+    if ARG_WORD > 1:
+        # Lane l holds window 1 + l's offset: the sum of its position << 8 l, less each lane's origin, is the
+        # word of offsets (each below 256, so no lane carries into the next).
+        word = pooled[3].to(tl.uint32)
+        for lane in tl.static_range(1, ARG_WORD):
+            word += pooled[2 * lane + 3].to(tl.uint32) << (8 * lane)
+        lanes: tl.constexpr = 0x01010101 if ARG_WORD == 4 else 0x0101
+        steps: tl.constexpr = 0x03020100 if ARG_WORD == 4 else 0x0100
+        word -= (origin + 1).to(tl.uint32) * lanes + steps
+        address = arg_pointers[1] + ph * arg_stride_h
+        mask = pooled_ok[1] & row_ok & store
+        if ARG_WORD == 4:
+            tl.store(address.to(tl.pointer_type(tl.uint32)), word, mask=mask)
+        else:
+            tl.store(address.to(tl.pointer_type(tl.uint16)), word.to(tl.uint16), mask=mask)
+    else:
+        for i in tl.static_range(GROUP):
+            for kw in tl.static_range(3):
+                # Each pooled position is stored by exactly one output: blur tap k reads column o * STRIDE + (k - 1),
+                # tap 1 always owns it, tap 2 unless stride 1 gives it to the next output's tap 1, tap 0 only
+                # from stride 3 on: STRIDE >= (k + 2) % 3 + 1. The caller says the same for rows with ``store``.
+                if STRIDE >= (kw + 2) % 3 + 1:
+                    tl.store(arg_pointers[i * STRIDE + kw] + ph * arg_stride_h,
+                             (pooled[2 * (i * STRIDE + kw) + 1] - (origin + i * STRIDE + kw)).to(tl.uint8),
+                             mask=pooled_ok[i * STRIDE + kw] & row_ok & store)
+    # 0 * inf would be NaN: positions off the pooled image are selected away, not multiplied by 0. Windows 1 ..
+    # ARG_WORD are on it wherever the group is: tap 1's column, o * STRIDE, for every output, and the others in
+    # the argmax word, which Wp, a multiple of its size, does not cut.
+    taps = ()
+    for j in tl.static_range(len(pooled) // 2):
+        taps += (pooled[2 * j] if j >= 1 and j <= ARG_WORD else tl.where(pooled_ok[j], pooled[2 * j], 0.0),)
+    blurred = ()
+    for i in tl.static_range(GROUP):
+        # Weighted before summed, so no sum overflows.
+        sides = tl.fma(taps[i * STRIDE], 0.25, taps[i * STRIDE + 2] * 0.25)
+        blurred += (tl.where(row_ok, tl.fma(taps[i * STRIDE + 1], 0.5, sides), 0.0),)
+    return blurred
 
 
 @triton.jit
 def _one_pooled_row(window, ph, image, pooled_image, store, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
-                    PADDING: tl.constexpr, ACC: tl.constexpr, KEEP: tl.constexpr):
+                    PADDING: tl.constexpr, ACC: tl.constexpr, KEEP: tl.constexpr, GROUP: tl.constexpr,
+                    WORD: tl.constexpr, ARG_WORD: tl.constexpr, TAP1: tl.constexpr):
     """Pooled row ``ph``'s _blur_pooled, and the ``window`` for pooled row ph + 1.
 
     With KEEP, ``window`` holds the row maxes of input rows ph - PADDING .. ph - PADDING + KERNEL - 2 and only
     the next input row is loaded; without (large kernels, whose kept rows would not fit in registers), it is
     empty and the pooled row takes all its input rows."""
     if KEEP:
-        rows = window + (_row_maxes(ph - PADDING + KERNEL - 1, image, KERNEL, ACC),)
+        rows = window + (_row_maxes(ph - PADDING + KERNEL - 1, image, KERNEL, PADDING, WORD, ACC),)
         pooled = _column_maxes(rows, 0, KERNEL)
         window = rows[1:]
     else:
-        pooled = _rows_max(ph - PADDING, KERNEL, image, KERNEL, ACC)
-    return _blur_pooled(pooled, ph, pooled_image, store, KERNEL, STRIDE, PADDING), window
+        pooled = _rows_max(ph - PADDING, KERNEL, image, KERNEL, PADDING, WORD, ACC)
+    return _blur_pooled(pooled, ph, pooled_image, store, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD, TAP1), window
 
 
 @triton.jit
 def _two_pooled_rows(window, ph, image, pooled_image, store0, store1, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
-                     PADDING: tl.constexpr, ACC: tl.constexpr, KEEP: tl.constexpr):
+                     PADDING: tl.constexpr, ACC: tl.constexpr, KEEP: tl.constexpr, GROUP: tl.constexpr,
+                     WORD: tl.constexpr, ARG_WORD: tl.constexpr, TAP1: tl.constexpr):
     """_one_pooled_row for pooled rows ph and ph + 1 together: their windows share KERNEL - 1 input rows, whose
-    vertical max is taken once (KERNEL merges a window for the two rows, not 2 (KERNEL - 1))."""
+    vertical max is taken once (KERNEL merges a window for the two rows, not 2 (KERNEL - 1)). TAP1: which of the
+    two is under tap 1 of an output row (0 or 1)."""
     if KERNEL == 1:
-        first = _row_maxes(ph - PADDING, image, KERNEL, ACC)
-        second = _row_maxes(ph + 1 - PADDING, image, KERNEL, ACC)
+        first = _row_maxes(ph - PADDING, image, KERNEL, PADDING, WORD, ACC)
+        second = _row_maxes(ph + 1 - PADDING, image, KERNEL, PADDING, WORD, ACC)
     elif KEEP:
         rows = window
         for i in tl.static_range(KERNEL - 1, KERNEL + 1):
-            rows += (_row_maxes(ph - PADDING + i, image, KERNEL, ACC),)
+            rows += (_row_maxes(ph - PADDING + i, image, KERNEL, PADDING, WORD, ACC),)
         shared = _column_maxes(rows, 1, KERNEL - 1)
         first = _take_maxes(rows[0], shared)
         second = _take_maxes(shared, rows[KERNEL])
         window = rows[2:]
     else:
-        shared = _rows_max(ph + 1 - PADDING, KERNEL - 1, image, KERNEL, ACC)
-        first = _take_maxes(_row_maxes(ph - PADDING, image, KERNEL, ACC), shared)
-        second = _take_maxes(shared, _row_maxes(ph - PADDING + KERNEL, image, KERNEL, ACC))
-    blurred0 = _blur_pooled(first, ph, pooled_image, store0, KERNEL, STRIDE, PADDING)
-    blurred1 = _blur_pooled(second, ph + 1, pooled_image, store1, KERNEL, STRIDE, PADDING)
+        shared = _rows_max(ph + 1 - PADDING, KERNEL - 1, image, KERNEL, PADDING, WORD, ACC)
+        first = _take_maxes(_row_maxes(ph - PADDING, image, KERNEL, PADDING, WORD, ACC), shared)
+        second = _take_maxes(shared, _row_maxes(ph - PADDING + KERNEL, image, KERNEL, PADDING, WORD, ACC))
+    blurred0 = _blur_pooled(first, ph, pooled_image, store0, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD, TAP1 == 0)
+    blurred1 = _blur_pooled(second, ph + 1, pooled_image, store1, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD,
+                            TAP1 == 1)
     return blurred0, blurred1, window
+
+
+@triton.jit
+def _store_outputs(outputs, outputs_ok, offset, value):
+    """Store the group's output ``value``s at ``outputs`` + ``offset``: a group of two 16- or 32-bit values side by
+    side in one word (its outputs are both in the image or neither, Wo being even, and aligned: see
+    _forward_group), each on its own otherwise."""
+    element = outputs[0].dtype.element_ty
+    if len(value) == 2 and element.primitive_bitwidth == 16:
+        low = value[0].to(element).to(tl.uint16, bitcast=True).to(tl.uint32)
+        high = value[1].to(element).to(tl.uint16, bitcast=True).to(tl.uint32)
+        tl.store((outputs[0] + offset).to(tl.pointer_type(tl.uint32)), low | (high << 16), mask=outputs_ok[0])
+    elif len(value) == 2 and element.primitive_bitwidth == 32:
+        low = value[0].to(element).to(tl.uint32, bitcast=True).to(tl.uint64)
+        high = value[1].to(element).to(tl.uint32, bitcast=True).to(tl.uint64)
+        tl.store((outputs[0] + offset).to(tl.pointer_type(tl.uint64)), low | (high << 32), mask=outputs_ok[0])
+    else:
+        for i in tl.static_range(len(value)):
+            tl.store(outputs[i] + offset, value[i].to(element), mask=outputs_ok[i])
+
+
+@triton.jit
+def _blurs(above, middle, below):
+    """The vertical blur, [1, 2, 1] / 4, of three pooled rows' horizontal blurs, for each output of the group."""
+    value = ()
+    for i in tl.static_range(len(middle)):
+        value += (tl.fma(middle[i], 0.5, tl.fma(above[i], 0.25, below[i] * 0.25)),)
+    return value
 
 
 # The fused forward walks down bands of BLOCK_H output rows, BLOCK_C channels by BLOCK_W columns at a time, with
@@ -363,60 +483,89 @@ def _blur_maxpool_forward_kernel(
     stride_n, stride_c, stride_h, stride_w,
     out_stride_n, out_stride_c, out_stride_h, out_stride_w,
     arg_stride_n, arg_stride_c, arg_stride_h, arg_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
-    KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr,
+    KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr, GROUP: tl.constexpr,
     ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
     # Each output blurs 3 x 3 pooled positions, each the max of a KERNEL x KERNEL window; the pooled image is
     # never stored, only the argmax offsets, one byte each, for backward. The max is separable: each input row's
-    # maxes over the three windows of an output's pooled columns (_row_maxes) are taken once and kept, in
-    # ``window``, for the KERNEL pooled rows that read them; each pooled row's vertical max is taken once, and
+    # maxes over the windows of the pooled columns an output's blur reads (_row_maxes) are taken once and kept,
+    # in ``window``, for the KERNEL pooled rows that read them; each pooled row's vertical max is taken once, and
     # kept, as its horizontal blur, for the next output row where they share it (two of three at stride 1, one
     # at stride 2), like _blurpool_forward_kernel; two pooled rows taken together share the vertical max of
     # their common input rows. At stride 2 an output row takes 2 input rows and 2 pooled rows, against
     # 3 x KERNEL input rows loaded and compared for 3 windows per output.
+    #
+    # With GROUP = 2 (see _forward_group), each element of the tile is 2 neighbouring outputs, which share a
+    # pooled column: 5 windows over 7 input columns a row at stride 2, not 2 x 3 over 2 x 5, each pooled pixel's
+    # max and argmax taken once; the rows are read in aligned words of up to 8 bytes (WORD elements), and the
+    # argmax bytes the group owns in a pooled row written as one word. The tile is then BLOCK_C x GROUP channels
+    # by BLOCK_W / GROUP groups: as many elements, on as many threads.
     KEEP: tl.constexpr = KERNEL <= _KEPT_ROWS_MAX_KERNEL
+    BITS: tl.constexpr = x_ptr.dtype.element_ty.primitive_bitwidth
+    WORD: tl.constexpr = 1 if GROUP == 1 else (4 if GROUP * STRIDE % 4 == 0 and BITS <= 16 else (
+        2 if GROUP * STRIDE % 2 == 0 and BITS <= 32 else 1))
+    ARG_WORD: tl.constexpr = GROUP * STRIDE if WORD > 1 and STRIDE <= 2 else 1
+    WINDOWS: tl.constexpr = (GROUP - 1) * STRIDE + 3
     bands = tl.cdiv(Ho, BLOCK_H)
     sample = tl.program_id(0) // bands
     first_row = (tl.program_id(0) % bands) * BLOCK_H
     last_row = tl.minimum(first_row + BLOCK_H, Ho)
-    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)[:, None]
-    ow = tl.program_id(2) * BLOCK_W + tl.arange(0, BLOCK_W)[None, :]
+    c = tl.program_id(1) * (BLOCK_C * GROUP) + tl.arange(0, BLOCK_C * GROUP)[:, None]
+    # The group's first output column.
+    ow = (tl.program_id(2) * (BLOCK_W // GROUP) + tl.arange(0, BLOCK_W // GROUP)[None, :]) * GROUP
     channels_ok = c < C
-    valid = channels_ok & (ow < Wo)
     x_ptr += sample.to(tl.int64) * stride_n + c.to(tl.int64) * stride_c
     argmax_ptr += sample.to(tl.int64) * arg_stride_n + c.to(tl.int64) * arg_stride_c
-    out_ptr += sample.to(tl.int64) * out_stride_n + c.to(tl.int64) * out_stride_c + ow * out_stride_w
+    out_ptr += sample.to(tl.int64) * out_stride_n + c.to(tl.int64) * out_stride_c
     first_iw = ow * STRIDE - 1 - PADDING  # the strip's first input column
-    columns = ()
     at = ()
-    for t in tl.static_range(KERNEL + 2):
-        iw = tl.minimum(tl.maximum(first_iw + t, 0), W - 1)  # clamped: see _row_maxes
-        columns += (x_ptr + iw * stride_w,)
-        at += (iw - first_iw,)
-    image = (H, stride_h, columns, at, channels_ok)
+    for t in tl.static_range(WINDOWS + KERNEL - 1):
+        at += (tl.minimum(tl.maximum(first_iw + t, 0), W - 1) - first_iw,)
+    pointers = ()
+    masks = ()
+    if WORD == 1:
+        for t in tl.static_range(WINDOWS + KERNEL - 1):
+            pointers += (x_ptr + (first_iw + at[t]) * stride_w,)  # clamped: see _row_maxes
+            masks += (channels_ok,)
+    else:
+        # The words from the strip's first column's to its last's, counted from the group's own (see _row_maxes).
+        for k in tl.static_range((-1 - PADDING) // WORD, (WINDOWS + KERNEL - 3 - PADDING) // WORD + 1):
+            column = ow * STRIDE + k * WORD  # the word's first
+            pointers += (x_ptr + column,)
+            masks += (channels_ok & (column >= 0) & (column < W),)  # W too: the word is on the image or off it
+    image = (H, stride_h, pointers, masks, at)
     pooled_ok = ()
-    arg_columns = ()
-    for kw in tl.static_range(3):
-        pw = ow * STRIDE - 1 + kw
-        pooled_ok += (valid & (pw >= 0) & (pw < Wp),)
-        arg_columns += (argmax_ptr + pw * arg_stride_w,)
-    pooled_image = (Hp, pooled_ok, arg_columns, arg_stride_h)
+    arg_pointers = ()
+    for j in tl.static_range(WINDOWS):
+        pw = ow * STRIDE - 1 + j
+        pooled_ok += (channels_ok & (ow < Wo) & (pw >= 0) & (pw < Wp),)
+        arg_pointers += (argmax_ptr + pw * arg_stride_w,)
+    pooled_image = (Hp, pooled_ok, arg_pointers, arg_stride_h)
+    outputs = ()
+    outputs_ok = ()
+    for i in tl.static_range(GROUP):
+        outputs += (out_ptr + (ow + i) * out_stride_w,)
+        outputs_ok += (channels_ok & (ow + i < Wo),)
 
     # ``window``: the row maxes of the KERNEL - 1 input rows before the next pooled row's last.
     ph = first_row * STRIDE - 1
     window = ()
     if KEEP:
         for i in tl.static_range(KERNEL - 1):
-            window += (_row_maxes(ph - PADDING + i, image, KERNEL, ACC),)
+            window += (_row_maxes(ph - PADDING + i, image, KERNEL, PADDING, WORD, ACC),)
     # The pooled rows the band's first output row shares with the one above it, whose argmax that row stores
     # (its tap 2 at stride 2); at stride 1 this row's tap 1 owns the second.
-    above = tl.zeros((BLOCK_C, BLOCK_W), dtype=ACC)
-    middle = tl.zeros((BLOCK_C, BLOCK_W), dtype=ACC)
+    above = ()
+    middle = ()
+    for i in tl.static_range(GROUP):
+        above += (tl.zeros((BLOCK_C * GROUP, BLOCK_W // GROUP), dtype=ACC),)
+        middle += (tl.zeros((BLOCK_C * GROUP, BLOCK_W // GROUP), dtype=ACC),)
     if STRIDE == 1:
         above, middle, window = _two_pooled_rows(window, ph, image, pooled_image, False, True, KERNEL, STRIDE,
-                                                 PADDING, ACC, KEEP)
+                                                 PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, 1)
     if STRIDE == 2:
-        above, window = _one_pooled_row(window, ph, image, pooled_image, False, KERNEL, STRIDE, PADDING, ACC, KEEP)
+        above, window = _one_pooled_row(window, ph, image, pooled_image, False, KERNEL, STRIDE, PADDING, ACC, KEEP,
+                                        GROUP, WORD, ARG_WORD, False)
     # Unrolled twice: the kept rows then move between registers every other output row, not every one.
     for oh in tl.range(first_row, last_row, loop_unroll_factor=2 if KEEP else 1):
         ph = oh * STRIDE - 1  # pooled rows ph, ph + 1, ph + 2 under blur taps 0, 1, 2
@@ -424,17 +573,18 @@ def _blur_maxpool_forward_kernel(
             # Tap 2's row is owned by the next output row's tap 1: this program's unless that row is past the
             # band (the next band's, which stores it before its loop).
             below, window = _one_pooled_row(window, ph + 2, image, pooled_image, oh + 1 < last_row, KERNEL, STRIDE,
-                                            PADDING, ACC, KEEP)
+                                            PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, False)
         elif STRIDE == 2:
             middle, below, window = _two_pooled_rows(window, ph + 1, image, pooled_image, True, True, KERNEL,
-                                                     STRIDE, PADDING, ACC, KEEP)
+                                                     STRIDE, PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, 0)
         else:
+            # Not told that ph + 1 is under tap 1: at stride 3 NHWC that left 8 bytes spilled on sm_90 (176
+            # registers without, 168 with).
             above, middle, window = _two_pooled_rows(window, ph, image, pooled_image, True, True, KERNEL, STRIDE,
-                                                     PADDING, ACC, KEEP)
+                                                     PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, -1)
             below, window = _one_pooled_row(window, ph + 2, image, pooled_image, True, KERNEL, STRIDE, PADDING, ACC,
-                                            KEEP)
-        value = tl.fma(middle, 0.5, tl.fma(above, 0.25, below * 0.25))
-        tl.store(out_ptr + oh * out_stride_h, value.to(out_ptr.dtype.element_ty), mask=valid)
+                                            KEEP, GROUP, WORD, ARG_WORD, False)
+        _store_outputs(outputs, outputs_ok, oh * out_stride_h, _blurs(above, middle, below))
         if STRIDE == 1:
             above = middle
             middle = below
@@ -445,7 +595,8 @@ def _blur_maxpool_forward_kernel(
         if KEEP:
             for g in tl.static_range(STRIDE - 3):
                 if g >= STRIDE - 3 - (KERNEL - 1):
-                    window = (window + (_row_maxes(ph + 3 + g - PADDING + KERNEL - 1, image, KERNEL, ACC),))[1:]
+                    window = (window + (_row_maxes(ph + 3 + g - PADDING + KERNEL - 1, image, KERNEL, PADDING, WORD,
+                                                   ACC),))[1:]
 
 
 _blur_maxpool_forward = {channels_inner: backend.autotune(configs, _TILE_KEY, _INTERPRETER_ROWS)(
@@ -689,11 +840,11 @@ def _launch_tiled(kernel, shape: tuple[int, int, int], channel_stride: int, *arg
     kernel[grid](*args, **_tuning_key(C, pixels, channel_stride), **constants)
 
 
-def _band_grid(N: int, C: int, Ho: int, Wo: int):
+def _band_grid(N: int, C: int, Ho: int, Wo: int, group: int = 1):
     """The grid of a kernel walking bands of BLOCK_H rows of the Ho x Wo image it writes: row bands of every
-    sample first (the grid's first axis is the one without a 65535 cap), then channel blocks, then column
-    blocks."""
-    return lambda meta: (N * backend.cdiv(Ho, meta["BLOCK_H"]), backend.cdiv(C, meta["BLOCK_C"]),
+    sample first (the grid's first axis is the one without a 65535 cap), then blocks of BLOCK_C x ``group``
+    channels, then of BLOCK_W columns (a tile of ``group`` outputs an element keeps BLOCK_C x BLOCK_W elements)."""
+    return lambda meta: (N * backend.cdiv(Ho, meta["BLOCK_H"]), backend.cdiv(C, meta["BLOCK_C"] * group),
                          backend.cdiv(Wo, meta["BLOCK_W"]))
 
 
@@ -755,6 +906,22 @@ def _blurpool2d_backward(ctx, grad_out):
 _blurpool2d_op.register_autograd(_blurpool2d_backward, setup_context=_blurpool2d_setup_context)
 
 
+def _forward_group(strides: tuple[int, ...], offset: int, width: int, pooled_width: int, stride: int) -> int:
+    """The outputs each element of the blur max pool forward's tile computes (its GROUP): 2 where neighbouring
+    outputs share pooled columns (stride 1 or 2) and the kernel may read the input, of these ``strides`` and
+    storage ``offset`` (in elements) and ``width``, in aligned words of up to 4 elements a row and write its
+    argmax, ``pooled_width`` bytes a row in its layout, in words of up to 4 bytes: rows of unit column stride,
+    every other stride, the offset and both widths multiples of 4 (PyTorch's allocations are aligned), so that
+    a word is all on a row or all off it. 1 otherwise.
+
+        >>> resnet_stem = (64 * 112 * 112, 112 * 112, 112, 1)
+        >>> _forward_group(resnet_stem, 0, 112, 112, 2), _forward_group(resnet_stem, 0, 112, 112, 3)
+        (2, 1)
+    """
+    words = strides[3] == 1 and all(size % 4 == 0 for size in (*strides[:3], offset, width, pooled_width))
+    return 2 if words and stride <= 2 else 1
+
+
 @kernel_op("fastcore_ops::blur_maxpool2d")
 def _blur_maxpool2d_op(
     x: torch.Tensor, kernel_size: int, stride: int, padding: int
@@ -765,10 +932,11 @@ def _blur_maxpool2d_op(
     out = empty_like_layout(x, (N, C, Ho, Wo))
     argmax = empty_like_layout(x, (N, C, Hp, Wp), dtype=torch.uint8)
     if out.numel():
-        _blur_maxpool_forward[x.stride(1) == 1][_band_grid(N, C, Ho, Wo)](
+        group = _forward_group(x.stride(), x.storage_offset(), W, Wp, stride)
+        _blur_maxpool_forward[x.stride(1) == 1][_band_grid(N, C, Ho, Wo, group)](
             x, out, argmax, C, H, W, Hp, Wp, Ho, Wo, *x.stride(), *out.stride(), *argmax.stride(),
-            **_tuning_key(C, Ho * Wo, x.stride(1)),
-            KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(x.dtype))
+            **_tuning_key(C, Ho * Wo, x.stride(1)), KERNEL=kernel_size, STRIDE=stride, PADDING=padding, GROUP=group,
+            ACC=backend.accumulator(x.dtype))
     return out, argmax
 
 

@@ -153,6 +153,34 @@ def test_blur_maxpool2d_takes_nan_and_minus_inf_like_max_pool2d(kernel_size, str
     torch.testing.assert_close(x.grad, x_ref.grad)
 
 
+# NCHW rows whose width, strides and pooled width are multiples of 4 take the forward's grouped path: two outputs
+# an element, rows read in aligned words, -inf for the columns off the image, the argmax bytes written as words.
+@pytest.mark.parametrize("kernel_size,stride,padding", [(3, 2, 1), (3, 1, 1), (5, 2, 2), (5, 1, 2), (1, 2, 0)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_blur_maxpool2d_grouped_rows_take_ties_nan_and_minus_inf_like_max_pool2d(kernel_size, stride, padding, dtype,
+                                                                                 device):
+    g = torch.Generator().manual_seed(kernel_size * 10 + stride)
+    x = torch.randint(0, 3, (2, 3, 13, 12), generator=g).float()
+    nan, inf = float("nan"), float("inf")
+    x[0, 0, 4, 0] = x[0, 0, 4, 11] = x[0, 0, 5, 1] = x[0, 0, 6, 10] = x[0, 0, 6, 5] = nan  # at both edges
+    x[0, 1, :, :3] = -inf  # windows of -inf and padding, left and right: the first pixel, never padding
+    x[1, 0, :, -3:] = -inf
+    x[1, 1] = -inf
+    x = x.to(device=device, dtype=dtype).requires_grad_()
+    pooled_width = 12 + 2 * padding - kernel_size + 1
+    assert blurpool_module._forward_group(x.stride(), x.storage_offset(), 12, pooled_width, stride) == 2
+    _check_argmax(x, kernel_size, stride, padding)
+    out = blur_maxpool2d(x, kernel_size, stride, padding)
+    grad_out = torch.randn(out.shape, generator=g).to(device, dtype)
+    out.backward(grad_out)
+    x_ref = x.detach().float().requires_grad_()
+    ref = blur_maxpool2d_reference(x_ref, kernel_size, stride, padding)
+    ref.backward(grad_out.float())
+    assert out.isnan().any() and (out == -inf).any()
+    torch.testing.assert_close(out, ref.to(dtype), equal_nan=True, **TOLERANCES[dtype])
+    torch.testing.assert_close(x.grad, x_ref.grad.to(dtype), **TOLERANCES[dtype])
+
+
 @pytest.mark.parametrize("args", [(2,), (3,), (3, None, 1), (3, 2, 1)], ids=str)
 def test_blur_maxpool2d_defaults_are_max_pool2ds(args, device):
     # A call ported from F.max_pool2d keeps its output size: stride defaults to kernel_size, padding to 0.

@@ -121,12 +121,12 @@ def test_channels_move_in_128_bit_accesses(report):
 # Representative configs whose registers or shared memory leave fewer CTAs an SM than intended.
 KNOWN_LOW_OCCUPANCY = {
     # The kept input rows: 3 windows' maxes and argmax offsets an output and row, beside the blur's rows.
-    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NHWC": "128 registers (4 CTAs) for the kept rows' maxes",
-    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=1 PADDING=1 NHWC": "87 registers (5 CTAs) for the kept rows' maxes",
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NHWC": "126 registers (4 CTAs) for the kept rows' maxes",
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=1 PADDING=1 NHWC": "88 registers (5 CTAs) for the kept rows' maxes",
     "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=3 PADDING=0 NHWC": "176 registers (2 CTAs) for the kept rows' maxes",
     "_blur_maxpool_forward_kernel KERNEL=2 STRIDE=4 PADDING=1 NHWC": "109 registers (4 CTAs) for the kept rows' maxes",
     "_blur_maxpool_forward_kernel KERNEL=7 STRIDE=2 PADDING=3 NCHW":
-        "116 registers (4 CTAs): 7 input rows' maxes and offsets a pooled row",
+        "91 registers (5 CTAs): 7 input rows' maxes and offsets a pooled row, for two outputs",
     "_blur_maxpool_forward_kernel KERNEL=7 STRIDE=2 PADDING=3 NHWC":
         "168 registers (3 CTAs): 7 input rows' maxes and offsets a pooled row",
     # A 5 x 5 pool's band keeps 4 input rows' sums beside the 5 window columns' offsets and gradients it loads.
@@ -151,15 +151,15 @@ def test_occupancy_is_what_each_kernel_intends(report):
 
 # Memory-bound kernels whose main loop issues more instructions an element than its bytes allow.
 KNOWN_INSTRUCTION_BOUND = {
-    # The max and argmax are separable (rows' maxes kept), but each pooled pixel still compares and selects.
-    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NCHW": "169 against 120: 16-bit loads, compares, argmax",
-    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=1 PADDING=1 NCHW": "87.5 against 43: compares and argmax a pixel",
+    # The max and argmax are separable (rows' maxes kept), but each pooled pixel still compares and selects: 4
+    # instructions a merge, at stride 1 about 7.5 merges an output even with two outputs an element.
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=1 PADDING=1 NCHW": "59.5 against 43: compares and argmax a pixel",
     "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=1 PADDING=1 NHWC": "52 against 43: compares and argmax a pixel",
-    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=3 PADDING=0 NCHW": "294 against 249: compares and argmax a pixel",
+    "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=3 PADDING=0 NCHW": "296 against 249: compares and argmax a pixel",
     "_blur_maxpool_forward_kernel KERNEL=7 STRIDE=2 PADDING=3 NCHW":
-        "629 against 120: 49 compares a pooled pixel, no rows kept",
+        "451.5 against 120: 49 compares a pooled pixel, no rows kept",
     "_blur_maxpool_forward_kernel KERNEL=7 STRIDE=2 PADDING=3 NHWC":
-        "410.5 against 120: 49 compares a pooled pixel, no rows kept",
+        "398 against 120: 49 compares a pooled pixel, no rows kept",
     # Routed a pooled row at a time, a pixel costs its window columns and rows: 10 compares and selects at 5 x 5.
     "_max_pool_backward_kernel KERNEL=5 STRIDE=2 PADDING=2 NCHW":
         "68 against 43: 5 window columns and 5 rows a pixel, the shifted columns in 8- and 16-bit loads",
