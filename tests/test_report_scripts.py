@@ -395,3 +395,16 @@ def test_frontier_machine_time(tmp_path, capsys):
         assert machine_time.main(argv) == 2
         out, err = capsys.readouterr()
         assert out == "" and len(err.splitlines()) == 1 and err.startswith("error: ")
+
+
+def test_cifar_record_accuracy_evaluate_tta(ten_jpegs, tmp_path):
+    from fastcore_ops.training import fit
+
+    run = tmp_path / "run"
+    fit("cifar_record", data=ten_jpegs, out=run, progress=False, eval_every=0, overrides={
+        "data.batch_size": 4, "data.num_workers": 0, "precision": "fp32", "methods.patch_whitening.images": 8,
+        "schedule.scale_schedule_ratio": 2 / 9.9})
+    judged = load("cifar-record-accuracy-20261202/evaluate_tta.py").main(run, ten_jpegs)
+    assert judged["airbench94"] == judged["final_in_checkpoint"]  # the TTA the run itself was judged with
+    assert judged["flips_probabilities"]["top1"] == judged["final_in_checkpoint"]["top1"]
+    assert set(judged["flips_probabilities"]) == {"top1", "eval_loss", "top1_tta"}

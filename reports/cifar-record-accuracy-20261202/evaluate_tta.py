@@ -1,4 +1,4 @@
-"""Evaluate a finished cifar_record run's final weights with the TTA it trained with and with airbench94's.
+"""Evaluate a finished cifar_record run's final weights with flip TTA and with airbench94's.
 
 The runs in this folder were trained at 76aaa17, when cifar_record averaged flipped views' probabilities;
 airbench94's multi-crop evaluation (flips and two diagonal 1 px shifts, logits averaged) landed after.
@@ -8,6 +8,7 @@ that it reproduces the run's own figure. Writes one JSON line.
     .venv/bin/python reports/cifar-record-accuracy-20261202/evaluate_tta.py RUN_FOLDER [DATA]
 """
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -16,18 +17,21 @@ import torch
 
 from fastcore_ops.training import checkpoint
 from fastcore_ops.training.assemble import build_trainer
-from fastcore_ops.training.config import override
+from fastcore_ops.training.config import load_config, override
 from fastcore_ops.training.recipes import get_recipe
 
-TTAS = {"flips_probabilities": ["methods.tta={'flip': True, 'translate': 0}"], "airbench94": []}
+# Each TTA the final weights are judged with: the recipe's before airbench94's landed, and airbench94's.
+TTAS = {"flips_probabilities": {"flip": True, "translate": 0},
+        "airbench94": dataclasses.asdict(get_recipe("cifar_record").methods.tta)}
 
 
 def main(run: Path, data: Path) -> dict:
-    seed = json.loads((run / "config.json").read_text())["seed"]
+    """The run's final metrics as saved, and as each of TTAS judges its final weights (its own configuration)."""
+    trained = load_config(run / "config.json")
     payload = checkpoint.load(run / "checkpoint.pt", checkpoint.RUN_LAYOUT)
-    results = {"run": run.name, "seed": seed, "final_in_checkpoint": payload["final"]}
-    for name, assignments in TTAS.items():
-        config = override(get_recipe("cifar_record"), [f"seed={seed}", *assignments])
+    results = {"run": run.name, "seed": trained.seed, "final_in_checkpoint": payload["final"]}
+    for name, tta in TTAS.items():
+        config = override(trained, [f"methods.tta={tta!r}"])
         trainer = build_trainer(config, data=data, out=None, device=torch.device("cpu"), progress=False)
         trainer.model.load_state_dict(payload["model"])
         results[name] = trainer.evaluate()

@@ -3,7 +3,6 @@ workers: on a CPU, the CPUs those threads leave."""
 
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
@@ -28,9 +27,11 @@ def test_ticks_count_only_the_named_cpus_and_leave_idle_and_io_wait_out():
 
 
 def test_a_spinning_process_counts_as_a_busy_core():
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    # Measured once the spinner says it spins: a fixed wait lost the race to a slow start on a busy box.
+    spinner = subprocess.Popen([sys.executable, "-c", "print('spinning', flush=True)\nwhile True: pass"],
+                               stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.3)
+        assert spinner.stdout.readline() == "spinning\n"
         assert busy_cores(0.5) >= 0.7
     finally:
         spinner.kill()
