@@ -40,3 +40,31 @@ def test_a_tiny_run_trains_the_record_with_each_of_its_methods(micro_cifar):
     lookahead = next(method for method in trainer.methods if isinstance(method, Lookahead))
     assert all(torch.equal(tensor, model.state_dict()[name]) for name, tensor in lookahead.state_dict()["slow"].items())
     assert {"top1", "top1_tta"} <= set(result.metrics)
+
+
+def test_the_muon_variant_restates_airbench94_muons_sgd_side_for_our_mean_loss_and_head():
+    record, muon = get_recipe("cifar_record"), get_recipe("cifar_record_muon")
+    head_scale = 256 / 9  # airbench94_muon's head weights (std 1, logits / 256) over ours (PyTorch's, logits / 9)
+    head_lr = 0.67 * 2000 / head_scale ** 2
+    assert muon.optimizer.lr == pytest.approx(head_lr) and muon.optimizer.reference_batch == muon.data.batch_size == 2000
+    # Its biases' 0.053 per summed image is bias_lr_scale's 64 times the head's, as in the record.
+    assert 0.053 * 2000 == pytest.approx(muon.methods.bias_lr_scale.scale * head_lr, rel=1e-4)
+    assert muon.optimizer.lr * muon.optimizer.weight_decay == pytest.approx(2e-6 * 2000)  # its decay per step
+    assert muon.methods.lookahead is None and muon.methods.muon.lr == 0.24 and muon.schedule.epochs == 8.0
+    assert (muon.schedule.warmup_epochs, muon.schedule.final_lr_fraction) == (0.0, 0.0)
+    assert muon.methods.tta == record.methods.tta and muon.model == record.model
+
+
+def test_a_tiny_run_of_the_muon_variant_steps_its_filters_by_muon(micro_cifar):
+    config = override(get_recipe("cifar_record_muon"), [
+        "data.batch_size=4", "data.num_workers=0", "precision=fp32", "methods.patch_whitening.images=8",
+        "schedule.scale_schedule_ratio=0.25"])
+    trainer = build_trainer(config, data=micro_cifar, out=None, device=torch.device("cpu"), subset=2, progress=False)
+    [muon] = [group for group in trainer.state.optimizer.param_groups if group.get("muon")]
+    banks = [p for p in trainer.model.parameters() if p.dim() == 4 and p.requires_grad]
+    assert muon["params"] == banks and len(banks) == 6  # two convolutions a block; the frozen stem stays out
+    result = trainer.fit()
+    # Muon left every bank at norm sqrt(its output channels) before its last step, which moved it by lr * ~1.
+    for bank in banks:
+        assert bank.norm().item() == pytest.approx(len(bank) ** 0.5, rel=0.2)
+    assert {"top1", "top1_tta"} <= set(result.metrics)
