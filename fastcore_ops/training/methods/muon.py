@@ -10,9 +10,10 @@ Method card
         normalization layers and the head stay on the run's SGD, at its learning rate.
     When it helps: conv nets trained for a few epochs at large batches: airbench94_muon reaches
         airbench94's 94% on CIFAR-10 in 8 epochs instead of 9.9 (batch 2000, on an A100). Here, in
-        ``cifar_record_muon`` on held-out seeds 3 and 4: 90.86% with airbench94's TTA (89.75% plain)
-        after 400,000 images, against airbench94's 90.52% (89.80%) after 487,424
-        (reports/cifar-record-muon-20261202/); not yet timed against it in one sitting.
+        ``cifar_record_muon``, timed against airbench94 in one sitting on held-out seeds 3 to 5 (a
+        2-core Zen 4 EPYC): 90.69% with airbench94's TTA (89.72% plain) after 400,000 images, against
+        its 90.52% (89.80%) after 487,424, in 1/1.19 of its time
+        (reports/cifar-record-muon-peers-20261202/).
     Hyperparameters: ``lr`` (0.24, airbench94_muon's; the run's schedule scales it as it scales every
         group's; not scaled with the batch, since an orthogonalized step's size does not depend on it),
         ``momentum`` (0.6), ``nesterov`` (True), ``newton_schulz_steps`` (3).
