@@ -68,3 +68,12 @@ def test_a_tiny_run_of_the_muon_variant_steps_its_filters_by_muon(micro_cifar):
     for bank in banks:
         assert bank.norm().item() == pytest.approx(len(bank) ** 0.5, rel=0.2)
     assert {"top1", "top1_tta"} <= set(result.metrics)
+
+
+def test_the_resized_variant_is_the_muon_variant_with_only_its_first_steps_smaller():
+    muon, resized = get_recipe("cifar_record_muon"), get_recipe("cifar_record_muon_resize")
+    schedule = resized.methods.progressive_resize
+    assert muon.methods.progressive_resize is None and schedule is not None
+    assert override(resized, ["methods.progressive_resize=None", "name=cifar_record_muon"]) == muon
+    sizes = [schedule.size(32, step / 200) for step in range(201)]  # 200 steps, batch 2000 for 8 epochs
+    assert sizes == [28] * 125 + [32] * 76  # 28 px for the first 62.5% of the run

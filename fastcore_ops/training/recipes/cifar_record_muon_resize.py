@@ -5,9 +5,9 @@ epochs, TTA). The size stays 28 px for the first half of the run, grows linearly
 of it in 4 px steps (so it jumps to 32 px at 62.5%), and is 32 px for the last quarter: a step in the first
 62.5% costs about (28 / 32)**2 = 77% of a full one. No peer combines the record's recipe with resizing.
 
-Explored at 2 threads alone on this project's 2-core Zen 4 (``reports/cifar-record-muon-resize-20261202/``):
-seeds 4 and 5 took 693 and 719 s against ``cifar_record_muon``'s 776 and 790 s, at 90.71% and 90.72% with
-TTA (89.83%, 89.78% plain). Smaller first sizes were not tried at this budget.
+Timed against airbench94 in one sitting on held-out seeds 3 to 5 (a 2-core Zen 4 EPYC,
+``reports/cifar-record-muon-resize-peers-20261202/``): 1.34x sooner, 90.59% with TTA against 90.52%, but
+seed 3 ends at 90.34%, below it: resizing costs accuracy on some seeds at this budget.
 
     >>> from fastcore_ops.training.recipes import get_recipe
     >>> schedule = get_recipe("cifar_record_muon_resize").methods.progressive_resize
