@@ -47,7 +47,9 @@ def _tiny(run: str) -> tuple[str, list[str]]:
         return recipe, TINY_TEXT + assignments
     # The recipes' stochastic depth (0.05-0.1) may skip no block in two steps; 0.9 surely skips some.
     skipping = ["methods.stochastic_depth.drop_rate=0.9"] if config.methods.stochastic_depth is not None else []
-    return recipe, TINY + skipping + assignments
+    # The record's stem freezes after 3 epochs; after half of the one epoch here, its second step trains without it.
+    freezing = ["methods.stem_freezing.epochs=0.5"] if config.methods.stem_freezing is not None else []
+    return recipe, TINY + skipping + freezing + assignments
 
 
 def _tiny_config(run: str):

@@ -22,7 +22,8 @@ from fastcore_ops.training.methods.cutout import Cutout, CutoutOptions, cutout_b
 from fastcore_ops.training.methods.dirac_init import DiracInitOptions, dirac_convolutions_
 from fastcore_ops.training.methods.ema import EMA, EMAOptions
 from fastcore_ops.training.methods.label_smoothing import LabelSmoothingOptions, smoothed_targets
-from fastcore_ops.training.methods.layer_freezing import LayerFreezing, LayerFreezingOptions, freeze_layers
+from fastcore_ops.training.methods.layer_freezing import (LayerFreezing, LayerFreezingOptions, freeze_layers,
+                                                          freeze_parameters)
 from fastcore_ops.training.methods.library import surgery_request
 from fastcore_ops.training.methods.lookahead import Lookahead, LookaheadOptions, lookahead_pull_
 from fastcore_ops.training.methods.low_precision_norm import (LowPrecisionNorm, LowPrecisionNormOptions,
@@ -33,6 +34,7 @@ from fastcore_ops.training.methods.patch_whitening import PatchWhiteningOptions,
 from fastcore_ops.training.methods.sam import SAM, SAMOptions, ascend_, descend_
 from fastcore_ops.training.methods.selective_backprop import SelectiveBackprop, SelectiveBackpropOptions
 from fastcore_ops.training.methods.seq_length_warmup import SeqLengthWarmupOptions, SequenceLengthWarmup, shorten_batch
+from fastcore_ops.training.methods.stem_freezing import StemFreezing, StemFreezingOptions
 from fastcore_ops.training.methods.swa import SWA, SWAOptions
 from fastcore_ops.training.methods.tta import TTAOptions, tta_probabilities
 
@@ -42,8 +44,8 @@ __all__ = [
     "LayerFreezingOptions", "Lookahead", "LookaheadOptions", "LowPrecisionNorm", "LowPrecisionNormOptions", "Method",
     "MixUp", "MixUpOptions", "MuonOptions", "MuonSGD", "PatchWhiteningOptions", "SAM", "SAMOptions", "SWA",
     "SWAOptions", "SelectiveBackprop", "SelectiveBackpropOptions", "SeededMethod", "SeqLengthWarmupOptions",
-    "SequenceLengthWarmup", "TTAOptions", "TrainState", "ascend_", "bias_lr_groups", "cutmix_batch", "cutout_batch",
-    "descend_", "dirac_convolutions_", "freeze_layers", "lookahead_pull_", "low_precision_norms_", "mixup_batch",
-    "muon_step_", "orthogonalized", "shorten_batch", "smoothed_targets", "surgery_request", "tta_probabilities",
-    "whiten_stem_",
+    "SequenceLengthWarmup", "StemFreezing", "StemFreezingOptions", "TTAOptions", "TrainState", "ascend_",
+    "bias_lr_groups", "cutmix_batch", "cutout_batch", "descend_", "dirac_convolutions_", "freeze_layers",
+    "freeze_parameters", "lookahead_pull_", "low_precision_norms_", "mixup_batch", "muon_step_", "orthogonalized",
+    "shorten_batch", "smoothed_targets", "surgery_request", "tta_probabilities", "whiten_stem_",
 ]

@@ -92,15 +92,29 @@ def freeze_layers(model: torch.nn.Module, optimizer: torch.optim.Optimizer, coun
     """
     check_int("count", count, low=0)
     layers = parameterised_layers(model)
-    to_freeze = [p for layer in layers[:count] for p in layer]
-    frozen_ids = {id(p) for p in to_freeze}
-    for p in to_freeze:
+    freeze_parameters(optimizer, [p for layer in layers[:count] for p in layer])
+    return sum(all(not p.requires_grad for p in layer) for layer in layers)
+
+
+def freeze_parameters(optimizer: torch.optim.Optimizer, parameters: list[torch.nn.Parameter]) -> None:
+    """Stop training ``parameters``: no gradient, out of every param group of ``optimizer`` and out of its state.
+
+    Groups stay, possibly empty, so learning rate schedulers keep their per-group lists; freezing a
+    frozen parameter changes nothing.
+
+    >>> layer = torch.nn.Linear(2, 2)
+    >>> optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+    >>> freeze_parameters(optimizer, [layer.bias])
+    >>> layer.bias.requires_grad, len(optimizer.param_groups[0]["params"])
+    (False, 1)
+    """
+    frozen_ids = {id(p) for p in parameters}
+    for p in parameters:
         p.requires_grad_(False)
         p.grad = None
         optimizer.state.pop(p, None)
     for group in optimizer.param_groups:
         group["params"] = [p for p in group["params"] if id(p) not in frozen_ids]
-    return sum(all(not p.requires_grad for p in layer) for layer in layers)
 
 
 class LayerFreezing(Method):

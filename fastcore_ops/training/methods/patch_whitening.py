@@ -77,8 +77,9 @@ class PatchWhiteningOptions:
         return whiten_stem_from_samples(model, samples, self, **loader_settings)
 
 
-def find_stem(model: nn.Module) -> nn.Conv2d:
-    """The first ``Conv2d`` of ``model`` (in module order) that reads 3 channels with no groups.
+def find_stem(model: nn.Module, method: str = "patch_whitening") -> nn.Conv2d:
+    """The first ``Conv2d`` of ``model`` (in module order) that reads 3 channels with no groups; ``method``: the
+    method that needs it, which the error for a model without one names.
 
         >>> from fastcore_ops.training.models import build_model
         >>> find_stem(build_model("cifar_resnet20", 10))
@@ -87,8 +88,8 @@ def find_stem(model: nn.Module) -> nn.Conv2d:
     for module in model.modules():
         if isinstance(module, nn.Conv2d) and module.in_channels == 3 and module.groups == 1:
             return module
-    raise ValueError(f"patch whitening needs a Conv2d reading the 3 image channels, found none in "
-                     f"{type(model).__name__}; turn methods.patch_whitening off for this model")
+    raise ValueError(f"{method} needs a Conv2d reading the 3 image channels, found none in "
+                     f"{type(model).__name__}; turn methods.{method} off for this model")
 
 
 def _check_stem(stem: nn.Conv2d) -> None:
