@@ -12,6 +12,7 @@ import torch
 from fastcore_ops.host_memory import keep_freed_memory
 from fastcore_ops.training.assemble import scaled
 from fastcore_ops.training.config import TrainConfig
+from fastcore_ops.training.methods.patch_whitening import find_stem
 from fastcore_ops.training.methods.registry import plan_methods
 from fastcore_ops.training.precision import Precision
 from fastcore_ops.training.tasks.registry import task_named
@@ -37,6 +38,8 @@ def measure_floor(config: TrainConfig, *, data: Path | None, found: object, devi
     fastest, median = {}, {}
     for kind in kinds:
         inputs, targets = kind.make()
+        if kind.frozen_stem:  # as stem_freezing leaves it: no gradient flows into the stem
+            freeze_stem(model)
 
         def step():
             with precision.autocast(device):
@@ -50,6 +53,12 @@ def measure_floor(config: TrainConfig, *, data: Path | None, found: object, devi
             "median_train_seconds": sum(median[kind.label] * kind.steps for kind in kinds), "steps": total_steps,
             "sizes": {kind.label: {"steps": kind.steps, "step_seconds": fastest[kind.label],
                                    "median_step_seconds": median[kind.label]} for kind in kinds}}
+
+
+def freeze_stem(model: torch.nn.Module) -> None:
+    """Take the gradient off the stem's parameters, as ``stem_freezing`` does. The task gives the kinds with a
+    frozen stem last, as a run trains them, so the stem stays frozen for the rest of the floor."""
+    find_stem(model, "stem_freezing").requires_grad_(False)
 
 
 def check(config: TrainConfig) -> None:

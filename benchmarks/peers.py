@@ -20,7 +20,8 @@ stopped. A run that fails ends the benchmark with exit status 1 and the path of 
 Then the floor (``benchmarks.step_floor``): the recipe's model as our trainer trains it,
 forward plus backward on random batches already in memory, at every image size the run trains
 at, weighted by how many steps it trains at each; each size's fastest step, and beside it its
-median step. No loader, no optimizer step, no methods. Our training time over that floor is how
+median step (a stem that ``stem_freezing`` freezes, frozen for the steps after). No loader, no
+optimizer step, no other method. Our training time over that floor is how
 close our step comes to what the model alone costs here.
 
 The peers live in a folder of their own (``make peers``; Composer pins an older torch, so they

@@ -115,3 +115,16 @@ def test_airbench_runs_on_the_cpu_only(micro_cifar, tmp_path, monkeypatch, capsy
     assert peers.main(["--peer", "airbench", "--device", "cuda", "--data", str(micro_cifar),
                        "--out", str(tmp_path / "out")]) == 2
     assert "the airbench job runs on the CPU" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_the_floor_times_the_steps_after_stem_freezing_with_the_stem_frozen(micro_cifar, tmp_path):
+    from benchmarks import step_floor
+    out = tmp_path / "floor"
+    # 20 images at batch 4 for 2 epochs: 10 steps; the stem freezes after half an epoch, from the 4th step on.
+    arguments = ["--recipe", "cifar_record_muon", "--data", str(micro_cifar), "--out", str(out)]
+    for assignment in ("data.batch_size=4", "schedule.epochs=2", "precision=fp32", "methods.patch_whitening.images=8",
+                       "methods.stem_freezing={'epochs': 0.5}"):
+        arguments += ["--set", assignment]
+    assert step_floor.main(arguments) == 0
+    sizes = json.loads((out / "summary.json").read_text())["sizes"]
+    assert {label: size["steps"] for label, size in sizes.items()} == {"32": 3, "32, stem frozen": 7}

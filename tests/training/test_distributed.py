@@ -32,10 +32,12 @@ TINY = ["data.batch_size=2", "data.num_workers=0", "data.train_size=32", "data.e
 TINY_TEXT = ["data.batch_size=44", "text.sequence_length=16", "text.eval_batch_tokens=64", "schedule.warmup_epochs=0",
              "model.options={'n_layer': 1, 'n_head': 2, 'n_embd': 32}"]
 
-# The runs of the torchrun below: every recipe, SWA (in no recipe) for its BatchNorm pass, and a
-# language model sharded by FSDP2: {run: (recipe, assignments, other command-line arguments)}.
+# The runs of the torchrun below: every recipe, SWA (in no recipe) for its BatchNorm pass, stem freezing (in no
+# recipe) from the second of the 2 steps, which leaves the stem without a gradient, and a language model sharded by
+# FSDP2: {run: (recipe, assignments, other command-line arguments)}.
 RUNS = {**{name: (name, [], []) for name in list_recipes()},
         "cifar_baseline_swa": ("cifar_baseline", ["methods.swa={'start': 0.0}"], []),
+        "cifar_record_stem_freezing": ("cifar_record", ["methods.stem_freezing={'epochs': 0.5}"], []),
         "gpt_alibi_fsdp": ("gpt_alibi", [], ["--strategy", "fsdp"])}
 
 
@@ -47,9 +49,7 @@ def _tiny(run: str) -> tuple[str, list[str]]:
         return recipe, TINY_TEXT + assignments
     # The recipes' stochastic depth (0.05-0.1) may skip no block in two steps; 0.9 surely skips some.
     skipping = ["methods.stochastic_depth.drop_rate=0.9"] if config.methods.stochastic_depth is not None else []
-    # The record's stem freezes after 3 epochs; after half of the one epoch here, its second step trains without it.
-    freezing = ["methods.stem_freezing.epochs=0.5"] if config.methods.stem_freezing is not None else []
-    return recipe, TINY + skipping + freezing + assignments
+    return recipe, TINY + skipping + assignments
 
 
 def _tiny_config(run: str):
@@ -150,6 +150,11 @@ def test_two_processes_train_a_language_model_as_one_process_of_their_global_bat
 def test_swa_trains_under_torchrun(torchrun_runs):
     # SWA recomputes BatchNorm statistics on each rank's own shard; evaluation takes rank 0's.
     _check_trained(torchrun_runs, "cifar_baseline_swa")
+
+
+def test_stem_freezing_trains_under_torchrun(torchrun_runs):
+    # DDP must look for the frozen stem's missing gradient (find_unused_parameters) or the second step fails.
+    _check_trained(torchrun_runs, "cifar_record_stem_freezing")
 
 
 def test_evaluation_counts_each_image_once(torchrun_runs, odd_cifar):

@@ -15,8 +15,8 @@ is 0.053 * 2000 = 106, which is 64 times that (``bias_lr_scale``, as in ``cifar_
 decay takes 2e-6 * 2000 = 0.004 of every SGD-trained weight a step at the peak: 0.004 / 1.656 here.
 
 Deviations from airbench94_muon, besides ``cifar_record``'s (its covariance, flips' draw, precision, data):
-- the whitening stem's bias trains for the first 3 epochs at the head's learning rate, then freezes
-  (``stem_freezing``); airbench94_muon trains it at the biases' (64 times more), falling to 0 over those epochs;
+- the whitening stem's bias trains at the head's learning rate for the whole run; airbench94_muon trains it at
+  the biases' (64 times more), falling to 0 over the first 3 epochs, then freezes it;
 - our head starts with weights of std 1 / (16 sqrt 3) (PyTorch's), 2.6% above airbench94_muon's 9 / 256;
 - Muon's Newton-Schulz products run in float32 (``muon``'s card), airbench94_muon's in bfloat16.
 """

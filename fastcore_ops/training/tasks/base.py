@@ -29,7 +29,8 @@ class FloorBatch:
     """One shape of batch a run trains on, for the step floor (:meth:`Task.floor_batches`).
 
     label: the shape's name in the floor's summary (an image size: "224"); steps: how many of the run's steps train
-    on it; make: () -> (inputs, targets), one such batch in memory.
+    on it; make: () -> (inputs, targets), one such batch in memory; frozen_stem: those steps train with the
+    model's stem frozen (``stem_freezing``), so the floor times them so.
 
         >>> FloorBatch("4", 16, lambda: (torch.zeros(2, 4), torch.zeros(2))).make()[0].shape
         torch.Size([2, 4])
@@ -38,6 +39,7 @@ class FloorBatch:
     label: str
     steps: int
     make: Callable[[], tuple[torch.Tensor, torch.Tensor]]
+    frozen_stem: bool = False
 
 
 class Task(abc.ABC):

@@ -32,6 +32,7 @@ from fastcore_ops.training.data_identity import image_fingerprint
 from fastcore_ops.training.losses import LossChoice, LossFunction
 from fastcore_ops.training.methods.library import apply_surgery_methods
 from fastcore_ops.training.methods.registry import IMAGES, MethodPlan, active
+from fastcore_ops.training.methods.stem_freezing import StemFreezing
 from fastcore_ops.training.models import check_timm_name, is_known_model, is_timm_name, model_names
 from fastcore_ops.training.tasks.base import FloorBatch, Task
 from fastcore_ops.training.tasks.registry import register_task
@@ -126,8 +127,9 @@ class ImageClassification(Task):
 
     def floor_batches(self, batches, steps, plan, device):
         """Random images and labels at each image size the run trains at (progressive resizing gives several), in
-        the memory format its loader gives them."""
-        sizes = steps_at_sizes(batches, steps)
+        the memory format its loader gives them; the steps after ``stem_freezing`` froze the stem apart."""
+        freezing = next((hook for hook in plan.hooks if isinstance(hook, StemFreezing)), None)
+        kinds = steps_by_kind(batches, steps, freezing.frozen_at if freezing is not None else lambda progress: False)
         memory_format = torch.channels_last if plan.loader_switches.get("channels_last") else torch.contiguous_format
 
         def batch_at(size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -135,7 +137,9 @@ class ImageClassification(Task):
             labels = torch.randint(0, self.num_classes, (batches.batch_size,), device=device)
             return images.contiguous(memory_format=memory_format), labels
 
-        return [FloorBatch(str(size), sizes[size], functools.partial(batch_at, size)) for size in sorted(sizes)]
+        return [FloorBatch(f"{size}, stem frozen" if frozen else str(size), count, functools.partial(batch_at, size),
+                           frozen_stem=frozen)
+                for (frozen, size), count in sorted((kind[::-1], count) for kind, count in kinds.items())]
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return self.loss_fn(outputs, targets)
@@ -200,13 +204,14 @@ def split_folders(data: Path) -> tuple[Path, Path]:
     return found[0], evals[0]
 
 
-def steps_at_sizes(loader: Loader, total_steps: int) -> Counter:
-    """How many of the run's ``total_steps`` train at each image size (one size without progressive resizing)."""
-    sizes = Counter()
+def steps_by_kind(loader: Loader, total_steps: int, frozen_at: Callable[[float], bool]) -> Counter:
+    """How many of the run's ``total_steps`` train at each (image size, stem frozen): one size without progressive
+    resizing; ``frozen_at(progress)``: whether a step starting at that fraction of the run has the stem frozen."""
+    kinds = Counter()
     for step in range(total_steps):
         epoch, batch = divmod(step, len(loader))
-        sizes[loader.image_size_at(epoch, batch) or loader.image_size] += 1
-    return sizes
+        kinds[loader.image_size_at(epoch, batch) or loader.image_size, frozen_at(step / total_steps)] += 1
+    return kinds
 
 
 def _class_folders(root: Path) -> list[str]:
