@@ -21,12 +21,6 @@ os.environ.setdefault("FASTCORE_OPS_AUTOTUNE", "0")
 import fastcore_ops.kernels  # noqa: E402, F401  (sets up the interpreter: see above)
 import pytest  # noqa: E402
 
-from fastcore_ops.kernels.backend import INTERPRETING  # noqa: E402
-from tests.interpreter_patches import skip_repeated_language_patches  # noqa: E402
-
-if INTERPRETING:
-    skip_repeated_language_patches()
-
 # The training command computes with the cores other work leaves idle (fastcore_ops/training/compute_threads.py).
 # A test's training child computes on one thread instead, whatever the load: its numbers do not
 # depend on the box, and a busy box does not stall it (a tiny step on two OpenMP threads with one

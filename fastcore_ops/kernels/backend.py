@@ -108,6 +108,11 @@ except ImportError:
     triton, tl = _stand_in_triton()
     TRITON_AVAILABLE = False
 
+if INTERPRETING and TRITON_AVAILABLE:
+    from fastcore_ops.kernels.interpreter_patches import skip_repeated_language_patches  # noqa: E402
+
+    skip_repeated_language_patches()
+
 
 def _require_triton(reason: str) -> None:
     if not TRITON_AVAILABLE:

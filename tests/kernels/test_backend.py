@@ -73,6 +73,36 @@ def test_autotune_keeps_one_config_under_the_interpreter():
     torch.testing.assert_close(dst, src)
 
 
+@triton.jit
+def _twice(x):  # a helper: the interpreter runs it as a function of its own (the kernels' helpers are many)
+    return x * 2
+
+
+@triton.jit
+def _double(src, dst, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offsets, _twice(tl.load(src + offsets)))
+
+
+@pytest.mark.skipif(not backend.INTERPRETING, reason="checks Triton's interpreter")
+def test_a_launch_patches_the_language_once_however_often_its_helpers_are_called(monkeypatch):
+    from triton.runtime import interpreter
+    scans = []
+    original = interpreter._patch_builtin
+    monkeypatch.setattr(interpreter, "_patch_builtin", lambda *args: scans.append(args) or original(*args))
+
+    def scans_of_a_launch(programs: int) -> int:
+        scans.clear()
+        src = torch.arange(4.0 * programs)
+        dst = torch.zeros_like(src)
+        _double[(programs,)](src, dst, BLOCK=4)
+        torch.testing.assert_close(dst, 2 * src)
+        return len(scans)
+
+    # Unpatched, each program's call of the helper scanned the language again: 8 programs, 8 more scans.
+    assert scans_of_a_launch(1) == scans_of_a_launch(8) > 0
+
+
 def test_interpreter_request_after_triton_import_is_a_clear_error():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env[backend.INTERPRET_VARIABLE] = "1"

@@ -4,9 +4,9 @@ A kernel launch under the interpreter points ``triton.language``'s builtins at t
 puts them back when the launch ends. Each call of a helper inside the kernel patches them again (Triton 3.8's
 ``InterpretedFunction.__call__``): a scan of every member of ``triton.language``, its ``tensor`` and ``math``,
 that finds them patched already and changes nothing. With the BlurPool kernels' helpers called thousands of
-times a launch, those scans were a third of the kernel tests' time. Here a launch patches once per set of
-language modules its functions see, and the helpers' repeats are skipped; anything this does not recognise
-(another Triton) is left as it is. The root ``conftest.py`` installs it where the tests interpret.
+times a launch, those scans were a third of the kernel tests' time (by cProfile). Here a launch patches once
+per set of language modules its functions see, and the helpers' repeats are skipped; anything this does not
+recognise (another Triton) is left as it is. :mod:`fastcore_ops.kernels.backend` installs it when it interprets.
 """
 
 from __future__ import annotations
