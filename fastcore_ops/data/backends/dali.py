@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
-from fastcore_ops.data.backends.crops import CropPlan, crop_rng
+from fastcore_ops.data.backends.crops import CropPlan, crop_box
 from fastcore_ops.data.backends.decoded import (
     DecodedBatch,
     RunPlan,
@@ -335,7 +335,7 @@ class DaliBackend:
 
     def _crop_window(self, epoch: int, width: int, height: int, key: tuple[int, ...]) -> tuple[int, int, int, int]:
         # The same generator as the pil backend's for the same crop key, so both crop alike.
-        left, top, right, bottom = self._crop_plan.box(width, height, crop_rng(self.seed, epoch, key))
+        left, top, right, bottom = crop_box(self._crop_plan, width, height, seed=self.seed, epoch=epoch, key=key)
         return left, top, right - left, bottom - top
 
     def _mirrored(self, epoch: int, path: str) -> bool:

@@ -26,7 +26,7 @@ import torch
 from PIL import Image, features
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from fastcore_ops.data.backends.crops import CropPlan, crop_rng
+from fastcore_ops.data.backends.crops import CropPlan, crop_box
 from fastcore_ops.data.backends.decoded import (
     DecodedBatch,
     RunPlan,
@@ -252,6 +252,7 @@ class _RunDecoding(Dataset):
         # Crops whose box repeats every epoch (workers/crop_cache.py); random-resized crops' boxes do not.
         repeats = not plan.train or plan.scale == (1.0, 1.0)
         self.cache = CropCache(crop_cache_bytes if repeats else 0)
+        self._plans = {plan.size: plan}
 
     def __getitem__(self, run: _Run) -> tuple[DecodedBatch, int | None]:
         size = run.plan.size
@@ -281,6 +282,13 @@ class _RunDecoding(Dataset):
         images = self.stage(batch.images, size=plan.size, generator=generator, out=out)
         return DecodedBatch(images, batch.labels, batch.skipped, augmented=True), slot
 
+    def _plan_at(self, size: int) -> CropPlan:
+        # One plan per size progressive resizing asks for, made once rather than at every image.
+        plan = self._plans.get(size)
+        if plan is None:
+            plan = self._plans[size] = replace(self.plan, size=size)
+        return plan
+
     def decode(self, path: str | ShardMember, epoch: int, key: tuple[int, ...], size: int) -> np.ndarray:
         """One file's (3, size, size) uint8 crop, mirrored in the epochs transforms/flips.py gives it with
         alternating flips (it may be a view of a kept crop: do not write to it); or UnusableImage / OSError."""
@@ -290,18 +298,17 @@ class _RunDecoding(Dataset):
         return crop
 
     def _crop(self, path: str | ShardMember, epoch: int, key: tuple[int, ...], size: int) -> np.ndarray:
-        rng = crop_rng(self.seed, epoch, key)
-        plan = self.plan if size == self.plan.size else replace(self.plan, size=size)
+        plan = self._plan_at(size)
         image_size = self.cache.image_size(path)
         if image_size is not None:
-            box = plan.box(*image_size, rng)
+            box = crop_box(plan, *image_size, seed=self.seed, epoch=epoch, key=key)
             kept = self.cache.get(path, box, size)
             if kept is not None:
                 return kept
         data = read_encoded(path)
         image = open_for_crop(data)
         if image_size is None:
-            box = plan.box(*image.size, rng)
+            box = crop_box(plan, *image.size, seed=self.seed, epoch=epoch, key=key)
         crop = crop_at(data, image, box, size, known_whole=path in self.known_whole).transpose(2, 0, 1)
         self.known_whole.add(path)
         self.cache.put(path, image.size, box, size, crop)

@@ -47,6 +47,13 @@ def file_name(source: str | ShardMember) -> str:
     """
     if isinstance(source, ShardMember):
         return source.key
+    if isinstance(source, str):
+        # Split as strings where that gives PurePath's last two parts (no empty or "." part to drop): a
+        # PurePath costs ten times more, and a loader asks for every image of every epoch.
+        folder_path, _, name = source.rpartition("/")
+        folder = folder_path.rpartition("/")[2]
+        if folder not in ("", ".") and name not in ("", "."):
+            return f"{folder}/{name}"
     return "/".join(PurePath(source).parts[-2:])
 
 

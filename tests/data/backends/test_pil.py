@@ -15,7 +15,7 @@ from PIL import Image
 from torchvision.transforms import v2
 
 from fastcore_ops.data.backends import pil as pil_backend
-from fastcore_ops.data.backends.crops import CropPlan
+from fastcore_ops.data.backends.crops import CropPlan, crop_box, crop_rng
 from fastcore_ops.data.backends.pil import PilBackend, UnusableImage, decode_crop
 from fastcore_ops.data.sources import find_samples
 from tests.data.conftest import class_of, jpeg_bytes, png_bytes
@@ -58,6 +58,29 @@ def test_training_boxes_stay_inside_and_respect_scale_and_ratio(width, height):
         if (width, height) != (2000, 100):  # a 20:1 strip fits no such crop: see the fallback test
             assert 0.2 - 0.02 <= crop_w * crop_h / (width * height) <= 0.9 + 0.02
             assert 0.8 - 0.05 <= crop_w / crop_h <= 1.25 + 0.05
+
+
+@pytest.mark.parametrize("ratio", [(3 / 4, 4 / 3), (1.0, 1.0), (0.5, 2.0)])
+def test_a_whole_square_crop_skips_the_draws_that_could_not_change_it(ratio):
+    # crop_box seeds no generator for such a crop (CIFAR's recipes): every draw gives the same box.
+    plan = CropPlan(32, train=True, scale=(1.0, 1.0), ratio=ratio)
+    for side in range(1, 130):
+        for seed in range(40):
+            assert plan._drawn_box(side, side, random.Random(seed)) == plan.fixed_box(side, side) == (0, 0, side, side)
+    assert crop_box(plan, 48, 48, seed=1, epoch=2, key=(3,)) == (0, 0, 48, 48)
+
+
+def test_crops_whose_box_depends_on_draws_are_drawn_from_crop_rng():
+    whole_but_not_square = CropPlan(32, train=True, scale=(1.0, 1.0))
+    not_whole = CropPlan(32, train=True, scale=(0.5, 1.0))
+    ratio_without_1 = CropPlan(32, train=True, scale=(1.0, 1.0), ratio=(1.1, 1.3))
+    for plan, width, height in [(whole_but_not_square, 40, 32), (not_whole, 32, 32), (ratio_without_1, 32, 32)]:
+        assert plan.fixed_box(width, height) is None
+        for key in range(20):
+            drawn = plan.box(width, height, crop_rng(5, 1, (key,)))
+            assert crop_box(plan, width, height, seed=5, epoch=1, key=(key,)) == drawn
+    boxes = {crop_box(not_whole, 32, 32, seed=5, epoch=1, key=(key,)) for key in range(20)}
+    assert len(boxes) > 1
 
 
 def test_fallback_box_for_an_extreme_aspect_is_the_clamped_whole_image():
