@@ -76,4 +76,4 @@ def test_the_resized_variant_is_the_muon_variant_with_only_its_first_steps_small
     assert muon.methods.progressive_resize is None and schedule is not None
     assert override(resized, ["methods.progressive_resize=None", "name=cifar_record_muon"]) == muon
     sizes = [schedule.size(32, step / 200) for step in range(201)]  # 200 steps, batch 2000 for 8 epochs
-    assert sizes == [28] * 125 + [32] * 76  # 28 px for the first 62.5% of the run
+    assert sizes == [28] * 60 + [32] * 141  # 28 px for the first 30% of the run
