@@ -23,7 +23,8 @@ Writes ``summary.json`` in ``--out``: ``metrics`` (``top1`` without TTA, ``top1_
 airbench's TTA), ``train_seconds`` (what airbench times for the whitening and the epochs; not the
 evaluation without TTA after each epoch, which it prints but does not time),
 ``tta_seconds`` (its timed evaluation with TTA), ``airbench_seconds`` (their sum, the time airbench
-reports), ``steps``, ``epochs``, ``batch_size``, ``seed``, ``precision`` and ``deviations``.
+reports), ``read_seconds`` (our adapter reading and decoding the images before airbench's clock starts,
+as airbench loads its own), ``steps``, ``epochs``, ``batch_size``, ``seed``, ``precision`` and ``deviations``.
 
     python -m benchmarks.airbench_job --data ../shared/datasets/cifar10-jpeg --peers .peers --seed 3 \\
         --out runs/airbench-3

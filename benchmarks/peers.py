@@ -139,7 +139,8 @@ def run_pair_job(trainer: str, pair: int, args) -> dict:
     summary = run_job(trainer, f"{trainer}-{pair}", args, pair)
     phases = summary.get("phase_seconds", {})
     seeded = ({"seed": pair_seed(pair), "top1_tta": summary["metrics"].get("top1_tta"),
-               "tta_seconds": summary.get("tta_seconds")} if args.peer == "airbench" else {})
+               "tta_seconds": summary.get("tta_seconds"), "read_seconds": summary.get("read_seconds")}
+              if args.peer == "airbench" else {})
     return {"trainer": trainer, "pair": pair, "train_seconds": summary["train_seconds"], "steps": summary["steps"],
             "top1": summary["metrics"]["top1"], **seeded,
             **{f"phase.{name}": seconds for name, seconds in phases.items()}}
@@ -162,12 +163,18 @@ def top1_over_seeds(rows: list[dict], trainer: str, metric: str) -> str | None:
 
 
 def seeds_lines(rows: list[dict], peer: str) -> list[str]:
-    """Each side's top-1 over the held-out seeds, without and with TTA, where it has them, and the peer's time with
-    its timed TTA evaluation."""
+    """Each side's top-1 over the held-out seeds, without and with TTA, where it has them, the peer's time with
+    its timed TTA evaluation, and the reading of its images that its clock leaves out."""
     with_tta = [row["train_seconds"] + row["tta_seconds"] for row in rows
                 if row["trainer"] == peer and row.get("tta_seconds") is not None]
     lines = [f"{PEERS[peer][0]}'s time with its TTA evaluation, as it times itself: median "
              f"{statistics.median(with_tta):.1f} s."] if with_tta else []
+    reads = [row["read_seconds"] for row in rows if row["trainer"] == peer and row.get("read_seconds") is not None]
+    if reads:
+        ours = [row["phase.data"] for row in rows if row["trainer"] == "ours" and "phase.data" in row]
+        lines.append(f"{PEERS[peer][0]}'s clock starts with its images decoded in memory: reading its training and test images took median "
+                     f"{statistics.median(reads):.1f} s outside its time; ours decodes within its own"
+                     + (f" (its data phase: median {statistics.median(ours):.1f} s)." if ours else "."))
     for trainer in ("ours", peer):
         for metric, judged in (("top1", "without TTA"), ("top1_tta", "with TTA")):
             if (spread := top1_over_seeds(rows, trainer, metric)) is not None:

@@ -106,6 +106,7 @@ def test_airbench_pairs_against_ours_on_held_out_seeds_with_each_side_s_top1(mic
     table = (out / "peers.md").read_text()
     assert "airbench's time over ours: median" in table and "airbench's time with its TTA evaluation" in table
     assert "airbench's top-1 with TTA: mean" in table and "Our top-1 without TTA: mean" in table
+    assert "airbench's clock starts with its images decoded in memory: reading its training and test images" in table
 
 
 def test_airbench_runs_on_the_cpu_only(micro_cifar, tmp_path, monkeypatch, capsys):
