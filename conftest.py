@@ -27,6 +27,10 @@ import pytest  # noqa: E402
 # core taken ran 45x slower than on one: a 20-image run took 42 s against 0.9 s). This process
 # imported torch above, with fastcore_ops.kernels, so keeps PyTorch's default.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Under pytest-xdist (`make test` runs one worker a core) each worker computes on one thread too: two
+# workers of two OpenMP threads each on two cores spin against each other.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 from PIL import Image  # noqa: E402
 
 from fastcore_ops.data.backends.dali import dali_available  # noqa: E402

@@ -7,6 +7,7 @@ interpreter in which ``import triton`` fails, as it does there.
 import ast
 import configparser
 import importlib.metadata
+import inspect
 import os
 import subprocess
 import sys
@@ -153,20 +154,62 @@ def _imported_modules() -> set[str]:
     return names
 
 
+class _OptionRecorder:
+    """Stands in for pytest's parser, and for its option groups, in a plugin's ``pytest_addoption``: keeps the
+    names of the options declared."""
+
+    def __init__(self):
+        self.names = set()
+
+    def getgroup(self, *args, **kwargs):
+        return self
+
+    def addoption(self, *names, **kwargs):
+        self.names.update(names)
+
+    _addoption = addoption
+
+    def addini(self, *args, **kwargs):
+        pass
+
+
+def _plugin_options() -> dict[str, set[str]]:
+    """The command-line options each installed pytest plugin declares, by its distribution's name."""
+    options = {}
+    for entry_point in importlib.metadata.entry_points(group="pytest11"):
+        recorder = _OptionRecorder()
+        add_options = getattr(entry_point.load(), "pytest_addoption", None)
+        if add_options is not None:
+            add_options(**{name: recorder if name == "parser" else None
+                           for name in inspect.signature(add_options).parameters})
+        options.setdefault(canonicalize_name(entry_point.dist.name), set()).update(recorder.names)
+    return options
+
+
+def _suite_command() -> set[str]:
+    """The options the suite runs with: pytest.ini's addopts and those of ``make test``'s pytest line."""
+    words = configparser.ConfigParser(interpolation=None)
+    words.read(ROOT / "pytest.ini")
+    makefile = (ROOT / "Makefile").read_text()
+    command = next(line for line in makefile[makefile.index("\ntest:"):].splitlines() if "-m pytest" in line)
+    return {word.split("=")[0] for word in [*words["pytest"]["addopts"].split(), *command.split("-m pytest")[1].split()]}
+
+
 def test_every_declared_dependency_installed_here_is_used():
     required, extras = _declared_requirements()
     modules_of = {}  # distribution -> the top-level modules it installs
     for module, distributions in importlib.metadata.packages_distributions().items():
         for distribution in distributions:
             modules_of.setdefault(canonicalize_name(distribution), set()).add(module)
-    plugins = {canonicalize_name(ep.dist.name): ep.name for ep in importlib.metadata.entry_points(group="pytest11")}
-    imported, pytest_options = _imported_modules(), (ROOT / "pytest.ini").read_text()
+    plugin_options = _plugin_options()
+    imported, suite_command = _imported_modules(), _suite_command()
     declared = {canonicalize_name(r.name) for block in [required, *extras.values()] for r in block}
     installed = declared & set(modules_of)
     assert declared - installed == {"nvidia-dali-cuda120"}  # make installs the rest: DALI for CUDA 13 only
     unused = [name for name in sorted(installed) if not modules_of[name] & imported
-              and not (name in plugins and f"--{plugins[name]}" in pytest_options)]
-    assert not unused, f"declared in pyproject.toml but never imported (nor a pytest plugin that pytest.ini uses): {unused}"
+              and not plugin_options.get(name, set()) & suite_command]
+    assert not unused, (f"declared in pyproject.toml but never imported (nor a pytest plugin whose options pytest.ini "
+                        f"or make test set): {unused}")
     assert {"dev", "gpt", "data"} <= set(extras)  # what the Makefile installs
 
 

@@ -121,6 +121,13 @@ def test_crop_cache(ten_jpegs, capsys):
     assert [(row["crop_cache_mb"], row["epoch"]) for row in rows] == [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1")]
 
 
+def test_loader_per_image(ten_jpegs, capsys):
+    load("loader-per-image-20261203/measure.py").main(["--data", str(ten_jpegs), "--epochs", "2", "--set",
+                                                       "data.batch_size=5", "--set", "data.num_workers=0"])
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert [(row["epoch"], row["images"]) for row in rows] == [("0", "10"), ("1", "10")]
+
+
 def test_dataloader_memory_flip_time(capsys):
     load("dataloader-memory-20261124/probes/flip_time.py").main(["--batch-size", "4", "--size", "8", "--repeats", "1"])
     lines = capsys.readouterr().out.splitlines()
