@@ -36,7 +36,7 @@ def crop_box(plan: CropPlan, width: int, height: int, *, seed: int, epoch: int,
     (0, 0, 32, 32)
     """
     fixed = plan.fixed_box(width, height)
-    return fixed if fixed is not None else plan.box(width, height, crop_rng(seed, epoch, key))
+    return fixed if fixed is not None else plan._drawn_box(width, height, crop_rng(seed, epoch, key))
 
 
 @dataclass(frozen=True)
