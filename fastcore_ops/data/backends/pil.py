@@ -44,7 +44,7 @@ from fastcore_ops.data.backends.probe import (
 from fastcore_ops.data.backends.workers.crop_cache import CropCache
 from fastcore_ops.data.backends.workers.jpeg_region import Box, decode_region, warn_if_missing
 from fastcore_ops.data.backends.workers.shared_slots import SharedBatchSlots
-from fastcore_ops.data.backends.workers.worker_stop import WorkerStop, in_worker
+from fastcore_ops.data.backends.workers.worker_stop import WorkerStop, in_worker, starting_workers
 from fastcore_ops.data.shards import ShardMember, read_encoded
 from fastcore_ops.data.transforms.device_stage import DeviceAugment
 from fastcore_ops.data.transforms.flips import alternating_flip
@@ -448,7 +448,9 @@ class PilBackend:
                            for start, plan in zip(starts, plans, strict=True)]
         if self._slots is not None:
             self._slots.reclaim(keep_latest=False)
-        for run, (batch, slot) in zip(self._runs.runs, self._loader):
+        with starting_workers():  # the first epoch's iter() forks the workers
+            loaded = iter(self._loader)
+        for run, (batch, slot) in zip(self._runs.runs, loaded):
             if slot is not None:
                 self._slots.hand_over(batch.images, slot)
             if self._refill and len(batch.labels) < len(run.samples):

@@ -18,13 +18,16 @@ alone (a user or an out-of-memory guard picking one process). A worker that died
 process reading its batches waiting for batches that never come, or PyTorch's SIGCHLD handler
 raised an error in it wherever it stood, a checkpoint half-written included. So a worker passes a
 stop signal on to that process and goes on decoding until it is told to leave: the process decides
-how to stop. Two are not passed on: one from that process itself (PyTorch ending a worker that did
-not leave when asked: the worker leaves) and one sent by the kernel (a terminal's Ctrl-C, which
-reaches the whole foreground process group, that process included).
+how to stop. A worker starts with stop signals blocked (:func:`starting_workers`), so one sent before
+it is ready to pass them on waits for it, instead of running the handler the worker inherited from
+that process, in the worker's copy, where it is lost. Two are not passed on: one from that process
+itself (PyTorch ending a worker that did not leave when asked: the worker leaves) and one sent by the
+kernel (a terminal's Ctrl-C, which reaches the whole foreground process group, that process included).
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -65,6 +68,27 @@ def _tell(told, watched) -> None:
     told.send_bytes(b"")
 
 
+@contextlib.contextmanager
+def starting_workers():
+    """Start workers inside it: they are born with stop signals blocked, which :func:`in_worker` then takes
+    from the kernel's queue, so a stop signal sent to a worker in its first moments is passed on too.
+
+    The calling thread holds them back meanwhile; the kernel delivers them to it on leaving, or to another
+    thread of the process before.
+
+    >>> with starting_workers():
+    ...     pass  # iter(loader) forks its workers here
+    """
+    if not hasattr(signal, "sigwaitinfo"):  # no in_worker to take them: blocked, they would never arrive
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def in_worker(watched) -> None:
     """In a worker, from its main thread before any other thread starts: leave as soon as ``watched``
     is written to, and pass stop signals on to the process that started the worker (see above).
@@ -72,7 +96,8 @@ def in_worker(watched) -> None:
     Leaving is exit status 0, so PyTorch's check on its workers' exits sees a clean end, not a crash.
     """
     if hasattr(signal, "sigwaitinfo"):  # not on macOS or Windows: there a stop signal ends the worker
-        # Blocked first, so in every thread started from here on: only sigwaitinfo takes them, with their sender.
+        # Blocked first (if starting_workers has not), so in every thread started from here on: only
+        # sigwaitinfo takes them, with their sender, those that came before included.
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         threading.Thread(target=_pass_stop_signals_on, args=(os.getppid(),), name="worker-signals",
                          daemon=True).start()

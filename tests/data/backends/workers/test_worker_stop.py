@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from fastcore_ops.data import build_loader
-from fastcore_ops.data.backends.workers.worker_stop import STOP_SIGNALS, WorkerStop, in_worker
+from fastcore_ops.data.backends.workers.worker_stop import STOP_SIGNALS, WorkerStop, in_worker, starting_workers
 from tests.hang_guard import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -34,6 +34,9 @@ def test_a_stop_signal_reaches_the_process_reading_the_batches_once_by_every_rou
                              cwd=ROOT, stdin=child_terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
     os.close(child_terminal)
+    # A signal lost on the way leaves the child waiting and its workers holding stdout open: end them all.
+    hang_guard = threading.Timer(HANG_GUARD_S, os.killpg, (child.pid, signal.SIGKILL))
+    hang_guard.start()
     try:
         workers = json.loads(child.stdout.readline() or "null")
         assert workers and len(workers) == 2, child.communicate(timeout=HANG_GUARD_S)[1]
@@ -49,6 +52,7 @@ def test_a_stop_signal_reaches_the_process_reading_the_batches_once_by_every_rou
         batches, left, late = json.loads(child.stdout.readline())
         assert child.wait(timeout=HANG_GUARD_S) == 0, child.stderr.read()
     finally:
+        hang_guard.cancel()
         child.kill()
         os.close(terminal)
     # A route's copies are its signal's in its burst and any later one before the next route of that signal.
@@ -112,6 +116,55 @@ def test_a_worker_that_died_does_not_hang_telling_the_others_to_leave():
     assert not telling.is_alive(), "stop() hangs on the dead worker"
     alive.join(timeout=HANG_GUARD_S)
     assert alive.exitcode == 0, "the living worker left when told"
+
+
+def _start_when_told(watched, started, go) -> None:
+    """A worker that is slow to start: alive, but not yet passing stop signals on until ``go`` is set."""
+    started.set()
+    go.wait()
+    in_worker(watched)
+    time.sleep(600)
+
+
+def _start_a_worker_slowly(test) -> None:
+    """The process reading batches: starts a worker inside starting_workers, tells ``test`` its pid, lets it
+    start when ``test`` has signalled it, and reports the stop signals that reached this process."""
+    received = []
+    signal.signal(signal.SIGTERM, lambda number, frame: received.append(number))
+    context = multiprocessing.get_context("fork")
+    owner = type("Backend", (), {})()
+    stop = WorkerStop(owner)
+    started, go = context.Event(), context.Event()
+    with starting_workers():
+        worker = context.Process(target=_start_when_told, args=(stop.watched, started, go))
+        worker.start()
+    started.wait()
+    test.send(worker.pid)
+    test.recv()  # signalled (by the test: one from this process would tell the worker to leave)
+    go.set()
+    waited = 0.0
+    while not received and waited < HANG_GUARD_S:  # a signal lost never comes: this ends the wait
+        time.sleep(0.01)
+        waited += 0.01
+    stop.stop()
+    worker.join()
+    test.send((received, worker.exitcode))
+
+
+def test_a_stop_signal_sent_to_a_worker_before_it_is_ready_is_passed_on_when_it_is():
+    # A worker PyTorch had forked but that had not yet run in_worker ran the handler it inherited: the signal was
+    # lost in its copy of this process, and the process reading the batches waited for it forever (a CI hang).
+    context = multiprocessing.get_context("fork")
+    test, reader_end = context.Pipe()
+    reader = context.Process(target=_start_a_worker_slowly, args=(reader_end,))
+    reader.start()
+    reader_end.close()  # the reader's alone now: if it dies, recv() ends
+    os.kill(test.recv(), signal.SIGTERM)
+    test.send("signalled")
+    received, worker_exit = test.recv()
+    reader.join()
+    assert received == [signal.SIGTERM], "the early signal reached the process reading the batches, once"
+    assert worker_exit == 0, "the worker went on and left when told"
 
 
 if __name__ == "__main__":
