@@ -121,7 +121,7 @@ def test_a_worker_that_died_does_not_hang_telling_the_others_to_leave():
 def _start_when_told(watched, started, go) -> None:
     """A worker that is slow to start: alive, but not yet passing stop signals on until ``go`` is set."""
     started.set()
-    go.wait()
+    go.wait(HANG_GUARD_S)
     in_worker(watched)
     time.sleep(600)
 
@@ -138,7 +138,7 @@ def _start_a_worker_slowly(test) -> None:
     with starting_workers():
         worker = context.Process(target=_start_when_told, args=(stop.watched, started, go))
         worker.start()
-    started.wait()
+    started.wait(HANG_GUARD_S)
     test.send(worker.pid)
     test.recv()  # signalled (by the test: one from this process would tell the worker to leave)
     go.set()
