@@ -438,6 +438,7 @@ class Trainer:
             **metrics, "train_seconds": self.train_seconds, "samples_per_second": self._samples_per_second(),
             "lr": self.state.optimizer.param_groups[0]["lr"], "phase_seconds": dict(self.phase_seconds),
         })
+        self.log.plot()  # only here: drawn before a run's first evaluation, its axes would be empty
 
     def fit(self, resume: bool = False) -> FitResult:
         """Train to ``total_steps`` (from the checkpoint in ``out`` if ``resume``) and evaluate."""
@@ -468,8 +469,6 @@ class Trainer:
                 self.state.epoch += 1
                 self.batch_in_epoch = 0
                 self.save_checkpoint()
-                if self.log is not None:
-                    self.log.plot()
             started = time.perf_counter()
             self._fire(Event.FIT_END)  # SWA's BatchNorm pass is training cost
             self.train_seconds += time.perf_counter() - started
@@ -479,7 +478,6 @@ class Trainer:
             self._record(metrics)
             self.save_checkpoint(final=metrics)
         if self.log is not None:
-            self.log.plot()
             self.log.close()
         return self._result(metrics)
 

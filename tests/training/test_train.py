@@ -18,6 +18,7 @@ from fastcore_ops.data.prepare import PrepareSettings
 from fastcore_ops.data.shard_writer import prepare_shards
 from fastcore_ops.training import checkpoint, launch, session
 from fastcore_ops.training.config import override, to_dict
+from fastcore_ops.training.metrics import MetricsLog
 from fastcore_ops.training.recipes import get_recipe
 from fastcore_ops.training.request import checked_request
 from fastcore_ops.training.train import child_environment, main, parse_args
@@ -176,6 +177,15 @@ def test_sigterm_checkpoints_mid_epoch_and_the_resumed_run_is_bit_identical(hot_
     assert "evaluation" in stderr, "evaluation has a progress bar"
     code, stdout, _ = _finish(_run("--resume", "--no-progress", "--data", str(micro_cifar), "--out", str(out)))
     assert code == 0 and "the run had finished" in stdout
+
+
+def test_curves_are_drawn_at_evaluations_so_never_empty(micro_cifar, tmp_path, monkeypatch):
+    # A run evaluating only at its end drew curves.png with empty axes at every epoch's checkpoint before it.
+    rows_when_drawn = []
+    drawn = MetricsLog.plot
+    monkeypatch.setattr(MetricsLog, "plot", lambda log: rows_when_drawn.append(len(log.rows)) or drawn(log))
+    assert main([*HOT, "--eval-every", "0", "--data", str(micro_cifar), "--out", str(tmp_path / "run")]) == 0
+    assert rows_when_drawn == [1], "drawn once, with the one evaluation, at the end"
 
 
 def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
