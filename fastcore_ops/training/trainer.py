@@ -422,15 +422,20 @@ class Trainer:
     def _samples_per_second(self) -> float:
         return self.samples_seen / max(self.train_seconds, 1e-9)
 
+    def _say_epoch(self, evaluation: str = "") -> None:
+        """The line an epoch's end prints, with its ``evaluation`` where it has one: a log or a console whose
+        progress bars cleared themselves keeps the run's history."""
+        state = self.state
+        epochs = math.ceil(state.total_steps / state.steps_per_epoch)
+        print(f"epoch {state.epoch + 1}/{epochs}: {evaluation}training loss {self.epoch_train_loss:.4f}, "
+              f"{self.train_seconds:.1f} s of training", flush=True)
+
     def _record(self, metrics: dict[str, float]) -> None:
         """Say an evaluation's result in a line (the progress bars clear themselves) and log it with the run's."""
         if self.is_main:
-            state = self.state
-            epochs = math.ceil(state.total_steps / state.steps_per_epoch)
             headline = metric_phrase(self.task.metric_label, metrics[self.task.metric])
             evaluation_loss = f", evaluation loss {metrics['eval_loss']:.4f}" if "eval_loss" in metrics else ""
-            print(f"epoch {state.epoch + 1}/{epochs}: {headline}{evaluation_loss}, training loss "
-                  f"{self.epoch_train_loss:.4f}, {self.train_seconds:.1f} s of training", flush=True)
+            self._say_epoch(f"{headline}{evaluation_loss}, ")
         if self.log is None:
             return
         self.log.append({
@@ -466,6 +471,8 @@ class Trainer:
                     break
                 if self.eval_every and (self.state.epoch + 1) % self.eval_every == 0:
                     self._record(self.evaluate())
+                elif self.is_main:
+                    self._say_epoch()
                 self.state.epoch += 1
                 self.batch_in_epoch = 0
                 self.save_checkpoint()

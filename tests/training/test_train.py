@@ -179,13 +179,17 @@ def test_sigterm_checkpoints_mid_epoch_and_the_resumed_run_is_bit_identical(hot_
     assert code == 0 and "the run had finished" in stdout
 
 
-def test_curves_are_drawn_at_evaluations_so_never_empty(micro_cifar, tmp_path, monkeypatch):
-    # A run evaluating only at its end drew curves.png with empty axes at every epoch's checkpoint before it.
+def test_a_run_evaluating_at_its_end_says_each_epoch_and_draws_its_curves_only_then(micro_cifar, tmp_path,
+                                                                                     monkeypatch, capsys):
+    # Such a run (every sweep's) printed nothing until its end, and drew curves.png with empty axes at each epoch.
     rows_when_drawn = []
     drawn = MetricsLog.plot
     monkeypatch.setattr(MetricsLog, "plot", lambda log: rows_when_drawn.append(len(log.rows)) or drawn(log))
     assert main([*HOT, "--eval-every", "0", "--data", str(micro_cifar), "--out", str(tmp_path / "run")]) == 0
     assert rows_when_drawn == [1], "drawn once, with the one evaluation, at the end"
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
+    assert len(said) == 2 and re.fullmatch(r"epoch 1/2: training loss \d+\.\d{4}, \d+\.\d s of training", said[0])
+    assert said[1].startswith("epoch 2/2: top-1 "), said
 
 
 def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
