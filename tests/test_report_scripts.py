@@ -415,3 +415,18 @@ def test_cifar_record_accuracy_evaluate_tta(ten_jpegs, tmp_path):
     assert judged["airbench94"] == judged["final_in_checkpoint"]  # the TTA the run itself was judged with
     assert judged["flips_probabilities"]["top1"] == judged["final_in_checkpoint"]["top1"]
     assert set(judged["flips_probabilities"]) == {"top1", "eval_loss", "top1_tta"}
+
+
+def test_read_ahead_cold_start(ten_jpegs, tmp_path, monkeypatch, capsys, children_compute):
+    """Two pairs of one-epoch runs from the same checkout, alternating, the page cache emptied before each."""
+    cold_start = load("read-ahead-20261203/cold_start.py")
+    emptied = []
+    monkeypatch.setattr(cold_start, "empty_page_cache", lambda: emptied.append(1))  # as root only
+    argv = [str(ROOT), str(ROOT), str(tmp_path / "out"), "--data", str(ten_jpegs), "--threads", "1",
+            "--set", "data.batch_size=5"]
+    assert cold_start.main(argv) == 0
+    runs = json.loads((tmp_path / "out" / "cold_start.json").read_text())
+    assert [(run["pair"], run["checkout"]) for run in runs] == [(0, "before"), (0, "after"), (1, "after"),
+                                                                 (1, "before")]
+    assert len(emptied) == 4 and all(run["train_seconds"] > 0 and "data" in run["phase_seconds"] for run in runs)
+    assert len(capsys.readouterr().out.splitlines()) == 4

@@ -43,6 +43,7 @@ from fastcore_ops.data.backends.probe import (
 )
 from fastcore_ops.data.backends.workers.crop_cache import CropCache
 from fastcore_ops.data.backends.workers.jpeg_region import Box, decode_region, warn_if_missing
+from fastcore_ops.data.backends.workers.read_ahead import ReadAhead
 from fastcore_ops.data.backends.workers.shared_slots import SharedBatchSlots
 from fastcore_ops.data.backends.workers.worker_stop import WorkerStop, in_worker, starting_workers
 from fastcore_ops.data.shards import ShardMember, read_encoded
@@ -253,8 +254,16 @@ class _RunDecoding(Dataset):
         repeats = not plan.train or plan.scale == (1.0, 1.0)
         self.cache = CropCache(crop_cache_bytes if repeats else 0)
         self._plans = {plan.size: plan}
+        # Used where this process decodes its own batches (PilBackend.batches begins it); a file with a kept
+        # crop is mostly not read again, so only files never kept are read ahead.
+        self.read_ahead = ReadAhead(read_encoded, wanted=self._never_kept)
+        self._read_files: dict[str | ShardMember, bytes | Exception] = {}  # the current run's, read ahead
+
+    def _never_kept(self, path: str | ShardMember) -> bool:
+        return self.cache.image_size(path) is None
 
     def __getitem__(self, run: _Run) -> tuple[DecodedBatch, int | None]:
+        self._read_files = self.read_ahead.take(run.start)
         size = run.plan.size
         images = np.empty((len(run.samples), 3, size, size), dtype=np.uint8)
         labels, skipped = [], []
@@ -305,7 +314,11 @@ class _RunDecoding(Dataset):
             kept = self.cache.get(path, box, size)
             if kept is not None:
                 return kept
-        data = read_encoded(path)
+        data = self._read_files.pop(path, None)
+        if isinstance(data, Exception):
+            raise data
+        if data is None:
+            data = read_encoded(path)
         image = open_for_crop(data)
         if image_size is None:
             box = crop_box(plan, *image.size, seed=self.seed, epoch=epoch, key=key)
@@ -448,6 +461,9 @@ class PilBackend:
                            for start, plan in zip(starts, plans, strict=True)]
         if self._slots is not None:
             self._slots.reclaim(keep_latest=False)
+        if self.num_workers == 0:  # decoded here, between the steps: read the next runs' files meanwhile
+            self._loader.dataset.read_ahead.begin([(run.start, [path for path, _ in run.samples])
+                                                   for run in self._runs.runs])
         with starting_workers():  # the first epoch's iter() forks the workers
             loaded = iter(self._loader)
         for run, (batch, slot) in zip(self._runs.runs, loaded):
