@@ -430,3 +430,10 @@ def test_read_ahead_cold_start(ten_jpegs, tmp_path, monkeypatch, capsys, childre
                                                                  (1, "before")]
     assert len(emptied) == 4 and all(run["train_seconds"] > 0 and "data" in run["phase_seconds"] for run in runs)
     assert len(capsys.readouterr().out.splitlines()) == 4
+
+    for bad in ([str(tmp_path), str(ROOT), str(tmp_path / "new")], [str(ROOT), str(ROOT), str(tmp_path / "out")],
+                [str(ROOT), str(ROOT), str(tmp_path / "new"), "--pairs", "0"], [str(ROOT)]):
+        assert cold_start.main(bad) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.splitlines()) == 1 and err.startswith("error: ")
+    assert not (tmp_path / "new").exists() and len(emptied) == 4

@@ -10,11 +10,12 @@ decoding in the training process (what ``data.num_workers=-1`` gives on a 2-core
 runs alternate, and OUT/cold_start.json gets each run's training time and phases, as the trainer logged them.
 """
 
-import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+from fastcore_ops import cli
 
 DATA = Path("../shared/datasets/cifar10-jpeg").resolve()
 
@@ -35,8 +36,9 @@ def train_one_epoch(checkout: Path, out: Path, data: Path, threads: int, setting
     return {"train_seconds": last["train_seconds"], "phase_seconds": last["phase_seconds"]}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parsed(argv: list[str] | None):
+    """The command line, checked before anything is written; ValueError naming what is wrong."""
+    parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
     parser.add_argument("out", type=Path)
@@ -45,7 +47,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--set", action="append", default=[], help="passed on to the trainer")
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=False)
+    for checkout in (args.before, args.after):
+        if not (checkout / "fastcore_ops" / "training" / "train.py").is_file():
+            raise ValueError(f"{checkout} is not a checkout of fastcore_ops; pass the repository's root")
+    if not (args.data / "train").is_dir():
+        raise ValueError(f"--data {args.data} has no train/ folder; pass CIFAR-10 as JPEGs (../shared/datasets/cifar10-jpeg)")
+    if args.out.exists():
+        raise ValueError(f"{args.out} exists; pass a new folder")
+    if args.pairs < 1 or args.threads < 1:
+        raise ValueError("--pairs and --threads must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the pairs; 2 with one ``error:`` line, and OUT not made, for a command line it cannot use."""
+    try:
+        args = parsed(argv)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True)
     runs = []
     for pair in range(args.pairs):
         for name, checkout in (("before", args.before), ("after", args.after))[:: 1 if pair % 2 == 0 else -1]:
