@@ -36,6 +36,25 @@ from PIL import Image  # noqa: E402
 from fastcore_ops.data.backends.dali import dali_available  # noqa: E402
 
 
+class _TracebacksAtOnce:
+    """Each failure's traceback on the console as the test fails, not in the summary at the end: a run stopped at
+    its time budget (tools/lent_gpu.sh's pytest step sets FASTCORE_OPS_TRACEBACKS_AT_ONCE=1) keeps why its tests
+    failed. The first GPU runs kept only the failures' names."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report):
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if report.failed and terminal is not None:  # pytest-xdist's workers print nothing: their controller does
+            terminal.write_line(f"--- {report.nodeid} failed ({report.when}):\n{report.longreprtext}")
+
+
+def pytest_configure(config):
+    if os.environ.get("FASTCORE_OPS_TRACEBACKS_AT_ONCE") == "1":
+        config.pluginmanager.register(_TracebacksAtOnce(config), "fastcore_ops-tracebacks-at-once")
+
+
 @pytest.fixture(autouse=True)
 def _data_doctest_files(request, doctest_namespace):
     """fastcore_ops.data's examples: a small JPEG, and DALI's examples skipped where DALI cannot run."""

@@ -445,3 +445,20 @@ def test_benchmark_refuses_a_jsonl_it_cannot_append_to(tmp_path: Path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: --jsonl ") and err.count("\n") == 1 and "must be a file in an existing folder" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_failures_print_their_traceback_as_they_happen_when_asked():
+    """tools/lent_gpu.sh's pytest step may be stopped at its budget before pytest's summary: each failure's
+    traceback then comes as it happens (the root conftest's _TracebacksAtOnce)."""
+    from types import SimpleNamespace
+
+    import conftest
+
+    lines = []
+    config = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugin=lambda name: SimpleNamespace(
+        write_line=lines.append)))
+    plugin = conftest._TracebacksAtOnce(config)
+    plugin.pytest_runtest_logreport(SimpleNamespace(failed=True, nodeid="t.py::x", when="call", longreprtext="E boom"))
+    plugin.pytest_runtest_logreport(SimpleNamespace(failed=False, nodeid="t.py::y", when="call", longreprtext=""))
+    assert lines == ["--- t.py::x failed (call):\nE boom"]
+    assert "FASTCORE_OPS_TRACEBACKS_AT_ONCE=1 attempt pytest" in SCRIPT.read_text()

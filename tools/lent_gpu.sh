@@ -19,6 +19,9 @@
 # RETUNE_KERNELS=a,b (default: every kernel, in benchmarks/kernels/registry.py's order) retunes those kernels
 # alone, in that order: the table's other entries stay, so leases can share the retuning.
 #
+# Then, here: `python -m benchmarks.kernels.goals OUT/kernels.jsonl --out DIR` judges every kernel's goals on the
+# rows, on eager and on device time (reports/lent-gpu-h200-20261204).
+#
 # Between leases: the compile cache comes back as OUT/compile-cache.tar.xz (.tar.gz where there is no xz);
 # `prepare --cache PATH/compile-cache.tar.xz` puts it in .gpu-carry, and `run` unpacks it where Triton and
 # Inductor look, so the next lease starts warm.
@@ -404,7 +407,7 @@ print(",".join(spec.name for spec in KERNELS))' 2>> "$out/run.log") || kernels="
     workers=$(python3 -c "import xdist" 2> /dev/null && echo "-n 4" || true)
     say "== 5. pytest: at most $limit s${workers:+ (pytest-xdist: $workers)}"
     # shellcheck disable=SC2086  # $workers: two words or none
-    attempt pytest "pytest -m gpu" "$limit" "$out/pytest.log" \
+    FASTCORE_OPS_TRACEBACKS_AT_ONCE=1 attempt pytest "pytest -m gpu" "$limit" "$out/pytest.log" \
         python3 -m pytest -m gpu $workers -v -p no:cacheprovider --durations=20
 
     # Compressed, one file: the device tool brings back 8 files at most, of 16 MiB each. Inductor's part is left

@@ -20,6 +20,7 @@ import functools
 
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from fastcore_ops.kernels import alibi as kernels
 from fastcore_ops.kernels import alibi_attention, alibi_slopes
@@ -76,11 +77,18 @@ def _traffic(b: int, h: int, tq: int, tk: int, d: int, e: int, causal: bool) -> 
     return ours, reference
 
 
+@functools.lru_cache(maxsize=4)
+def _cached_slopes(heads: int, device: torch.device) -> torch.Tensor:
+    """The slopes made once, as a user's module would: made per call they are a host-to-device copy, which no
+    CUDA graph can capture (the reference and FlexAttention went uncaptured in reports/lent-gpu-h200-20261204)."""
+    return alibi_slopes(heads, device)
+
+
 @functools.lru_cache(maxsize=1)
 def _cached_bias_mask(heads: int, tq: int, tk: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """The (H, Tq, Tk) additive mask that sdpa_bias needs: -slope·distance, -inf above the diagonal."""
     positions = torch.arange(tq, device=device)[:, None] + (tk - tq) - torch.arange(tk, device=device)[None, :]
-    bias = -alibi_slopes(heads, device)[:, None, None] * positions.abs()
+    bias = -_cached_slopes(heads, device)[:, None, None] * positions.abs()
     return bias.masked_fill(positions < 0, float("-inf")).to(dtype)
 
 
@@ -115,11 +123,15 @@ def flex_alibi(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, compiled: b
     from torch.nn.attention.flex_attention import flex_attention
 
     tq, tk = q.shape[2], k.shape[2]
-    slopes = alibi_slopes(q.shape[1], q.device)
+    slopes = _cached_slopes(q.shape[1], q.device)
 
     def alibi_bias(score, b, h, query, key):
         return score - slopes[h] * (query + (tk - tq) - key).abs()
 
+    if compiled and _get_current_dispatch_mode() is not None:
+        # Under a dispatch mode (the launch recorder's) Dynamo traces FlexAttention's dense fallback, fails, and
+        # keeps failing for later calls (reports/lent-gpu-h200-20261204): refuse before compiling anything.
+        raise NotImplementedError("compiled FlexAttention cannot run under a dispatch mode")
     attend = _compiled_flex_attention() if compiled else flex_attention
     return attend(q, k, v, score_mod=alibi_bias, block_mask=_causal_block_mask(tq, tk, q.device))
 
@@ -160,7 +172,7 @@ def _ours(q, k, v):
 
 
 def _reference(q, k, v):
-    return alibi_attention_reference(q, k, v, is_causal=True)
+    return alibi_attention_reference(q, k, v, is_causal=True, slopes=_cached_slopes(q.shape[1], q.device))
 
 
 def correctness_cases(small: bool) -> list[CorrectnessCase]:
