@@ -34,6 +34,7 @@ import math
 import os
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy
@@ -159,14 +160,16 @@ def use_triton(*tensors: torch.Tensor) -> bool:
     return False
 
 
-def autotune(configs: list[triton.Config], key: list[str], interpreter_config: triton.Config | None = None):
+def autotune(configs: list[triton.Config], key: list[str], interpreter_config: triton.Config | None = None,
+             untuned: Callable[[list[triton.Config], dict], triton.Config] | None = None):
     """``triton.autotune`` that also works under the interpreter, and tunes only when asked.
 
     The interpreter has no GPU benchmarker, so there a single config runs as is (with one
     config Triton does not benchmark): ``interpreter_config`` if given, else the first.
     The interpreter's cost is per block operation, so large tiles make it fast. Compiled, the
     kernel runs what :data:`AUTOTUNE_MODE` says: by default the config that the table of tuned
-    configs (:data:`TUNED_CONFIGS`) holds for its key, else the first, benchmarking nothing.
+    configs (:data:`TUNED_CONFIGS`) holds for its key, else ``untuned(configs, arguments)``'s choice
+    for the launch's arguments (default: the first config), benchmarking nothing.
     The autotuner is registered in :data:`TUNERS` under its table name.
     """
     if not TRITON_AVAILABLE:
@@ -181,16 +184,17 @@ def autotune(configs: list[triton.Config], key: list[str], interpreter_config: t
         elif AUTOTUNE_MODE == "first":
             tuner = triton.autotune(configs=configs[:1], key=key)(fn)
         else:
-            tuner = table_autotune(configs, key, choices)(fn)
+            tuner = table_autotune(configs, key, choices, untuned)(fn)
         TUNERS[name] = tuner
         return tuner
 
     return decorate
 
 
-def table_autotune(configs: list[triton.Config], key: list[str], choices: dict[str, triton.Config]):
-    """``triton.autotune`` over ``configs`` that runs ``choices[str(key)]`` (else the first config) without
-    benchmarking, and tunes only in the ``"tune"`` mode or inside :func:`tuning`.
+def table_autotune(configs: list[triton.Config], key: list[str], choices: dict[str, triton.Config],
+                   untuned: Callable[[list[triton.Config], dict], triton.Config] | None = None):
+    """``triton.autotune`` over ``configs`` that runs ``choices[str(key)]`` (else ``untuned``'s choice, by default
+    the first config) without benchmarking, and tunes only in the ``"tune"`` mode or inside :func:`tuning`.
 
     Made of public API that Triton 3.6 and 3.8 share: ``prune_configs_by`` leaves the chosen config
     alone when not tuning, and ``do_bench`` measures nothing then (Triton 3.8 does not benchmark
@@ -203,27 +207,35 @@ def table_autotune(configs: list[triton.Config], key: list[str], choices: dict[s
     keep = AUTOTUNE_MODE == "tune" and "cache_results" in inspect.signature(triton.autotune).parameters
 
     def decorate(fn):
-        lookup = _TableLookup(choices, key, fn.arg_names)
+        lookup = _TableLookup(choices, key, fn.arg_names, untuned or _first_config)
         return triton.autotune(configs=configs, key=key, prune_configs_by={"early_config_prune": lookup.prune},
                                do_bench=lookup.benchmark, **({"cache_results": True} if keep else {}))(fn)
 
     return decorate
 
 
+def _first_config(configs: list[triton.Config], arguments: dict) -> triton.Config:
+    """The config a kernel runs at a key the table lacks, unless it says otherwise: its first."""
+    return configs[0]
+
+
 class _TableLookup:
     """The table's side of one autotuner: which configs Triton may try at a new key, and how it times them."""
 
-    def __init__(self, choices: dict[str, triton.Config], key: list[str], arg_names: list[str]):
+    def __init__(self, choices: dict[str, triton.Config], key: list[str], arg_names: list[str],
+                 untuned: Callable[[list[triton.Config], dict], triton.Config]):
         self.choices = choices
         self.key = key
         self.arg_names = arg_names
+        self.untuned = untuned
 
     def prune(self, configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
-        """Every config when tuning, else the table's for this launch's key, else the first."""
+        """Every config when tuning, else the table's for this launch's key, else the untuned choice."""
         if _tuning_wanted():
             return configs
-        key = tuning_key(self.key, self.arg_names, {**named_args, **kwargs})
-        return [self.choices.get(str(key), configs[0])]
+        arguments = {**named_args, **kwargs}
+        chosen = self.choices.get(str(tuning_key(self.key, self.arg_names, arguments)))
+        return [chosen if chosen is not None else self.untuned(configs, arguments)]
 
     def benchmark(self, kernel_call, quantiles):
         if not _tuning_wanted():  # the one config the table left: Triton 3.6 times it anyway, to no purpose

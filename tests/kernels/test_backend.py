@@ -192,6 +192,22 @@ def test_a_key_missing_from_the_table_runs_the_first_config(monkeypatch):
     assert [(run["BLOCK"], run["num_warps"]) for run in runs] == [(16, 4), (16, 4)]
 
 
+def test_a_key_missing_from_the_table_runs_the_kernels_untuned_choice(monkeypatch):
+    """A kernel may choose by the launch's arguments where the table is silent (Ghost BatchNorm's planes fit their
+    tile to the plane); the table's entry still wins where it has one."""
+    runs = []
+    monkeypatch.setattr(backend, "AUTOTUNE_MODE", "table")
+    table = {"copy": {"(16, 'torch.float32')": {"kwargs": {"BLOCK": 16}, "num_warps": 4, "num_stages": 3}}}
+    choices = backend.frozen_choices("copy", _CONFIGS, table, backend.TUNED_CONFIGS)
+    def widest_for_large(configs, arguments):
+        return configs[-1] if arguments["n"] > 20 else configs[0]
+
+    tuner = backend.table_autotune(_CONFIGS, ["N_BUCKET"], choices, widest_for_large)(_stand_in_kernel(runs))
+    _launch(tuner, 40)  # not in the table: the kernel's choice
+    _launch(tuner, 10)  # in it
+    assert [run["BLOCK"] for run in runs] == [32, 16]
+
+
 def test_tuning_times_every_config_and_the_table_takes_the_fastest(monkeypatch):
     """What python -m benchmarks.kernels.retune does on a GPU, with a stand-in benchmark: the choice per key."""
     runs, timed = [], []
