@@ -173,7 +173,7 @@ def test_run_without_prepared_wheels_says_what_to_do(checkout: Path):
     assert not out.exists()
 
 
-def test_run_refuses_an_out_folder_with_files_and_bad_retune_kernels(checkout: Path, tmp_path: Path):
+def test_run_refuses_an_out_folder_with_files_and_bad_kernel_lists(checkout: Path, tmp_path: Path):
     (checkout / ".gpu-carry" / "wheels").mkdir(parents=True)
     out = tmp_path / "out"
     out.mkdir()
@@ -183,6 +183,8 @@ def test_run_refuses_an_out_folder_with_files_and_bad_retune_kernels(checkout: P
     assert [p.name for p in out.iterdir()] == ["mine.txt"] and (out / "mine.txt").read_text() == "mine"
     _refused(_run(checkout, "run", str(tmp_path / "new"), env={"RETUNE_KERNELS": "blurpool2d;rm"}),
              "RETUNE_KERNELS=blurpool2d;rm: kernel names and commas alone")
+    _refused(_run(checkout, "run", str(tmp_path / "new"), env={"TIME_KERNELS": "ghost_batch_norm,"}),
+             "TIME_KERNELS=ghost_batch_norm,: kernel names and commas alone")
     assert not (tmp_path / "new").exists()
 
 
@@ -339,13 +341,16 @@ def test_run_again_in_its_own_out_replaces_its_files_alone(checkout: Path, tmp_p
     (out / "notes.txt").write_text("my notes on the first run")
     (out / "ubuntu.iso.partial").write_text("a download of mine")
     (out / "correctness.json.partial").write_text("a part stopped mid-write")
-    result = _run(checkout, "run", str(out), env=stubs)
+    result = _run(checkout, "run", str(out), env=stubs | {"TIME_KERNELS": "bce_with_logits"})
     assert result.returncode == 0, result.stderr
     assert (out / "notes.txt").read_text() == "my notes on the first run"
     assert (out / "ubuntu.iso.partial").read_text() == "a download of mine"
     assert {path.name for path in out.iterdir() if path.is_file()} == OUTPUTS | {"notes.txt", "ubuntu.iso.partial"}
     steps = [json.loads(line)["step"] for line in (out / "steps.jsonl").read_text().splitlines()]
-    assert steps.count("setup") == 1 and len((out / "kernels.jsonl").read_text().splitlines()) == 2
+    assert steps.count("setup") == 1
+    # TIME_KERNELS: the second run timed that kernel alone.
+    assert [json.loads(line)["kernel"] for line in (out / "kernels.jsonl").read_text().splitlines()] == [
+        "bce_with_logits"]
 
 
 def test_run_follows_its_plan_and_writes_only_out_and_the_compile_cache(checkout: Path, tmp_path: Path, stubs: dict):
@@ -374,8 +379,9 @@ def test_run_follows_its_plan_and_writes_only_out_and_the_compile_cache(checkout
     assert [path.name for path in out.iterdir() if not path.is_file()] == [OUT_MARKER]
     assert not list((out / OUT_MARKER).iterdir())
     steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
-    assert [step["step"] for step in steps] == ["setup", "correctness", "retune", "retune", "timing", "timing",
-                                                "pytest", "cache"]
+    assert [(step["step"], step["what"]) for step in steps][-2:] == [("cache", "triton"), ("cache", "triton inductor")]
+    assert [step["step"] for step in steps][:-2] == ["setup", "correctness", "retune", "retune", "timing", "timing",
+                                                     "pytest"]
     assert all(step["status"] == "ok" and step["at_s"] <= 585 for step in steps)
     assert [json.loads(line)["kernel"] for line in (out / "kernels.jsonl").read_text().splitlines()] == [
         "blurpool2d", "bce_with_logits"]

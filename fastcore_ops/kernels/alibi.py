@@ -484,13 +484,14 @@ def alibi_attention_reference(
     scale: float | None = None,
     slopes: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """softmax(query key^T * scale + bias [+ causal mask]) value in fp32 with the (H, Tq, Tk) bias materialised."""
+    """softmax(query key^T * scale + bias [+ causal mask]) value in fp32 (fp64 for fp64 inputs, the truth the tests
+    judge fp32 by) with the (H, Tq, Tk) bias materialised."""
     Tq, D = query.shape[2:]
     Tk = key.shape[2]
     device = query.device
     slopes = alibi_slopes(query.shape[1], device) if slopes is None else slopes
     scale = 1.0 / math.sqrt(D) if scale is None else scale
-    compute = torch.float32
+    compute = torch.float64 if query.dtype == torch.float64 else torch.float32
     query_positions = torch.arange(Tq, device=device) + (Tk - Tq)
     distance = query_positions[:, None] - torch.arange(Tk, device=device)[None, :]
     bias = -slopes.to(compute)[:, None, None] * distance.abs().to(compute)

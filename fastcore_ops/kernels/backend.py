@@ -405,10 +405,14 @@ def fast_log2(x):
     """log2 of fp32 ``x`` (not subnormal) in one MUFU.LG2, ``lg2.approx.ftz.f32``, where libdevice's precise log2
     takes 20 instructions; fp64 (gradcheck) and the interpreter take tl.log2. NVIDIA documents the approximation
     to about 22 bits; on a GPU, the kernels' value tests (``pytest -m gpu``) hold it to the reference."""
+    # One return, after a compile-time if/else: Triton types a function by all its returns, even one after a
+    # compile-time branch that returned, so two (fp64 and fp32) refused to compile for fp64.
     if _INTERPRETING or x.dtype != tl.float32:
-        return tl.log2(x)
-    return tl.inline_asm_elementwise("lg2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True,
-                                     pack=1)
+        result = tl.log2(x)
+    else:
+        result = tl.inline_asm_elementwise("lg2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32,
+                                           is_pure=True, pack=1)
+    return result
 
 
 def cdiv(a: int, b: int) -> int:

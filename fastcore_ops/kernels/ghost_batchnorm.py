@@ -436,6 +436,10 @@ def ghost_batch_norm_reference(
     ghost_batch_size: int = 32,
 ) -> torch.Tensor:
     """``F.batch_norm`` on each chunk of ``input.split(ghost_batch_size)`` with momentum / chunks, concatenated."""
+    if weight is None and bias is not None:
+        # The same normalisation: CUDA's batch norm backward fails ("tensor does not have a device") for a bias
+        # without a weight (torch 2.11 on an H200).
+        weight = torch.ones_like(bias)
     if not training and running_mean is not None:
         return F.batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     chunks = input.split(ghost_batch_size)

@@ -38,23 +38,37 @@ def _qkv(B, H, Tq, Tk, D, dtype, device, seed=0):
 
 
 def _compare(q, k, v, causal=True, slopes=None, scale=None, grad_out=None):
-    """Forward and dq, dk, dv against the fp32 reference rounded to the inputs' dtype."""
+    """Forward and dq, dk, dv against the reference (see _assert_close)."""
     dtype = q.dtype
     out = alibi_attention(q, k, v, is_causal=causal, scale=scale, slopes=slopes)
     if grad_out is None:
         grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(out.device, dtype)
     out.backward(grad_out)
-
-    q_ref, k_ref, v_ref = (t.detach().float().requires_grad_() for t in (q, k, v))
-    out_ref = alibi_attention_reference(q_ref, k_ref, v_ref, is_causal=causal, scale=scale, slopes=slopes)
-    out_ref.backward(grad_out.float())
-
-    tolerances = TOLERANCES[dtype]
     assert out.dtype == dtype and out.shape == q.shape
-    torch.testing.assert_close(out, out_ref.to(dtype), **tolerances)
-    for name, t, ref in (("dq", q, q_ref), ("dk", k, k_ref), ("dv", v, v_ref)):
-        torch.testing.assert_close(t.grad, ref.grad.to(dtype), **tolerances, msg=lambda m, name=name: f"{name}: {m}")
+    ours = (out, q.grad, k.grad, v.grad)
+    references = {}
+    for precision in (torch.float32, torch.float64):
+        q_ref, k_ref, v_ref = (t.detach().to(precision).requires_grad_() for t in (q, k, v))
+        out_ref = alibi_attention_reference(q_ref, k_ref, v_ref, is_causal=causal, scale=scale, slopes=slopes)
+        out_ref.backward(grad_out.to(precision))
+        references[precision] = (out_ref, q_ref.grad, k_ref.grad, v_ref.grad)
+    for name, *tensors in zip(("out", "dq", "dk", "dv"), ours, *references.values()):
+        _assert_close(name, *tensors)
     return out
+
+
+def _assert_close(name, ours, fp32_reference, truth):
+    """16-bit results within TOLERANCES of the fp32 reference rounded to their dtype. An fp32 result is judged
+    against the fp64 truth, as FlashAttention's tests judge theirs: at most twice as far from it as the fp32
+    reference itself (which sums in another order and errs as much), plus fp32's tolerance. Against the fp32
+    reference alone, one sharp softmax on a GPU (scale 0.7, slope 1.5) left 4 of 7,104 dq entries 1.7e-5 off."""
+    if ours.dtype != torch.float32:
+        torch.testing.assert_close(ours, fp32_reference.to(ours.dtype), **TOLERANCES[ours.dtype],
+                                   msg=lambda message: f"{name}: {message}")
+        return
+    error = (ours.double() - truth).abs().max().item()
+    allowed = 2 * (fp32_reference.double() - truth).abs().max().item() + TOLERANCES[torch.float32]["atol"]
+    assert error <= allowed, f"{name}: {error:.3g} from the fp64 reference, more than the {allowed:.3g} allowed"
 
 
 # ----------------------------------------------------------------------------------------

@@ -282,3 +282,26 @@ def test_a_loop_the_sass_cannot_weigh_is_refused_not_counted_once():
     assert h100_compile.read_sass(LOADS_LOOP, loads)["instructions_per_element"] == 2
     report = {"made": [{"case": "_toy K=3", "kernel": "_toy", "representative": True, **by_loads}]}
     assert list(instruction_bound(report)) == ["_toy K=3"] and "_toy: " in instruction_bound(report)["_toy K=3"]
+
+
+FP64_BCE = """
+import triton.language as tl
+from benchmarks.kernels.compile_cases import KernelCase
+from fastcore_ops.kernels import bce
+from tests.kernels.h100_compile import compile_case
+for index, target in ((True, "i64"), (False, "fp64")):
+    case = KernelCase(bce._bce_forward_kernel, {"logits_ptr": "fp64", "target_ptr": target, "grad_ptr": "fp64",
+                      "row_loss_ptr": "fp64"}, {"TARGET_IS_INDEX": index, "ACC": tl.float64, "UNIT": 1},
+                      floats=("keep", "add", "inv_batch"))
+    for config in case.configs():
+        compile_case(case, config)
+print("compiled")
+"""
+
+
+def test_bce_compiles_in_fp64_for_h100():
+    """BCE in fp64 (its gradcheck on a GPU) compiles: once it did not, as fast_log2's two returns typed fp64 and
+    fp32, which only the compiler sees (the interpreter takes one branch)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "FASTCORE_OPS_INTERPRET")}
+    result = subprocess.run([sys.executable, "-c", FP64_BCE], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0 and "compiled" in result.stdout, result.stderr[-4000:]
