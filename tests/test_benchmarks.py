@@ -332,3 +332,22 @@ def test_goals_refuse_rows_no_run_wrote_and_write_nothing(line, message, tmp_pat
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
     assert not out.exists()
+
+
+def test_each_case_compiles_its_compiled_rival_afresh_and_says_so():
+    """A compiled rival, met at a second size after the first size's measurements (launch recorder included),
+    compiles again: the row's compiled_graphs counts it, and 0 says a rival ran eagerly (as after the first size
+    on the H200). A toy function on Dynamo's eager backend: what Inductor makes of it is not the point."""
+    import dataclasses
+
+    spec_case = blurpool.blur_maxpool_cases(batch=1, dtype=torch.float32, device=torch.device("cpu"))[-1]
+    doubled = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+    rows = []
+    for size in (4, 6):
+        case = dataclasses.replace(spec_case, size=f"{size} px",
+                                   make_inputs=lambda size=size: (torch.randn(1, 2, size, size, requires_grad=True),),
+                                   others={"compiled": doubled})
+        rows.append(measure(case, torch.device("cpu"), time_ours=False, cpu_budget_s=0.0))
+    assert [row["compiled_graphs"] for row in rows] == [2, 2]  # a graph with grad and one without, at each size
+    plain = measure(spec_case, torch.device("cpu"), time_ours=False, cpu_budget_s=0.0)
+    assert plain["compiled_graphs"] == 0

@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 import torch
+from torch._dynamo.utils import counters
 from tqdm import tqdm
 
 from fastcore_ops import cli
@@ -99,6 +100,12 @@ def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: flo
     row = {"kernel": case.kernel, "size": case.size}
     peak_gbs = peak_bandwidth_gbs(device)
     timed = _timed_paths(case, time_ours)
+    # Dynamo starts each case afresh, and the row says how many graphs it compiled. On the H200 every compiled
+    # rival after each kernel's first size ran its eager ops (the same kernels, to the microsecond:
+    # reports/lent-gpu-h200-20261204), as if its code were left marked to skip by the first size's measurements;
+    # a CPU does not show it. `compiled_graphs` 0 where a compiled rival is timed means it ran eagerly.
+    torch._dynamo.reset()
+    graphs_before = counters["stats"]["unique_graphs"]
     _warm(timed, inputs, device)
     for mode, runner, ours_bytes, ref_bytes in (
         ("fwd", _forward, case.ours_traffic.forward, case.reference_traffic.forward),
@@ -128,6 +135,7 @@ def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: flo
         peak = peak_memory_mb(run, device)
         if peak is not None:
             row[f"{name}_peak_MB"] = peak
+    row["compiled_graphs"] = counters["stats"]["unique_graphs"] - graphs_before
     row["ref_temporaries_MB"] = case.reference_traffic.temporaries / 1e6
     row["ours_temporaries_MB"] = case.ours_traffic.temporaries / 1e6
     return row
