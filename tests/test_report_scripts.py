@@ -404,6 +404,40 @@ def test_frontier_machine_time(tmp_path, capsys):
         assert out == "" and len(err.splitlines()) == 1 and err.startswith("error: ")
 
 
+def test_cifar_record_frontier(tmp_path, capsys):
+    """Per recipe and budget the runs' mean time and top-1 (with TTA only where every run has it), airbench94's
+    mean last, and the figure; an unreadable input is one error line and nothing written."""
+    from fastcore_ops.training.tradeoff.results import RunRecord, write_results
+
+    write_results([RunRecord.made_up("base", 1.0, 3, quality=0.85, seconds=500.0),
+                   RunRecord.made_up("base", 1.0, 4, quality=0.86, seconds=520.0),
+                   RunRecord.made_up("rec", 0.5, 3, quality=0.88, seconds=400.0, metrics={"top1_tta": 0.89}),
+                   RunRecord.made_up("rec", 1.0, 3, quality=0.90, seconds=800.0, metrics={"top1_tta": 0.91})],
+                  tmp_path / "cost")
+    peers = tmp_path / "peers.json"
+    peers.write_text(json.dumps({"runs": [
+        {"trainer": "airbench", "train_seconds": 900.0, "top1": 0.896, "top1_tta": 0.905},
+        {"trainer": "airbench", "train_seconds": 1000.0, "top1": 0.898, "top1_tta": 0.907},
+        {"trainer": "ours", "train_seconds": 950.0, "top1": 0.9, "top1_tta": 0.91}]}))
+    frontier = load("cifar-record-frontier-20261204/frontier.py")
+    assert frontier.main([str(tmp_path / "cost"), str(peers), "--out", str(tmp_path)]) == 0
+    rows = (tmp_path / "frontier.md").read_text().splitlines()
+    assert rows[0].startswith("Our runs priced on m;")
+    assert rows[4:] == ["| base | x1 | 2 | 510.0 | 85.50 |  |", "| rec | x0.5 | 1 | 400.0 | 88.00 | 89.00 |",
+                        "| rec | x1 | 1 | 800.0 | 90.00 | 91.00 |",
+                        "| airbench94 (measured) | x1 | 2 | 950.0 | 89.70 | 90.60 |"]
+    assert (tmp_path / "frontier.png").stat().st_size > 0
+
+    (tmp_path / "bad.json").write_text(json.dumps({"runs": [{"trainer": "ours"}]}))
+    for argv in ([str(tmp_path / "cost"), str(tmp_path / "bad.json"), "--out", str(tmp_path / "new")],
+                 [str(tmp_path / "missing"), str(peers), "--out", str(tmp_path / "new")],
+                 [str(tmp_path / "cost"), str(peers), "--out", str(tmp_path / "new")]):
+        assert frontier.main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.splitlines()) == 1 and err.startswith("error: ")
+    assert not (tmp_path / "new").exists()
+
+
 def test_cifar_record_accuracy_evaluate_tta(ten_jpegs, tmp_path):
     from fastcore_ops.training import fit
 

@@ -5,6 +5,7 @@
     python -m fastcore_ops.training.tradeoff --merge reports/laptop reports/gpu --out reports/merged
     python -m fastcore_ops.training.tradeoff --cost reports/laptop reports/gpu --data ../shared/datasets/cifar10-jpeg \
         --out reports/costed   # every run priced on this machine (fastcore_ops/training/tradeoff/costing.py)
+    python -m fastcore_ops.training.tradeoff --adopt runs/seed-3 runs/seed-4 --out reports/adopted  # train's runs
 
 Every input is checked before any training or any write, recipes of tasks with different metrics
 included (each finished run's metric is checked again), and so is ``--out``: it must be new,
@@ -58,6 +59,9 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--judge", action="append", default=[], metavar="RECIPE=METRIC",
                         help="with --merge: also draw RECIPE's runs judged by another metric they report, as a curve "
                              "of its own (cifar_mild=top1_tta: with test-time augmentation); repeatable")
+    parser.add_argument("--adopt", nargs="+", type=Path, metavar="RUN",
+                        help="take these finished runs of python -m fastcore_ops.training.train into --out as a "
+                             "tradeoff folder (each named by its config.json), for --merge and --cost")
     parser.add_argument("--cost", nargs="+", type=Path, metavar="FOLDER",
                         help="time every kind of step these folders' runs took, on this machine with nothing else "
                              "running, and report on the modelled times (needs the runs' --data)")
@@ -82,14 +86,16 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command: parse it, refuse flags its mode does not take, and hand it to the mode's pipeline
     (:func:`~fastcore_ops.training.tradeoff.costing.cost_command`,
     :func:`~fastcore_ops.training.tradeoff.merging.merge_command`,
+    :func:`~fastcore_ops.training.tradeoff.adopting.adopt_command`,
     :func:`~fastcore_ops.training.tradeoff.sweep.sweep_command`); returns its exit code."""
     try:
         args = parse_args(argv)
         import_modules(args.imports)
     except ValueError as error:
         return refuse(error)
-    if args.merge and args.cost:
-        return refuse("--merge and --cost each read folders of results; pass one of them")
+    modes = [flag for flag in ("merge", "cost", "adopt") if getattr(args, flag)]
+    if len(modes) > 1:
+        return refuse(f"--{modes[0]} and --{modes[1]} are two modes; pass one of them")
     if args.judge and not args.merge:
         return refuse("--judge goes with --merge (it redraws finished runs); pass --merge FOLDER...")
     if args.cost:
@@ -102,11 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     cost_only = [flag for flag in ("times", "rounds", "threads") if getattr(args, flag) is not None]
     if cost_only:
         return refuse(f"--{cost_only[0]} goes with --cost (the cost pass); leave it out or pass --cost FOLDER...")
-    if args.merge:
+    if args.merge or args.adopt:
         given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name)]
         if given:
-            return refuse(f"--merge rebuilds the report from existing results; it takes no {', '.join(given)}")
-        from fastcore_ops.training.tradeoff.merging import merge_command
-        return merge_command(args)
+            mode = "--merge" if args.merge else "--adopt"
+            return refuse(f"{mode} reports on finished runs; it takes no {', '.join(given)}")
+        if args.merge:
+            from fastcore_ops.training.tradeoff.merging import merge_command
+            return merge_command(args)
+        from fastcore_ops.training.tradeoff.adopting import adopt_command
+        return adopt_command(args)
     from fastcore_ops.training.tradeoff.sweep import sweep_command
     return sweep_command(args)
