@@ -18,13 +18,12 @@ from pathlib import Path
 
 from fastcore_ops.cli import refuse
 from fastcore_ops.training.config import load_config
+from fastcore_ops.training.run_folder import CONFIG_NAME, SUMMARY_NAME
 from fastcore_ops.training.tradeoff.machine import MACHINE_FILE
 from fastcore_ops.training.tradeoff.options import choose_baseline, claim_out
-from fastcore_ops.training.tradeoff.planning import CONFIG_NAME, RUNS, PlannedRun, name_problem
+from fastcore_ops.training.tradeoff.planning import RUNS, PlannedRun, name_problem
 from fastcore_ops.training.tradeoff.report import build_report
 from fastcore_ops.training.tradeoff.results import RESULTS_JSON, RunRecord, read_run
-
-SUMMARY_NAME = "summary.json"
 
 
 def adopted_run(folder: Path) -> tuple[PlannedRun, RunRecord]:
