@@ -160,3 +160,14 @@ def test_a_tiny_ablation_trains_each_variant_and_reports_its_effect(tmp_path, ca
     page = (out / "report.html").read_text()
     assert "Each method alone" in page and page.count("data:image/png;base64,") == 3
     assert "Test-time augmentation on cifar_baseline's runs" in (out / "ablation.md").read_text()
+
+
+def test_a_base_with_its_own_tta_keeps_it_in_every_arm_and_a_base_without_gets_the_task_s():
+    recipe = get_recipe("cifar_record_muon_resize")
+    arms, shared = ablation_arms("cifar_record_muon_resize", "ema,progressive_resize")
+    assert shared == ()
+    for arm in arms:
+        assert override(recipe, [*shared, *arm.assignments]).methods.tta == recipe.methods.tta
+    _, shared = ablation_arms("cifar_baseline", "ema")
+    assert get_recipe("cifar_baseline").methods.tta is None
+    assert override(get_recipe("cifar_baseline"), list(shared)).methods.tta is not None

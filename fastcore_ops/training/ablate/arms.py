@@ -17,15 +17,33 @@ from fastcore_ops.training.tradeoff.planning import Variant
 
 def ablation_arms(base: str, methods: str) -> tuple[list[Variant], tuple[str, ...]]:
     """The curves of an ablation of ``methods`` (comma-separated, or "all") against recipe ``base``
-    (:func:`variants`), and the ``--set`` values every run takes from the base's task: its ablation
-    settings (image runs also evaluate with test-time augmentation). ValueError names a recipe or
-    method that is not known, or a method that does not apply to the base's task.
+    (:func:`variants`), and the ``--set`` values every run takes from the base's task
+    (:func:`task_settings`). ValueError names a recipe or method that is not known, or a method that
+    does not apply to the base's task.
     """
     recipe = cli.check_name("--recipe", base, list_recipes(), "recipe")
     names = None if methods.strip() == "all" else cli.check_names("--methods", methods, METHODS, "method")
     config = get_recipe(recipe)
     task = task_named(config.task)
-    return variants(recipe, config, methods_for(task, names)), tuple(task.ablation_assignments)
+    return variants(recipe, config, methods_for(task, names)), task_settings(task, config)
+
+
+def task_settings(task, config: TrainConfig) -> tuple[str, ...]:
+    """The task's ablation settings (image runs also evaluate with test-time augmentation) that ``config`` lacks: a
+    method the base already uses keeps the base's own options, so every arm is judged as the recipe judges itself.
+
+    Example:
+        >>> image_task = task_named("image_classification")
+        >>> task_settings(image_task, get_recipe("cifar_baseline"))
+        ('methods.tta={}',)
+        >>> task_settings(image_task, get_recipe("cifar_record"))  # its own TTA, airbench94's
+        ()
+    """
+    def base_uses(assignment: str) -> bool:
+        section, _, field = assignment.partition("=")[0].partition(".")
+        return section == "methods" and getattr(config.methods, field) is not None
+
+    return tuple(assignment for assignment in task.ablation_assignments if not base_uses(assignment))
 
 
 def methods_for(task, names: list[str] | None) -> list[str]:
