@@ -83,6 +83,18 @@ class Goal:
         rival, ours = row.get(f"{self.rival}_{self.metric}"), row.get(f"ours_{self.metric}")
         return None if rival is None or ours is None else rival / ours
 
+    def bound(self, row: dict) -> float | None:
+        """The most :meth:`ratio` can reach on the row's device: the rival's time over ours' bytes at the peak
+        DRAM bandwidth (the ``floor`` column), for a goal of time; None for one of memory, or a row without both.
+        A goal asking more than this cannot be met by any kernel moving ours' bytes.
+
+            >>> Goal("ref", 2.0, "twice the reference's speed").bound({"ref_fwd_bwd_ms": 1.5, "floor_fwd_bwd_ms": 1.0})
+            1.5
+        """
+        if self.metric != "fwd_bwd_ms":
+            return None
+        return self.ratio({**row, "ours_fwd_bwd_ms": row.get("floor_fwd_bwd_ms")})
+
 
 def element_size(dtype: torch.dtype) -> int:
     import torch

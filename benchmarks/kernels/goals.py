@@ -121,7 +121,8 @@ def judge(rows: list[dict]) -> list[dict]:
             verdicts.append({"kernel": kernel, "size": size, "dtype": dtype, "goal": goal.text,
                              "at_least": goal.at_least, "eager_ratio": eager, "device_ratio": device,
                              "met_eager": None if eager is None else eager >= goal.at_least,
-                             "met_on_device": None if device is None else device >= goal.at_least})
+                             "met_on_device": None if device is None else device >= goal.at_least,
+                             "device_bound": goal.bound(_numbers(on_device))})
     return verdicts
 
 
@@ -130,22 +131,35 @@ def _numbers(row: dict) -> dict:
 
 
 def table(verdicts: list[dict]) -> str:
-    """The verdicts as a Markdown table: each ratio is the rival's time (or memory) over ours."""
+    """The verdicts as a Markdown table: each ratio is the rival's time (or memory) over ours, and "the bytes
+    allow" the most a goal of time can reach on the device (:meth:`benchmarks.kernels.Goal.bound`)."""
     def shown(ratio, met):
         return "-" if ratio is None else f"{ratio:.2f}x {'met' if met else '**missed**'}"
 
-    lines = ["| kernel | size | goal | at least | eager (host included) | device |", "|---|---|---|---|---|---|"]
+    def allowed(verdict):
+        bound = verdict.get("device_bound")
+        if bound is None:
+            return "-"
+        return f"{bound:.2f}x{' (less than asked)' if bound < verdict['at_least'] else ''}"
+
+    lines = ["| kernel | size | goal | at least | eager (host included) | device | the bytes allow |",
+             "|---|---|---|---|---|---|---|"]
     for verdict in verdicts:
         lines.append(f"| {verdict['kernel']} | {verdict['size']} | {verdict['goal']} | {verdict['at_least']:.2f}x | "
                      f"{shown(verdict['eager_ratio'], verdict['met_eager'])} | "
-                     f"{shown(verdict['device_ratio'], verdict['met_on_device'])} |")
+                     f"{shown(verdict['device_ratio'], verdict['met_on_device'])} | {allowed(verdict)} |")
     met = sum(verdict["met_on_device"] is True for verdict in verdicts)
     judged = sum(verdict["met_on_device"] is not None for verdict in verdicts)
-    return "\n".join(lines) + f"\n\nOn the device's own time: {met} of {judged} goals met.\n"
+    beyond = sum(verdict["met_on_device"] is False and verdict.get("device_bound") is not None
+                 and verdict["device_bound"] < verdict["at_least"] for verdict in verdicts)
+    return "\n".join(lines) + (f"\n\nOn the device's own time: {met} of {judged} goals met; {beyond} of those "
+                               "missed ask more than the bytes allow (the rival's time over ours' bytes at the peak "
+                               "bandwidth).\n")
 
 
 def figure(verdicts: list[dict], path: Path) -> None:
-    """A bar per goal: the ratio measured on the device over the one asked (1 = just met), eager beside it."""
+    """A bar per goal: the ratio measured on the device over the one asked (1 = just met), eager beside it, and a
+    tick where the bytes' bound lies (a tick left of 1: no kernel moving ours' bytes can meet it)."""
     from fastcore_ops.training.figures import plt, save_figure
 
     judged = [verdict for verdict in verdicts if verdict["device_ratio"] is not None]
@@ -157,6 +171,9 @@ def figure(verdicts: list[dict], path: Path) -> None:
     ax.barh([row - 0.2 for row in rows], device, height=0.4, label="device's own time",
             color=["tab:green" if value >= 1 else "tab:red" for value in device])
     ax.barh([row + 0.2 for row in rows], eager, height=0.4, label="eager, host included", color="tab:gray")
+    bounds = [(verdict.get("device_bound") or float("nan")) / verdict["at_least"] for verdict in judged]
+    ax.scatter(bounds, [row - 0.2 for row in rows], marker="|", s=120, color="black",
+               label="the most the bytes allow")
     ax.set_yticks(list(rows), labels, fontsize=7)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")

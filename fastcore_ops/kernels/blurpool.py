@@ -33,7 +33,10 @@ _MAX_POOL_KERNEL = 15
 # specialises the one equal to 1, so the same kernel coalesces along pixels for NCHW and
 # along channels for NHWC. The autotuner keys on the layout (CHANNELS_INNER: the channel
 # stride is 1) and on power-of-two buckets of the channels and the tile's pixels, so that a
-# new image size in the same bucket reuses the tuning; the three are not specialised on.
+# new image size in the same bucket reuses the tuning; the three are not specialised on. It
+# keys on the constexprs that change a kernel's work too (the stride; the pool's size and
+# padding): Triton's autotuner leaves them out of its key, and on the H200 a stride-1 blur ran
+# the config tuned for the stride-2 blur with as many channels and outputs (their buckets match).
 # ----------------------------------------------------------------------------------------
 
 # (BLOCK_C, BLOCK_P) tiles of 1024 elements, 4 warps each.
@@ -44,6 +47,8 @@ _TILE_CONFIGS = [triton.Config({"BLOCK_C": c, "BLOCK_P": p}, num_warps=4)
 _BLUR_BACKWARD_CONFIGS = [triton.Config({"BLOCK_C": 2, "BLOCK_P": 256}, num_warps=4), *_TILE_CONFIGS]
 _TILE_KEY = ["C_BUCKET", "P_BUCKET", "CHANNELS_INNER"]
 _TILED = triton.jit(do_not_specialize=_TILE_KEY)
+_BLUR_KEY = [*_TILE_KEY, "STRIDE"]
+_POOL_KEY = [*_TILE_KEY, "KERNEL", "STRIDE", "PADDING"]
 _INTERPRETER_TILE = triton.Config({"BLOCK_C": 32, "BLOCK_P": 256})
 
 
@@ -97,7 +102,7 @@ def _blurred_row(x_ptr, row, H, columns, columns_ok, stride_h, ACC: tl.constexpr
     return tl.where((row >= 0) & (row < H), blurred, 0.0)
 
 
-@backend.autotune(_ROW_CONFIGS, _TILE_KEY, _INTERPRETER_ROWS)
+@backend.autotune(_ROW_CONFIGS, _BLUR_KEY, _INTERPRETER_ROWS)
 @_TILED
 def _blurpool_forward_kernel(
     x_ptr, out_ptr, C, H, W, Ho, Wo,
@@ -145,7 +150,7 @@ def _blurpool_forward_kernel(
             above = below
 
 
-@backend.autotune(_BLUR_BACKWARD_CONFIGS, _TILE_KEY, _INTERPRETER_TILE)
+@backend.autotune(_BLUR_BACKWARD_CONFIGS, _BLUR_KEY, _INTERPRETER_TILE)
 @_TILED
 def _blurpool_backward_kernel(
     grad_out_ptr, grad_in_ptr, C, H, W, Ho, Wo,
@@ -599,7 +604,7 @@ def _blur_maxpool_forward_kernel(
                                                    ACC),))[1:]
 
 
-_blur_maxpool_forward = {channels_inner: backend.autotune(configs, _TILE_KEY, _INTERPRETER_ROWS)(
+_blur_maxpool_forward = {channels_inner: backend.autotune(configs, [*_POOL_KEY, "GROUP"], _INTERPRETER_ROWS)(
     _blur_maxpool_forward_kernel) for channels_inner, configs in _POOL_ROW_CONFIGS.items()}
 
 
@@ -672,7 +677,7 @@ def _routed_row(ph, pooled_image, KERNEL: tl.constexpr, STRIDE: tl.constexpr, AC
     return total, row
 
 
-@backend.autotune(_ROUTE_CONFIGS, _TILE_KEY, _INTERPRETER_ROWS)
+@backend.autotune(_ROUTE_CONFIGS, _POOL_KEY, _INTERPRETER_ROWS)
 @_TILED
 def _max_pool_backward_kernel(
     grad_pooled_ptr, argmax_ptr, grad_in_ptr, C, H, W, Hp, Wp,

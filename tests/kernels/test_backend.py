@@ -122,7 +122,8 @@ def test_autotuners_key_on_size_buckets_not_on_sizes():
 
     from fastcore_ops.kernels import alibi, bce, blurpool, ghost_batchnorm
 
-    flags = {"CHANNELS_INNER", "TARGET_IS_INDEX", "CAUSAL", "INPUT_PRECISION", "HEAD_DIM_PADDED"}
+    flags = {"CHANNELS_INNER", "TARGET_IS_INDEX", "CAUSAL", "INPUT_PRECISION", "HEAD_DIM_PADDED",
+             "KERNEL", "STRIDE", "PADDING", "GROUP"}  # the blurs' and pools' constexprs: each value compiles anew anyway
     values = [value for module in (alibi, bce, blurpool, ghost_batchnorm) for value in vars(module).values()]
     found = [tuner for value in values for tuner in (value.values() if isinstance(value, dict) else [value])
              if isinstance(tuner, Autotuner)]  # ghost batch norm's kernels, the blur max pool's: one a layout
@@ -271,6 +272,34 @@ def test_the_committed_table_names_only_declared_kernels():
 
     table = backend.load_tuned_configs(backend.TUNED_CONFIGS)
     assert set(table) <= set(backend.TUNERS), set(table) - set(backend.TUNERS)
+
+
+def test_every_committed_key_has_its_autotuner_s_shape():
+    """A key is the values of the autotuner's key arguments, then a dtype a tensor: an entry of another shape (its
+    kernel's key changed since it was tuned) would never be found, and the kernel would run untuned."""
+    import ast
+
+    from fastcore_ops.kernels import alibi, bce, blurpool, ghost_batchnorm  # noqa: F401  (they register their tuners)
+
+    for name, entries in backend.load_tuned_configs(backend.TUNED_CONFIGS).items():
+        tuner = backend.TUNERS[name]
+        tensors = sum(argument.endswith("_ptr") for argument in tuner.arg_names)
+        for key in entries:
+            values = ast.literal_eval(key)
+            named, dtypes = values[:len(tuner.keys)], values[len(tuner.keys):]
+            assert not any(str(value).startswith("torch.") for value in named), (name, key, tuner.keys)
+            assert 1 <= len(dtypes) <= tensors and all(str(dtype).startswith("torch.") for dtype in dtypes), \
+                (name, key, tuner.keys)
+
+
+def test_a_blur_s_stride_is_part_of_its_tuning_key():
+    """On the H200 a stride-1 blur ran the config tuned for the stride-2 blur whose channels and outputs fall in the
+    same buckets (256x256x28x28 and 256x256x56x56): Triton's autotuner keys on no constexpr unless told."""
+    from fastcore_ops.kernels import blurpool
+
+    for tuner in (blurpool._blurpool_forward_kernel, blurpool._blurpool_backward_kernel,
+                  blurpool._max_pool_backward_kernel, *blurpool._blur_maxpool_forward.values()):
+        assert "STRIDE" in tuner.keys
 
 
 def test_an_unknown_autotune_setting_is_refused():
