@@ -29,6 +29,13 @@ def test_32_px_images_end_as_one_pixel_and_scaled_logits():
     torch.testing.assert_close(model(images), 0.5 * model.fc(features.flatten(1)))
 
 
+def test_the_smallest_image_it_takes_is_named_and_one_pixel_less_is_refused_with_the_fix():
+    model = CompactVGG(widths=(8, 16, 16)).eval()
+    assert model(torch.randn(1, 3, 26, 26)).shape == (1, 10)
+    with pytest.raises(ValueError, match=r"at least 26x26 px .* got \(26, 25\); train at a larger size, or leave out"):
+        model(torch.randn(1, 3, 26, 25))
+
+
 def test_patch_whitening_sets_all_12_components_of_its_stem_and_their_negatives():
     model = build_model("cifar_compact_vgg", 10)
     stem = whiten_stem_(model, [torch.randn(8, 3, 32, 32)], PatchWhiteningOptions(images=8))

@@ -30,10 +30,12 @@ import torch
 from torch import nn
 
 from fastcore_ops.checks import check_number
+from fastcore_ops.surgery.ghost_batchnorm import GhostBatchNorm
 from fastcore_ops.training.methods.registry import register_method
 
-# Modules whose weights are scales and shifts, not filters (the optimizer's groups exempt them from decay on request).
-NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.GroupNorm, nn.LayerNorm)
+# Modules whose weights are scales and shifts, not filters (the optimizer's groups exempt them from decay on request);
+# GhostBatchNorm holds the very BatchNorm parameters it replaced.
+NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.GroupNorm, nn.LayerNorm, GhostBatchNorm)
 
 
 def norm_biases(model: nn.Module) -> list[nn.Parameter]:

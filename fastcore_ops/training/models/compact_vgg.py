@@ -74,7 +74,15 @@ class CompactVGG(nn.Module):
         self.pool = nn.MaxPool2d(3)
         self.fc = nn.Linear(widths[2], num_classes, bias=False)
 
+    # The stem takes a pixel off each side (2x2, no padding), each block halves, and the last max-pool needs 3x3.
+    MIN_SIZE = 26
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if min(x.shape[-2:]) < self.MIN_SIZE:
+            raise ValueError(f"CompactVGG needs images of at least {self.MIN_SIZE}x{self.MIN_SIZE} px (its stem and "
+                             f"three halvings leave under 3x3 for its 3x3 max-pool), got {tuple(x.shape[-2:])}; train "
+                             "at a larger size, or leave out what shrinks the images (colout, a smaller "
+                             "progressive_resize initial_scale)")
         x = self.pool(self.blocks(self.act(self.stem(x))))
         return self.fc(torch.flatten(x, 1)) * self.logit_scale
 

@@ -62,3 +62,16 @@ def test_a_frozen_bias_stays_out_and_a_model_without_one_is_named():
 def test_the_scale_is_checked():
     with pytest.raises(ValueError, match=r"scale must be a number > 0, got -1"):
         override(get_recipe("cifar_baseline"), ["methods.bias_lr_scale={'scale': -1}"])
+
+
+def test_ghost_batchnorm_s_biases_are_norm_biases_and_its_scales_skip_decay_on_request():
+    """After Ghost BatchNorm's surgery the norms are GhostBatchNorm, holding the BatchNorm's own parameters: the
+    record's recipes with ghost_batchnorm added found no bias to scale and refused to train."""
+    from fastcore_ops.surgery.ghost_batchnorm import GhostBatchNorm
+
+    model = conv_bn()
+    model[1] = GhostBatchNorm(model[1], ghost_batch_size=2)
+    config = OptimizerConfig(lr=0.1, weight_decay=1e-3, no_decay_norm_and_bias=True)
+    groups = groups_by_parameter(build_optimizer(model, config, [BiasLRScaleOptions(scale=64.0)]))
+    assert groups[id(model[1].bias)]["lr"] == pytest.approx(6.4)
+    assert groups[id(model[1].weight)]["weight_decay"] == 0.0 and groups[id(model[0].weight)]["weight_decay"] == 1e-3
