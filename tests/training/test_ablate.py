@@ -105,6 +105,21 @@ def test_a_variant_whose_runs_diverged_or_failed_is_listed_as_not_measured_and_t
     assert "runs/b+y-x1-s1/err.log" in page and "its summary gives top1 = nan" in page
 
 
+def test_each_variant_s_change_with_test_time_augmentation_is_a_column_of_its_own(tmp_path):
+    """The record's goal is judged with TTA: a method may change the plain top-1 and the TTA top-1 differently."""
+    def run(variant, seed, top1, tta):
+        return RunRecord.made_up(variant, 1.0, seed, quality=top1, machine="m/cpu", metrics={"top1_tta": tta})
+
+    records = [run("b", 0, 0.60, 0.61), run("b", 1, 0.62, 0.64), run("b+x", 0, 0.62, 0.61), run("b+x", 1, 0.64, 0.63),
+               run("b+y", 0, 0.50, 0.50), RunRecord.made_up("b+y", 1.0, 1, quality=0.52, machine="m/cpu")]
+    ablation_report(records, tmp_path, "b", IMAGE_TASK)
+    rows = _ablation_rows(tmp_path)
+    column = "top-1 change with test-time augmentation (points, + is better)"
+    assert rows["b+x"]["per seed"] == "+2.00, +2.00" and rows["b+x"][column] == "-0.50 (-1.00-+0.00)"
+    assert rows["b+y"][column] == "-11.00"  # seed 1's run has no TTA top-1: seed 0 alone
+    assert column in (tmp_path / "ablation.md").read_text().splitlines()[2]
+
+
 def test_a_diverged_base_seed_is_named_beside_every_variant_and_a_base_that_never_finished_measures_nothing(tmp_path):
     base_lost = [_record("b", 0, 100, NAN), *ABLATION[1:4]]
     ablation_report(base_lost, tmp_path / "one", "b", IMAGE_TASK)

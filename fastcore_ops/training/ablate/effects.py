@@ -25,6 +25,8 @@ class Effect:
     step_time_change: variant / base training seconds per step - 1, over those seeds (negative: faster).
     speedup: the variant's speedup at the base's quality (from the tradeoff analysis), when the
         sweep ran several budgets; None otherwise.
+    added_changes: for each metric the task's ablations add (``top1_tta``), its change as ``quality_change``'s,
+        over the seeds where both runs measured it: (name, change) pairs.
     """
 
     machine: str
@@ -34,6 +36,7 @@ class Effect:
     quality_change: Spread
     step_time_change: float
     speedup: SpeedupRow | None
+    added_changes: tuple[tuple[str, Spread], ...] = ()
 
 
 def _ms_per_step(runs: Sequence[RunRecord]) -> float:
@@ -41,8 +44,9 @@ def _ms_per_step(runs: Sequence[RunRecord]) -> float:
 
 
 def method_effects(records: Sequence[RunRecord], base: str, budget: float,
-                   speedups: Sequence[SpeedupRow] = ()) -> list[Effect]:
-    """Every variant's effect at ``budget``, paired with the base's runs seed by seed on each machine.
+                   speedups: Sequence[SpeedupRow] = (), added: Sequence[str] = ()) -> list[Effect]:
+    """Every variant's effect at ``budget``, paired with the base's runs seed by seed on each machine, on the
+    runs' metric and on each metric of ``added`` (the task's ``ablation_metrics``).
 
     A variant with no seed in common with the base at that budget is left out, and so is every
     run that diverged (see ``judge``): :func:`runs_left_out` lists them.
@@ -62,7 +66,11 @@ def method_effects(records: Sequence[RunRecord], base: str, budget: float,
         step_change = _ms_per_step([mine for _, mine in pairs]) / _ms_per_step([theirs for theirs, _ in pairs]) - 1
         speedup = next((row for row in speedups if (row.machine, row.recipe, row.baseline_budget)
                         == (machine, variant, budget)), None)
-        effects.append(Effect(machine, variant, variant.removeprefix(base), budget, Spread.of(changes), step_change, speedup))
+        added_changes = tuple((name, Spread.of(measured)) for name in added if (measured := [
+            metric.sign * (mine.metrics[name] - theirs.metrics[name]) for theirs, mine in pairs
+            if name in mine.metrics and name in theirs.metrics]))
+        effects.append(Effect(machine, variant, variant.removeprefix(base), budget, Spread.of(changes), step_change,
+                              speedup, added_changes))
     return effects
 
 
@@ -128,23 +136,37 @@ def added_metric_sentences(records: Sequence[RunRecord], base: str, budget: floa
     return " ".join(sentences)
 
 
-def effect_rows(effects: Sequence[Effect], metric: Metric, left_out: Sequence[RunsLeftOut] = ()) -> Table:
-    """The effects as a table: change in quality (with each seed's), change in time per step, speedup, and the
-    runs left out (``left_out``, from :func:`runs_left_out`); a variant there without an effect is listed as
-    not measured, saying why."""
+def effect_rows(effects: Sequence[Effect], metric: Metric, left_out: Sequence[RunsLeftOut] = (),
+                added: dict[str, str] | None = None) -> Table:
+    """The effects as a table: change in quality (with each seed's), then in each metric of ``added`` (name -> what
+    it measures: the task's ``ablation_metrics``), change in time per step, speedup, and the runs left out
+    (``left_out``, from :func:`runs_left_out`); a variant there without an effect is listed as not measured,
+    saying why."""
+    added = added or {}
     scale = 100 if metric.percent else 1
+
+    def scaled(spread: Spread) -> Spread:
+        return Spread(spread.mean * scale, tuple(value * scale for value in spread.values))
+
     header = ["machine", "variant", "budget", f"{metric.quantity} change ({_with_unit(metric, '+ is better')})",
-              "per seed", "time per step change (%)", f"speedup at the base's {metric.quantity}", "runs left out"]
+              "per seed",
+              *(f"{metric.quantity} change with {measures[:1].lower()}{measures[1:]} "
+                f"({_with_unit(metric, '+ is better')})" for measures in added.values()),
+              "time per step change (%)", f"speedup at the base's {metric.quantity}", "runs left out"]
     notes = {(entry.machine, entry.variant): entry.runs for entry in left_out}
     body = []
     for effect in effects:
-        change = Spread(effect.quality_change.mean * scale, tuple(v * scale for v in effect.quality_change.values))
+        change = scaled(effect.quality_change)
+        added_changes = dict(effect.added_changes)
         body.append([effect.machine, effect.variant, f"x{effect.budget:g}", change.describe("{:+.2f}"),
-                     ", ".join(f"{value:+.2f}" for value in change.values), f"{100 * effect.step_time_change:+.1f}",
+                     ", ".join(f"{value:+.2f}" for value in change.values),
+                     *(scaled(added_changes[name]).describe("{:+.2f}") if name in added_changes else ""
+                       for name in added),
+                     f"{100 * effect.step_time_change:+.1f}",
                      "" if effect.speedup is None else describe_speedup(effect.speedup),
                      notes.get((effect.machine, effect.variant), "")])
     measured = {(effect.machine, effect.variant) for effect in effects}
-    body += [[entry.machine, entry.variant, f"x{entry.budget:g}", "not measured", "", "", "",
+    body += [[entry.machine, entry.variant, f"x{entry.budget:g}", "not measured", "", *("" for _ in added), "", "",
               entry.runs or "no seed in common with the base"]
              for entry in left_out if (entry.machine, entry.variant) not in measured]
     return header, body

@@ -38,8 +38,9 @@ def ablation_report(runs: list[Run], out: Path, base: str, task: type | None = N
     task = task or task_named(get_recipe(base).task)
     metric = common_metric(records)
     budget = 1.0 if any(r.budget == 1.0 for r in runs) else max(r.budget for r in runs)
-    effects = method_effects(records, base, budget, speedup_table(RunTable.of(records), base))
-    table = effect_rows(effects, metric, runs_left_out(runs, base, budget))
+    effects = method_effects(records, base, budget, speedup_table(RunTable.of(records), base),
+                             added=list(task.ablation_metrics))
+    table = effect_rows(effects, metric, runs_left_out(runs, base, budget), task.ablation_metrics)
     write_csv(out / "ablation.csv", *table)
     machines = ", ".join(sorted({r.machine for r in records}))
     caption = (f"Each method alone against {base} at budget x{budget:g} on {machines}: {metric.label}, change per "
