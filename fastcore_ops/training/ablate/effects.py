@@ -143,10 +143,9 @@ def effect_rows(effects: Sequence[Effect], metric: Metric, left_out: Sequence[Ru
     (``left_out``, from :func:`runs_left_out`); a variant there without an effect is listed as not measured,
     saying why."""
     added = added or {}
-    scale = 100 if metric.percent else 1
 
     def scaled(spread: Spread) -> Spread:
-        return Spread(spread.mean * scale, tuple(value * scale for value in spread.values))
+        return Spread.of([metric.scaled(value) for value in spread.values])
 
     header = ["machine", "variant", "budget", f"{metric.quantity} change ({_with_unit(metric, '+ is better')})",
               "per seed",
