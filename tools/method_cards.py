@@ -2,8 +2,8 @@
 
 Each card is the "Method card" section of the docstring of the module that implements the method
 (what it does, when it helps, what it costs, its options and defaults), how to turn it on (the
-``--set`` values ``python -m fastcore_ops.training.ablate`` tries, from its catalog), and what the committed
-ablation measured for it, row by row from its ``ablation.csv``. The methods are the registry's
+``--set`` values ``python -m fastcore_ops.training.ablate`` tries, from its catalog), and what each committed
+ablation measured for it (newest first: the record's beside ResNet-20's), row by row from its ``ablation.csv``. The methods are the registry's
 (:mod:`fastcore_ops.training.methods.registry`), each card in the module it registered from. Nothing is
 written by hand twice.
 
@@ -130,28 +130,42 @@ def card_section(source: CardSource) -> tuple[str, list[tuple[str, str]]]:
     return sentence[0].upper() + sentence[1:] + ".", fields
 
 
-def measured_rows(name: str) -> tuple[Ablation | None, list[dict[str, str]]]:
-    """The newest committed ablation that measured ``name``, and its rows of the variants that add or remove it."""
+def measured_rows(name: str) -> list[tuple[Ablation, list[dict[str, str]]]]:
+    """Every committed ablation that measured ``name``, newest first, each with its rows of the variants that add or
+    remove it."""
+    found = []
     for ablation in committed_ablations():
         with open(ablation.csv, newline="") as file:
             rows = [row for row in csv.DictReader(file) if re.search(rf"[+-]{re.escape(name)}$", row["variant"])]
         if rows:
-            return ablation, rows
-    return None, []
+            found.append((ablation, rows))
+    return found
 
 
 def _measured_text(name: str) -> str:
-    ablation, rows = measured_rows(name)
-    if ablation is None:
+    measured = measured_rows(name)
+    if not measured:
         folders = ", ".join(f"`{a.csv.parent.relative_to(ROOT)}/`" for a in committed_ablations())
         return f"Not in the committed ablations ({folders})."
+    return "\n\n".join(_ablation_lines(ablation, rows) for ablation, rows in measured)
+
+
+def _ablation_lines(ablation: Ablation, rows: list[dict[str, str]]) -> str:
+    """One ablation's rows for a method, in words: the quality change per seed, the change with TTA where the table
+    has it, the time per step and any speedup."""
     header = list(rows[0])
+    quality = header[3]
+    # Named, not placed: newer ablations add a column per added metric (the change with TTA) after "per seed".
+    with_tta = next((column for column in header if column.startswith(f"{quality.split(' change')[0]} change with")),
+                    None)
+    speedup_column = next(column for column in header if column.startswith("speedup at the base's"))
     lines = [f"From `{ablation.csv.relative_to(ROOT)}` ({ablation.title}; per seed, paired with the base's run of "
              f"the same seed):", ""]
     for row in rows:
-        speedup = f"; {row[header[6]]}" if row[header[6]] else ""
-        lines.append(f"- {row['variant']} at {row['budget']} on {row['machine']}: {header[3]} {row[header[3]]} "
-                     f"(per seed {row['per seed']}); time per step {row[header[5]]}%{speedup}")
+        tta = f"; {with_tta} {row[with_tta]}" if with_tta and row[with_tta] else ""
+        speedup = f"; {row[speedup_column]}" if row[speedup_column] else ""
+        lines.append(f"- {row['variant']} at {row['budget']} on {row['machine']}: {quality} {row[quality]} "
+                     f"(per seed {row['per seed']}){tta}; time per step {row['time per step change (%)']}%{speedup}")
     return "\n".join(lines)
 
 
