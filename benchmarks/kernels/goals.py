@@ -140,7 +140,7 @@ def table(verdicts: list[dict]) -> str:
         bound = verdict.get("device_bound")
         if bound is None:
             return "-"
-        return f"{bound:.2f}x{' (less than asked)' if bound < verdict['at_least'] else ''}"
+        return f"{bound:.2f}x{' (less than asked)' if _beyond_bound(verdict) else ''}"
 
     lines = ["| kernel | size | goal | at least | eager (host included) | device | the bytes allow |",
              "|---|---|---|---|---|---|---|"]
@@ -150,11 +150,15 @@ def table(verdicts: list[dict]) -> str:
                      f"{shown(verdict['device_ratio'], verdict['met_on_device'])} | {allowed(verdict)} |")
     met = sum(verdict["met_on_device"] is True for verdict in verdicts)
     judged = sum(verdict["met_on_device"] is not None for verdict in verdicts)
-    beyond = sum(verdict["met_on_device"] is False and verdict.get("device_bound") is not None
-                 and verdict["device_bound"] < verdict["at_least"] for verdict in verdicts)
+    beyond = sum(verdict["met_on_device"] is False and _beyond_bound(verdict) for verdict in verdicts)
     return "\n".join(lines) + (f"\n\nOn the device's own time: {met} of {judged} goals met; {beyond} of those "
                                "missed ask more than the bytes allow (the rival's time over ours' bytes at the peak "
                                "bandwidth).\n")
+
+
+def _beyond_bound(verdict: dict) -> bool:
+    """Whether a goal asks more than the bytes allow on the device (its ``device_bound`` under its ``at_least``)."""
+    return verdict.get("device_bound") is not None and verdict["device_bound"] < verdict["at_least"]
 
 
 def figure(verdicts: list[dict], path: Path) -> None:
