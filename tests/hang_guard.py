@@ -4,7 +4,84 @@ before pytest-timeout's own guard (pytest.ini) does, with the test's own message
 
     >>> HANG_GUARD_S >= 10 * 60
     True
+
+:func:`run_guarded` runs a child that starts children of its own (torchrun and its ranks, their decoding workers):
+where it hangs, the failure shows where each of them stood, the next time as well as this one.
 """
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
 
 # Some ten times the slowest child the suite starts on an idle AVX2 CPU (a recipe fingerprint, 1-2 minutes).
 HANG_GUARD_S = 900
+# How long a hung process tree is given to print its stacks once asked to (faulthandler writes them at once).
+_DUMP_WAIT_S = 5
+
+
+def processes() -> dict[int, tuple[int, str, str]]:
+    """Every process on the machine: {pid: (parent pid, start time, name)}."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else None
+        except OSError:  # gone meanwhile
+            stat = None
+        if stat is None:
+            continue
+        name, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        found[int(entry.name)] = (int(fields[1]), fields[19], name)
+    return found
+
+
+def descendants(pid: int) -> dict[int, tuple[str, str]]:
+    """The processes ``pid`` started, and theirs: {pid: (start time, name)}.
+
+        >>> descendants(os.getpid()) == {} or all(isinstance(child, int) for child in descendants(os.getpid()))
+        True
+    """
+    every, found, parents = processes(), {}, {pid}
+    while parents:
+        children = {child for child, (parent, _, _) in every.items() if parent in parents and child not in found}
+        found.update({child: every[child][1:] for child in children})
+        parents = children
+    return found
+
+
+def _signal_all(pids, number: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, number)
+
+
+def run_guarded(command: list[str], *, timeout: float = HANG_GUARD_S, **popen) -> subprocess.CompletedProcess:
+    """``subprocess.run(command, capture_output=True, text=True, **popen)`` that fails the test where the command is
+    still running after ``timeout`` seconds, with the Python stack of every thread of each of its processes.
+
+    Every process of the tree is asked for its stacks with SIGABRT (PYTHONFAULTHANDLER prints them), then killed:
+    nothing of a hung run is left behind. ``subprocess.run``'s own timeout kills the command alone, silently.
+
+        >>> import sys
+        >>> run_guarded([sys.executable, "-c", "print(6 * 7)"]).stdout
+        '42\\n'
+    """
+    environment = {**popen.pop("env", os.environ), "PYTHONFAULTHANDLER": "1"}
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               **popen)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        tree = {process.pid: "the command", **{pid: name for pid, (_, name) in descendants(process.pid).items()}}
+        names = ", ".join(f"{pid} {name}" for pid, name in tree.items())
+        _signal_all(tree, signal.SIGABRT)
+        time.sleep(_DUMP_WAIT_S)
+        _signal_all(tree, signal.SIGKILL)
+        out, err = process.communicate()
+        pytest.fail(f"{' '.join(command)} hung: still running after {timeout:g} s. Where each of its processes "
+                    f"({names}) stood (stderr's end):\n{err[-30000:]}\nstdout's end:\n{out[-3000:]}", pytrace=False)
+    return subprocess.CompletedProcess(command, process.returncode, out, err)

@@ -3,7 +3,6 @@
 import itertools
 import os
 import shutil
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -16,7 +15,7 @@ from fastcore_ops.data.backends.decoded import NothingDecodesError
 from fastcore_ops.data.loader import SkippedImagesWarning, build_loader
 from fastcore_ops.data.sources import DatasetScanWarning
 
-from tests.hang_guard import HANG_GUARD_S
+from tests.hang_guard import run_guarded
 
 from .conftest import class_of, huge_png_header
 
@@ -236,8 +235,7 @@ print(sum(len(labels) for _, labels in loader), len(loader))
 
 
 def test_refilling_a_batch_hands_torch_no_read_only_array(holey_tree):
-    done = subprocess.run([sys.executable, "-c", _REFILL_IN_A_FRESH_PROCESS, str(holey_tree)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=HANG_GUARD_S)
+    done = run_guarded([sys.executable, "-c", _REFILL_IN_A_FRESH_PROCESS, str(holey_tree)], cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     images, batches = map(int, done.stdout.split())
     assert images == 5 * batches  # every batch was refilled to its full length, in this process

@@ -3,7 +3,6 @@ the LR follows the global batch, and a run that cannot work is refused once, on 
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from fastcore_ops.training.assemble import build_trainer, lr_scaling_note
 from fastcore_ops.training.config import override
 from fastcore_ops.training.recipes import get_recipe, list_recipes
 from fastcore_ops.training.train import child_environment, main
-from tests.hang_guard import HANG_GUARD_S
+from tests.hang_guard import run_guarded
 from tests.training.conftest import link_cifar_subset
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m fastcore_ops.training.train runs from here
@@ -88,8 +87,7 @@ def torchrun_runs(odd_cifar, micro_text, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={PROCESSES}",
                "-m", "tests.training.test_distributed", str(odd_cifar), str(micro_text), str(out), *RUNS]
-    finished = subprocess.run(command, cwd=ROOT, env=child_environment(OMP_NUM_THREADS="1"),
-                              capture_output=True, text=True, timeout=HANG_GUARD_S)
+    finished = run_guarded(command, cwd=ROOT, env=child_environment(OMP_NUM_THREADS="1"))
     return finished, out
 
 

@@ -15,7 +15,7 @@ import pytest
 from fastcore_ops.training import checkpoint
 from fastcore_ops.training.checkpoint import StopRequests
 from fastcore_ops.training.train import child_environment
-from tests.hang_guard import HANG_GUARD_S
+from tests.hang_guard import HANG_GUARD_S, descendants, processes
 from tests.training.test_train import _wait_for_mid_epoch_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m fastcore_ops.training.train runs from here
@@ -45,7 +45,7 @@ def start():
 
     yield launch
     for process in started:
-        for pid in [*_descendants(process.pid), process.pid] if process.poll() is None else []:
+        for pid in [*descendants(process.pid), process.pid] if process.poll() is None else []:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
@@ -55,39 +55,14 @@ def _finish(process, timeout=HANG_GUARD_S) -> tuple[int, str]:
     return process.returncode, err
 
 
-def _processes() -> dict[int, tuple[int, str, str]]:
-    """Every process on the machine: {pid: (parent pid, start time, name)}."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        try:
-            stat = (entry / "stat").read_text() if entry.name.isdigit() else None
-        except OSError:  # gone meanwhile
-            stat = None
-        if stat is None:
-            continue
-        name, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        found[int(entry.name)] = (int(fields[1]), fields[19], name)
-    return found
-
-
-def _descendants(pid: int) -> dict[int, tuple[str, str]]:
-    """The processes ``pid`` started, and theirs: {pid: (start time, name)}."""
-    processes, found, parents = _processes(), {}, {pid}
-    while parents:
-        children = {child for child, (parent, _, _) in processes.items() if parent in parents and child not in found}
-        found.update({child: processes[child][1:] for child in children})
-        parents = children
-    return found
-
-
-def _still_there(processes: dict[int, tuple[str, str]]) -> list[str]:
-    """Those of ``processes`` that still exist (as zombies too): the same pid and start time."""
-    now = _processes()
-    return [f"{pid} {name}" for pid, (started, name) in processes.items() if now.get(pid, (0, None))[1] == started]
+def _still_there(started: dict[int, tuple[str, str]]) -> list[str]:
+    """Those of ``started`` (:func:`descendants`) that still exist (as zombies too): the same pid and start time."""
+    now = processes()
+    return [f"{pid} {name}" for pid, (start, name) in started.items() if now.get(pid, (0, None))[1] == start]
 
 
 def _decoding_workers(pid: int) -> list[int]:
-    return sorted(child for child, (_, name) in _descendants(pid).items() if name == "pt_data_worker")
+    return sorted(child for child, (_, name) in descendants(pid).items() if name == "pt_data_worker")
 
 
 SEND = {
@@ -102,7 +77,7 @@ def _stop(start, to: str, number: int, data: Path, out: Path) -> None:
     says so once, exits 128 + ``number`` and leaves no process behind."""
     process = start(["-m", "fastcore_ops.training.train", *ONE_PROCESS, "--data", str(data), "--out", str(out)])
     seen = _wait_for_mid_epoch_checkpoint(out, process, within_epoch=False)
-    started = _descendants(process.pid)
+    started = descendants(process.pid)
     assert len(_decoding_workers(process.pid)) == 2
     SEND[to](process, number)
     code, stderr = _finish(process)
@@ -139,7 +114,7 @@ def test_a_torchrun_job_stopped_by_sigterm_to_its_group_checkpoints_exits_143_an
     out = tmp_path / "ddp"
     process = start([*TORCHRUN, *TWO_PROCESSES, "--data", str(micro_cifar), "--out", str(out)])
     _wait_for_mid_epoch_checkpoint(out, process, within_epoch=False)
-    started = _descendants(process.pid)
+    started = descendants(process.pid)
     assert sum(name == "pt_data_worker" for _, name in started.values()) == 4, started
     os.killpg(process.pid, signal.SIGTERM)
     code, stderr = _finish(process)

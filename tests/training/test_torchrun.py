@@ -3,7 +3,6 @@
 Its stop (exit 143 after a SIGTERM to the job) is in test_stop_signals.py.
 """
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from torch.distributed import run as torch_run
 
 from fastcore_ops.training.torchrun import main as torchrun_main
 from fastcore_ops.training.train import child_environment, main
-from tests.hang_guard import HANG_GUARD_S
+from tests.hang_guard import run_guarded
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m fastcore_ops.training.torchrun runs from here
 
@@ -26,11 +25,10 @@ def test_two_processes_resuming_a_run_of_one_refuse_before_joining_and_the_comma
                  "--set", "data.num_workers=0", "--eval-every", "0", "--no-progress", "--data", str(micro_cifar),
                  "--out", str(out)]) == 0
     saved = {path.name: path.read_bytes() for path in out.iterdir()}
-    finished = subprocess.run([sys.executable, "-m", "fastcore_ops.training.torchrun", "--standalone", "--nproc_per_node=2",
+    finished = run_guarded([sys.executable, "-m", "fastcore_ops.training.torchrun", "--standalone", "--nproc_per_node=2",
                                "-m", "fastcore_ops.training.train", "--resume", "--no-progress", "--data", str(micro_cifar),
                                "--out", str(out)],
-                              cwd=ROOT, env=child_environment(OMP_NUM_THREADS="1"), capture_output=True, text=True,
-                              timeout=HANG_GUARD_S)
+                              cwd=ROOT, env=child_environment(OMP_NUM_THREADS="1"))
     assert finished.returncode == 2, finished.stderr[-3000:]
     errors = [line for line in finished.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "was trained by 1 process(es), this command starts 2" in errors[0], finished.stderr

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.hang_guard import HANG_GUARD_S
+from tests.hang_guard import run_guarded
 from tests.training.recipe_fingerprint import FINGERPRINTS_FILE, FINGERPRINTS_VARIABLE
 
 MODULE, RECIPE = "tests.training.toy_recipe", "toy_cifar_short"
@@ -21,8 +21,7 @@ ROOT, HERE = Path(__file__).resolve().parents[2], Path(__file__).resolve().paren
 
 
 def _run(arguments: list[str], environment: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *arguments], cwd=ROOT, env=environment, capture_output=True, text=True,
-                          timeout=HANG_GUARD_S)
+    return run_guarded([sys.executable, *arguments], cwd=ROOT, env=environment)
 
 
 def _passed(tests: list[str], environment: dict) -> list[str]:

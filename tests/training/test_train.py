@@ -22,7 +22,7 @@ from fastcore_ops.training.metrics import MetricsLog
 from fastcore_ops.training.recipes import get_recipe
 from fastcore_ops.training.request import checked_request
 from fastcore_ops.training.train import child_environment, main, parse_args
-from tests.hang_guard import HANG_GUARD_S
+from tests.hang_guard import HANG_GUARD_S, run_guarded
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m fastcore_ops.training.train runs from here
 
@@ -197,7 +197,7 @@ def test_two_processes_train_with_ddp_on_the_cpu(tiny_cifar, tmp_path):
     environment = child_environment(OMP_NUM_THREADS="1")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                "-m", "fastcore_ops.training.train", *QUICK, "--epochs", "1", "--data", str(tiny_cifar), "--out", str(out)]
-    finished = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    finished = run_guarded(command, cwd=ROOT, env=environment)
     assert finished.returncode == 0, finished.stderr[-3000:]
     summary = _summary(out)
     assert summary["steps"] == (600 // 2) // 32, "each rank trains on its half of the data"

@@ -15,14 +15,13 @@ import torch
 
 from fastcore_ops.training import checkpoint
 from fastcore_ops.training.train import child_environment
-from tests.hang_guard import HANG_GUARD_S
+from tests.hang_guard import run_guarded
 
 IMPORT = ["--import", "tests.training.tasks.toy_task"]
 
 
 def _command(module: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, check=False,
-                          env=child_environment(), timeout=HANG_GUARD_S)
+    return run_guarded([sys.executable, "-m", module, *args], env=child_environment())
 
 
 def _train(*args: str, expect: int = 0) -> str:

@@ -6,7 +6,6 @@ runs are real ``python -m fastcore_ops.training.train`` subprocesses.
 
 import csv
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from fastcore_ops.training.tradeoff.cli import main
 from fastcore_ops.training.tradeoff.machine import machine_label
 from fastcore_ops.training.train import child_environment
-from tests.hang_guard import HANG_GUARD_S
+from tests.hang_guard import run_guarded
 from tests.training.conftest import link_cifar_subset
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -80,7 +79,7 @@ def test_rerunning_the_sweep_resumes_the_unfinished_run_and_redoes_nothing(sweep
 def _cost(args, cwd):
     """The cost pass as a user runs it: a process of its own, without the suite's Triton interpreter."""
     command = [sys.executable, "-m", "fastcore_ops.training.tradeoff", "--cost", *args, "--no-progress", "--threads", "1"]
-    return subprocess.run(command, cwd=cwd, env=child_environment(), capture_output=True, text=True, timeout=HANG_GUARD_S)
+    return run_guarded(command, cwd=cwd, env=child_environment())
 
 
 def test_the_cost_pass_prices_every_run_of_the_sweep_and_its_times_can_be_reused(sweep, tmp_path):

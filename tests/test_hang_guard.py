@@ -1,0 +1,41 @@
+"""run_guarded: a hung process tree fails its test with every process's stacks, and leaves nothing running."""
+
+import sys
+
+import pytest
+
+from tests.hang_guard import run_guarded
+
+# A parent that starts a child, each waiting forever in a function named for it; the parent prints the child's pid.
+HANGING_TREE = """
+import subprocess, sys, time
+def parent_waits_forever():
+    while True: time.sleep(1)
+child = subprocess.Popen([sys.executable, "-c", "import time\\ndef child_waits_forever():\\n    while True: time.sleep(1)\\nchild_waits_forever()"])
+print(child.pid, flush=True)
+parent_waits_forever()
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is alive (a zombie is not: it only waits to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_hung_tree_fails_with_each_process_s_stack_and_is_killed():
+    with pytest.raises(pytest.fail.Exception) as failed:
+        run_guarded([sys.executable, "-c", HANGING_TREE], timeout=5)
+    message = str(failed.value)
+    assert "hung: still running after 5 s" in message
+    assert "in parent_waits_forever" in message and "in child_waits_forever" in message, message
+    child = int(message.rpartition("stdout's end:\n")[2].split()[0])
+    assert not _running(child)
+
+
+def test_a_finished_command_returns_its_status_and_output():
+    finished = run_guarded([sys.executable, "-c", "import sys; print('out'); sys.exit('err')"])
+    assert (finished.returncode, finished.stdout, finished.stderr) == (1, "out\n", "err\n")
