@@ -20,8 +20,9 @@ import pytest
 
 # Some ten times the slowest child the suite starts on an idle AVX2 CPU (a recipe fingerprint, 1-2 minutes).
 HANG_GUARD_S = 900
-# How long a hung process tree is given to print its stacks once asked to (faulthandler writes them at once).
-_DUMP_WAIT_S = 5
+# How long each process of a hung tree is given to print its stacks before the next is asked: they share the
+# stderr pipe, and faulthandler writes a stack in many small writes, so stacks asked for together interleave.
+_DUMP_WAIT_S = 1
 
 
 def processes() -> dict[int, tuple[int, str, str]]:
@@ -42,8 +43,12 @@ def processes() -> dict[int, tuple[int, str, str]]:
 def descendants(pid: int) -> dict[int, tuple[str, str]]:
     """The processes ``pid`` started, and theirs: {pid: (start time, name)}.
 
-        >>> descendants(os.getpid()) == {} or all(isinstance(child, int) for child in descendants(os.getpid()))
+        >>> import sys
+        >>> child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        >>> child.pid in descendants(os.getpid())
         True
+        >>> child.kill(); child.wait()
+        -9
     """
     every, found, parents = processes(), {}, {pid}
     while parents:
@@ -76,12 +81,13 @@ def run_guarded(command: list[str], *, timeout: float = HANG_GUARD_S, **popen) -
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        tree = {process.pid: "the command", **{pid: name for pid, (_, name) in descendants(process.pid).items()}}
+        tree = {process.pid: "the command", **{pid: name for pid, (_, name) in sorted(descendants(process.pid).items())}}
         names = ", ".join(f"{pid} {name}" for pid, name in tree.items())
-        _signal_all(tree, signal.SIGABRT)
-        time.sleep(_DUMP_WAIT_S)
+        for pid in tree:
+            _signal_all([pid], signal.SIGABRT)
+            time.sleep(_DUMP_WAIT_S)
         _signal_all(tree, signal.SIGKILL)
         out, err = process.communicate()
         pytest.fail(f"{' '.join(command)} hung: still running after {timeout:g} s. Where each of its processes "
-                    f"({names}) stood (stderr's end):\n{err[-30000:]}\nstdout's end:\n{out[-3000:]}", pytrace=False)
+                    f"stood, in this order ({names}; stderr's end):\n{err[-30000:]}\nstdout's end:\n{out[-3000:]}", pytrace=False)
     return subprocess.CompletedProcess(command, process.returncode, out, err)

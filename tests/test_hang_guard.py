@@ -31,7 +31,10 @@ def test_a_hung_tree_fails_with_each_process_s_stack_and_is_killed():
         run_guarded([sys.executable, "-c", HANGING_TREE], timeout=5)
     message = str(failed.value)
     assert "hung: still running after 5 s" in message
-    assert "in parent_waits_forever" in message and "in child_waits_forever" in message, message
+    # Whole lines, the command's stack first: asked for one process at a time, the stacks do not interleave.
+    parent_line, child_line = '"<string>", line 4 in parent_waits_forever', '"<string>", line 3 in child_waits_forever'
+    assert parent_line in message and child_line in message, message
+    assert message.index(parent_line) < message.index(child_line), message
     child = int(message.rpartition("stdout's end:\n")[2].split()[0])
     assert not _running(child)
 
