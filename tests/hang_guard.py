@@ -58,6 +58,19 @@ def descendants(pid: int) -> dict[int, tuple[str, str]]:
     return found
 
 
+def is_running(pid: int) -> bool:
+    """Whether process ``pid`` is alive: it exists and is not a zombie (one that has ended, waiting to be reaped).
+
+        >>> is_running(os.getpid())
+        True
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
+
+
 def _signal_all(pids, number: int) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):

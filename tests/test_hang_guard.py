@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from tests.hang_guard import run_guarded
+from tests.hang_guard import is_running, run_guarded
 
 # A parent that starts a child, each waiting forever in a function named for it; the parent prints the child's pid.
 HANGING_TREE = """
@@ -17,15 +17,6 @@ parent_waits_forever()
 """
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is alive (a zombie is not: it only waits to be reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_a_hung_tree_fails_with_each_process_s_stack_and_is_killed():
     with pytest.raises(pytest.fail.Exception) as failed:
         run_guarded([sys.executable, "-c", HANGING_TREE], timeout=5)
@@ -36,7 +27,7 @@ def test_a_hung_tree_fails_with_each_process_s_stack_and_is_killed():
     assert parent_line in message and child_line in message, message
     assert message.index(parent_line) < message.index(child_line), message
     child = int(message.rpartition("stdout's end:\n")[2].split()[0])
-    assert not _running(child)
+    assert not is_running(child)
 
 
 def test_a_finished_command_returns_its_status_and_output():

@@ -348,13 +348,13 @@ def default_worker_niceness(device: torch.device) -> int:
     return CPU_WORKER_NICENESS if device.type == "cpu" else 0
 
 
-def _start_worker(worker_id: int, niceness: int, stop) -> None:
+def _start_worker(worker_id: int, niceness: int, stop, owner_process: int) -> None:
     """A worker's start: its batches' buffers reuse the last batch's pages (host_memory.py says why),
     it runs ``niceness`` steps below the process that started it, and it leaves when told through
-    ``stop`` (passing stop signals on meanwhile: workers/worker_stop.py)."""
+    ``stop`` or when ``owner_process`` is gone (passing stop signals on meanwhile: workers/worker_stop.py)."""
     keep_freed_memory()
     os.nice(niceness)
-    in_worker(stop)
+    in_worker(stop, owner_process)
 
 
 class _Runs(Sampler):
@@ -436,7 +436,8 @@ class PilBackend:
             # Its own generator: starting workers draws a base seed, which must not advance the
             # global torch RNG that stochastic depth draws from (a resumed run would diverge).
             generator=torch.Generator().manual_seed(seed),
-            worker_init_fn=functools.partial(_start_worker, niceness=worker_niceness, stop=self._worker_stop.watched),
+            worker_init_fn=functools.partial(_start_worker, niceness=worker_niceness, stop=self._worker_stop.watched,
+                                             owner_process=self._worker_stop.owner_process),
         )
 
     def close(self) -> None:

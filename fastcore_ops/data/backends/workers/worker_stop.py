@@ -10,7 +10,10 @@ Here each worker also watches a pipe of its backend's and leaves at once when so
 to it: by ``close`` or by a finalizer on the backend, whichever comes first. A pipe, not a
 ``multiprocessing.Event``: setting an Event waits for every process waiting on it to wake, and
 forever for one that died (a worker killed by a signal or by the out-of-memory killer), which hung
-the process that closed the loader.
+the process that closed the loader. A worker also leaves once that process is gone: PyTorch's own
+watchdog compares the worker's parent with the one it reads as the worker starts, so a worker whose
+process was killed while it started (before that read) watched the process that adopted it, and
+lived on.
 
 Stop signals (SIGTERM, SIGINT) are the job's, not a worker's. They reach the workers with the rest
 of the process group (``kill -TERM -PGID``; Slurm and systemd signal every process of the job) or
@@ -36,6 +39,9 @@ import weakref
 
 STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
 
+# How often a worker checks that the process it decodes for is still there (a wake-up a second costs nothing).
+_OWNER_CHECK_S = 1.0
+
 # si_code of a signal the kernel sent (Linux's <asm-generic/siginfo.h>); Python names no constant for it.
 _SENT_BY_KERNEL = 0x80
 
@@ -51,10 +57,13 @@ class WorkerStop:
     >>> del backend  # or stop.stop()
     >>> stop.watched.poll()
     True
+    >>> stop.owner_process == os.getpid()  # the workers' parent: they leave when it is gone
+    True
     """
 
     def __init__(self, owner: object):
         self.watched, told = multiprocessing.Pipe(duplex=False)
+        self.owner_process = os.getpid()
         # Holds the pipe's ends, not the owner, so the owner can still be collected; the read end
         # stays open until the message is written, so writing it never meets a closed pipe.
         self._finalizer = weakref.finalize(owner, _tell, told, self.watched)
@@ -89,9 +98,10 @@ def starting_workers():
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def in_worker(watched) -> None:
+def in_worker(watched, owner_process: int) -> None:
     """In a worker, from its main thread before any other thread starts: leave as soon as ``watched``
-    is written to, and pass stop signals on to the process that started the worker (see above).
+    is written to or ``owner_process`` (:attr:`WorkerStop.owner_process`, the worker's parent) is gone, and
+    pass stop signals on to that process (see above).
 
     Leaving is exit status 0, so PyTorch's check on its workers' exits sees a clean end, not a crash.
     """
@@ -99,13 +109,15 @@ def in_worker(watched) -> None:
         # Blocked first (if starting_workers has not), so in every thread started from here on: only
         # sigwaitinfo takes them, with their sender, those that came before included.
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        threading.Thread(target=_pass_stop_signals_on, args=(os.getppid(),), name="worker-signals",
+        threading.Thread(target=_pass_stop_signals_on, args=(owner_process,), name="worker-signals",
                          daemon=True).start()
-    threading.Thread(target=_exit_when_told, args=(watched,), name="worker-stop", daemon=True).start()
+    threading.Thread(target=_exit_when_told, args=(watched, owner_process), name="worker-stop", daemon=True).start()
 
 
-def _exit_when_told(watched) -> None:
-    watched.poll(None)
+def _exit_when_told(watched, owner_process: int) -> None:
+    # The parent is given, not read here: read here after it died, it would be the process that adopted this one.
+    while not watched.poll(_OWNER_CHECK_S) and os.getppid() == owner_process:
+        pass
     os._exit(0)
 
 

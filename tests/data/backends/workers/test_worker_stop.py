@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fastcore_ops.data import build_loader
 from fastcore_ops.data.backends.workers.worker_stop import STOP_SIGNALS, WorkerStop, in_worker, starting_workers
-from tests.hang_guard import HANG_GUARD_S
+from tests.hang_guard import HANG_GUARD_S, is_running, run_guarded
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -95,7 +95,7 @@ def _child(tree: str) -> None:
 
 
 def _watch_until_killed(watched, watching) -> None:
-    in_worker(watched)
+    in_worker(watched, os.getppid())
     watching.set()
     time.sleep(600)
 
@@ -125,7 +125,7 @@ def _start_when_told(watched, started, go) -> None:
     """A worker that is slow to start: alive, but not yet passing stop signals on until ``go`` is set."""
     started.set()
     go.wait(HANG_GUARD_S)
-    in_worker(watched)
+    in_worker(watched, os.getppid())
     time.sleep(600)
 
 
@@ -168,6 +168,32 @@ def test_a_stop_signal_sent_to_a_worker_before_it_is_ready_is_passed_on_when_it_
     reader.join()
     assert received == [signal.SIGTERM], "the early signal reached the process reading the batches, once"
     assert worker_exit == 0, "the worker went on and left when told"
+
+
+# A process killed while its decoding worker starts: the worker kills it at its start, before PyTorch's watchdog in
+# the worker reads the worker's parent (after the start), so that watchdog watches the process that adopted it.
+_KILLED_WHILE_ITS_WORKER_STARTS = """
+import os, signal, sys, time
+from fastcore_ops.data import build_loader
+from fastcore_ops.data.backends import pil
+started = pil.keep_freed_memory
+def start_after_killing_the_parent():
+    print(os.getpid(), flush=True)
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(1)  # the parent is gone, the worker adopted, before PyTorch's watchdog starts
+    started()
+pil.keep_freed_memory = start_after_killing_the_parent
+next(iter(build_loader(sys.argv[1], batch_size=2, train=False, image_size=16, backend="pil", num_workers=1)))
+"""
+
+
+def test_a_worker_whose_process_was_killed_while_it_started_leaves(coded_tree):
+    # Such a worker lived on, idle, holding the run's output pipes open: found after a test that kills a run.
+    tree = coded_tree(classes=2, per_class=2)
+    killed = run_guarded([sys.executable, "-c", _KILLED_WHILE_ITS_WORKER_STARTS, str(tree)], cwd=ROOT)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    (worker,) = map(int, killed.stdout.split())  # it held stdout open: the command ended when the worker did
+    assert not is_running(worker)
 
 
 if __name__ == "__main__":
