@@ -71,6 +71,20 @@ def is_running(pid: int) -> bool:
     return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
+def still_running(pids) -> list[int]:
+    """Those of ``pids`` still running once each has ended, or after HANG_GUARD_S: a guard, not a time to beat.
+
+        >>> import sys
+        >>> child = subprocess.Popen([sys.executable, "-c", "pass"])
+        >>> still_running([child.pid]), child.wait()  # ended: a zombie, not yet reaped, counts as ended
+        ([], 0)
+    """
+    deadline = time.monotonic() + HANG_GUARD_S
+    while any(is_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [pid for pid in pids if is_running(pid)]
+
+
 def _signal_all(pids, number: int) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):

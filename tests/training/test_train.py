@@ -22,7 +22,7 @@ from fastcore_ops.training.metrics import MetricsLog
 from fastcore_ops.training.recipes import get_recipe
 from fastcore_ops.training.request import checked_request
 from fastcore_ops.training.train import child_environment, main, parse_args
-from tests.hang_guard import HANG_GUARD_S, run_guarded
+from tests.hang_guard import HANG_GUARD_S, descendants, run_guarded, still_running
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m fastcore_ops.training.train runs from here
 
@@ -150,8 +150,10 @@ def test_a_run_killed_after_a_mid_epoch_checkpoint_resumes_bit_identical(hot_ref
     out = tmp_path / "killed"
     process = _run(*HOT, "--data", str(micro_cifar), "--out", str(out))
     _wait_for_mid_epoch_checkpoint(out, process)
+    workers = list(descendants(process.pid))
     process.send_signal(signal.SIGKILL)
     process.wait()
+    assert still_running(workers) == [], "the killed run's decoding workers leave with it"
     assert not (out / "summary.json").exists()
     saved_steps = [checkpoint.load(path)["step"] for path in checkpoint.existing(out / checkpoint.CHECKPOINT_NAME)]
     assert saved_steps and all(0 < a - b <= EVERY for a, b in zip(saved_steps, saved_steps[1:])), \
