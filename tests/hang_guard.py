@@ -85,6 +85,27 @@ def still_running(pids) -> list[int]:
     return [pid for pid in pids if is_running(pid)]
 
 
+def holding(pipes) -> set[int]:
+    """The other processes that hold one of ``pipes`` (this process's ends of pipes) open: a read waits for them all.
+
+        >>> import sys
+        >>> child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdout=subprocess.PIPE)
+        >>> holding([child.stdout]) == {child.pid}
+        True
+        >>> child.kill(); child.wait()
+        -9
+    """
+    wanted = {f"pipe:[{os.fstat(pipe.fileno()).st_ino}]" for pipe in pipes}
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):  # gone meanwhile, or not ours to read
+            if any(os.readlink(descriptor) in wanted for descriptor in (entry / "fd").iterdir()):
+                found.add(int(entry.name))
+    return found
+
+
 def _signal_all(pids, number: int) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
@@ -95,8 +116,10 @@ def run_guarded(command: list[str], *, timeout: float = HANG_GUARD_S, **popen) -
     """``subprocess.run(command, capture_output=True, text=True, **popen)`` that fails the test where the command is
     still running after ``timeout`` seconds, with the Python stack of every thread of each of its processes.
 
-    Every process of the tree is asked for its stacks with SIGABRT (PYTHONFAULTHANDLER prints them), then killed:
-    nothing of a hung run is left behind. ``subprocess.run``'s own timeout kills the command alone, silently.
+    Every process of the tree, and any other that holds the command's output pipes open (a child that outlived
+    its parent: the command then waits for it), is asked for its stacks with SIGABRT (PYTHONFAULTHANDLER prints
+    them), then killed: nothing of a hung run is left behind. ``subprocess.run``'s own timeout kills the command
+    alone, silently, and then waits for whatever holds its pipes.
 
         >>> import sys
         >>> run_guarded([sys.executable, "-c", "print(6 * 7)"]).stdout
@@ -108,13 +131,16 @@ def run_guarded(command: list[str], *, timeout: float = HANG_GUARD_S, **popen) -
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        tree = {process.pid: "the command", **{pid: name for pid, (_, name) in sorted(descendants(process.pid).items())}}
+        every = processes()
+        others = (set(descendants(process.pid)) | holding([process.stdout, process.stderr])) - {process.pid}
+        tree = {process.pid: "the command", **{pid: every.get(pid, (0, "", "gone"))[2] for pid in sorted(others)}}
         names = ", ".join(f"{pid} {name}" for pid, name in tree.items())
         for pid in tree:
             _signal_all([pid], signal.SIGABRT)
             time.sleep(_DUMP_WAIT_S)
         _signal_all(tree, signal.SIGKILL)
         out, err = process.communicate()
-        pytest.fail(f"{' '.join(command)} hung: still running after {timeout:g} s. Where each of its processes "
-                    f"stood, in this order ({names}; stderr's end):\n{err[-30000:]}\nstdout's end:\n{out[-3000:]}", pytrace=False)
+        pytest.fail(f"{' '.join(command)} hung: not done after {timeout:g} s (it, or a process holding its output "
+                    f"open). Where each of its processes stood, in this order ({names}; stderr's end):\n"
+                    f"{err[-30000:]}\nstdout's end:\n{out[-3000:]}", pytrace=False)
     return subprocess.CompletedProcess(command, process.returncode, out, err)
