@@ -30,12 +30,16 @@ print(child.pid, flush=True)
 """
 
 
+# Long enough for the programs above to start and reach their waits on a busy box (they take milliseconds).
+HANGS_AFTER_S = 15
+
+
 def _failure(command: str) -> tuple[str, int]:
     """run_guarded's failure message for ``python -c command`` that hangs, and the pid the command printed."""
     with pytest.raises(pytest.fail.Exception) as failed:
-        run_guarded([sys.executable, "-c", command], timeout=5)
+        run_guarded([sys.executable, "-c", command], timeout=HANGS_AFTER_S)
     message = str(failed.value)
-    assert "hung: not done after 5 s" in message
+    assert f"hung: not done after {HANGS_AFTER_S} s" in message
     return message, int(message.rpartition("stdout's end:\n")[2].split()[0])
 
 
