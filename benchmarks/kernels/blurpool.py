@@ -209,9 +209,14 @@ def _compile_cases(every_config: list, one_config: list = ()):
                 nhwc = case.layout() == "NHWC"
                 blur = case.jit_function().__name__ in ("_blurpool_forward_kernel", "_blurpool_backward_kernel")
                 launch = _launch(case)
-                if "GROUP" in names:  # as the op decides it for this launch (its tensors are aligned)
-                    group = kernels._forward_group([launch[f"stride_{d}"] for d in "nchw"], 0, launch["W"],
-                                                   launch["Wp"], case.constexprs["STRIDE"])
+                # The outputs an element computes, as the op decides them for this launch (its tensors are aligned).
+                strides = [launch[f"stride_{d}"] for d in "nchw"]
+                if "WORD" in names:
+                    words = kernels._blur_words(strides, 0, launch["W"], [launch[f"out_stride_{d}"] for d in "nchw"],
+                                                0, launch["Wo"], case.constexprs["STRIDE"], 2)
+                    case = replace(case, constexprs={**case.constexprs, **words})
+                elif "GROUP" in names:
+                    group = kernels._forward_group(strides, 0, launch["W"], launch["Wp"], case.constexprs["STRIDE"])
                     case = replace(case, constexprs={**case.constexprs, "GROUP": group})
                 yield replace(case, divisible=multiples_of_16(launch), representative=-1 if nhwc else 0,
                               streaming=_streaming(case), fills_16_bytes=blur and nhwc)

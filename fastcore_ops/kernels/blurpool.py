@@ -88,61 +88,114 @@ _INTERPRETER_ROWS = triton.Config({"BLOCK_C": 32, "BLOCK_W": 16, "BLOCK_H": 4})
 
 
 @triton.jit
-def _blurred_row(x_ptr, row, H, columns, columns_ok, stride_h, ACC: tl.constexpr):
-    """The horizontal blur of input row ``row`` at the three ``columns`` offsets of each output's taps (0 off the
-    image), ``columns_ok`` their bounds masks.
+def _word_lane(words, COLUMN: tl.constexpr, WORD: tl.constexpr, ELEMENT: tl.constexpr, ACC: tl.constexpr):
+    """Column COLUMN, counted from the first of ``words`` (integers of WORD ELEMENT values each), as ACC. COLUMN is
+    never negative: the interpreter's // and % would round a negative one towards zero."""
+    return _lane(words[COLUMN // WORD], COLUMN % WORD, ELEMENT, ACC)
 
-    The columns' masks are made once a band and the row is clamped, then selected away off the image: masks made
-    a row and an element were most of the stride-1 NCHW loop on sm_90 (52.4 instructions an output, 31.0 now)."""
-    blurred = tl.zeros(columns_ok[0].shape, dtype=ACC)
+
+@triton.jit
+def _blurred_row(x_ptr, row, H, columns, columns_ok, stride_h, GROUP: tl.constexpr, STRIDE: tl.constexpr,
+                 WORD: tl.constexpr, ACC: tl.constexpr):
+    """The horizontal blur of input row ``row`` for each of the GROUP outputs of a tile element, a tuple (0 off the
+    image).
+
+    WORD = 1: ``columns`` are the offsets of the element's one output's three tap columns, ``columns_ok`` their
+    bounds masks. Otherwise they are the offsets of the aligned words of WORD elements that hold the group's tap
+    columns, from the word before the group's first output's tap 1 (``ow * STRIDE``, a word's first) on, and
+    whether each word is on the image: a word is all on it or all off it (see _blur_words), and one off it reads
+    as zeros, the filter's padding. The columns' masks are made once a band and the row is clamped, then selected
+    away off the image: masks made a row and an element were most of the stride-1 NCHW loop on sm_90 (52.4
+    instructions an output, 31.0 then)."""
     kept_row = tl.minimum(tl.maximum(row, 0), H - 1)
-    for kw in tl.static_range(3):
-        value = tl.load(x_ptr + kept_row * stride_h + columns[kw], mask=columns_ok[kw], other=0.0)
-        blurred += value.to(ACC) * _binomial_tap(kw)
-    return tl.where((row >= 0) & (row < H), blurred, 0.0)
+    on_image = (row >= 0) & (row < H)
+    blurred = ()
+    if WORD == 1:
+        value = tl.zeros(columns_ok[0].shape, dtype=ACC)
+        for kw in tl.static_range(3):
+            tap = tl.load(x_ptr + kept_row * stride_h + columns[kw], mask=columns_ok[kw], other=0.0)
+            value += tap.to(ACC) * _binomial_tap(kw)
+        blurred += (tl.where(on_image, value, 0.0),)
+    else:
+        element = x_ptr.dtype.element_ty
+        word_type = tl.int64 if WORD * element.primitive_bitwidth == 64 else tl.int32
+        words = ()
+        for k in tl.static_range(len(columns)):
+            address = (x_ptr + kept_row * stride_h + columns[k]).to(tl.pointer_type(word_type))
+            words += (tl.load(address, mask=columns_ok[k], other=0),)
+        for i in tl.static_range(GROUP):
+            value = tl.zeros(columns_ok[0].shape, dtype=ACC)
+            for kw in tl.static_range(3):
+                value += _word_lane(words, WORD + i * STRIDE - 1 + kw, WORD, element, ACC) * _binomial_tap(kw)
+            blurred += (tl.where(on_image, value, 0.0),)
+    return blurred
 
 
-@backend.autotune(_ROW_CONFIGS, _BLUR_KEY, _INTERPRETER_ROWS)
+@backend.autotune(_ROW_CONFIGS, [*_BLUR_KEY, "GROUP", "WORD"], _INTERPRETER_ROWS)
 @_TILED
 def _blurpool_forward_kernel(
     x_ptr, out_ptr, C, H, W, Ho, Wo,
     stride_n, stride_c, stride_h, stride_w,
     out_stride_n, out_stride_c, out_stride_h, out_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
-    STRIDE: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_H: tl.constexpr,
+    STRIDE: tl.constexpr, GROUP: tl.constexpr, WORD: tl.constexpr, PACKED: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_C: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
     # The filter is separable: each input row is blurred horizontally once, and an output row is
     # [1, 2, 1] / 4 of three such rows. Walking down the band, a row blurred for one output row is
     # kept for the next where they share it (two of three at stride 1, one at stride 2): 3 loads
     # per output at stride 1 and 6 at stride 2, against 9 for a 3 x 3 window per output, and no
     # division per pixel.
+    #
+    # With GROUP > 1 (NCHW rows that hold whole aligned words: see _blur_words), each element of the tile is
+    # GROUP neighbouring outputs of a row, which read their columns in words of WORD elements: at stride 1, 4
+    # outputs bf16 read 3 words a row (the outer two 32 bits wide, a lane of each used), where 12 loads of 16
+    # bits read the taps' columns, each shifted by one; with PACKED, the 4 are stored as one word. The tile is
+    # then BLOCK_C channels by BLOCK_W / GROUP groups: as many outputs, on GROUP times fewer threads.
     bands = tl.cdiv(Ho, BLOCK_H)
     sample = tl.program_id(0) // bands
     first_row = (tl.program_id(0) % bands) * BLOCK_H
     c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)[:, None]
-    ow = tl.program_id(2) * BLOCK_W + tl.arange(0, BLOCK_W)[None, :]
-    valid = (c < C) & (ow < Wo)
+    ow = (tl.program_id(2) * (BLOCK_W // GROUP) + tl.arange(0, BLOCK_W // GROUP)[None, :]) * GROUP  # group's first
+    group_ok = (c < C) & (ow < Wo)
     x_ptr += sample.to(tl.int64) * stride_n + c.to(tl.int64) * stride_c
-    out_ptr += sample.to(tl.int64) * out_stride_n + c.to(tl.int64) * out_stride_c + ow * out_stride_w
+    out_ptr += sample.to(tl.int64) * out_stride_n + c.to(tl.int64) * out_stride_c
     columns = ()
     columns_ok = ()
-    for kw in tl.static_range(3):
-        column = ow * STRIDE - 1 + kw
-        columns += (column * stride_w,)
-        columns_ok += (valid & (column >= 0) & (column < W),)
-    above = _blurred_row(x_ptr, first_row * STRIDE - 1, H, columns, columns_ok, stride_h, ACC)
-    middle = tl.zeros((BLOCK_C, BLOCK_W), dtype=ACC)
+    if WORD == 1:
+        for kw in tl.static_range(3):
+            column = ow * STRIDE - 1 + kw
+            columns += (column * stride_w,)
+            columns_ok += (group_ok & (column >= 0) & (column < W),)
+    else:
+        for k in tl.static_range(-1, ((GROUP - 1) * STRIDE + 1) // WORD + 1):
+            column = ow * STRIDE + k * WORD  # the word's first; stride_w is 1
+            columns += (column,)
+            columns_ok += (group_ok & (column >= 0) & (column < W),)
+    outputs = ()
+    outputs_ok = ()
+    for i in tl.static_range(GROUP):
+        outputs += (out_ptr + (ow + i) * out_stride_w,)
+        outputs_ok += ((c < C) & (ow + i < Wo),)
+    above = _blurred_row(x_ptr, first_row * STRIDE - 1, H, columns, columns_ok, stride_h, GROUP, STRIDE, WORD, ACC)
+    middle = ()
+    for i in tl.static_range(GROUP):
+        middle += (tl.zeros((BLOCK_C, BLOCK_W // GROUP), dtype=ACC),)
     if STRIDE == 1:
-        middle = _blurred_row(x_ptr, first_row, H, columns, columns_ok, stride_h, ACC)
+        middle = _blurred_row(x_ptr, first_row, H, columns, columns_ok, stride_h, GROUP, STRIDE, WORD, ACC)
     for i in range(BLOCK_H):
         oh = first_row + i
         center = oh * STRIDE
         if STRIDE >= 3:
-            above = _blurred_row(x_ptr, center - 1, H, columns, columns_ok, stride_h, ACC)
+            above = _blurred_row(x_ptr, center - 1, H, columns, columns_ok, stride_h, GROUP, STRIDE, WORD, ACC)
         if STRIDE >= 2:
-            middle = _blurred_row(x_ptr, center, H, columns, columns_ok, stride_h, ACC)
-        below = _blurred_row(x_ptr, center + 1, H, columns, columns_ok, stride_h, ACC)
-        value = 0.25 * above + 0.5 * middle + 0.25 * below
-        tl.store(out_ptr + oh * out_stride_h, value.to(out_ptr.dtype.element_ty), mask=valid & (oh < Ho))
+            middle = _blurred_row(x_ptr, center, H, columns, columns_ok, stride_h, GROUP, STRIDE, WORD, ACC)
+        below = _blurred_row(x_ptr, center + 1, H, columns, columns_ok, stride_h, GROUP, STRIDE, WORD, ACC)
+        value = ()
+        row_ok = ()
+        for g in tl.static_range(GROUP):
+            value += (0.25 * above[g] + 0.5 * middle[g] + 0.25 * below[g],)
+            row_ok += (outputs_ok[g] & (oh < Ho),)
+        _store_outputs(outputs, row_ok, oh * out_stride_h, value, PACKED)
         if STRIDE == 1:
             above = middle
             middle = below
@@ -434,19 +487,19 @@ def _two_pooled_rows(window, ph, image, pooled_image, store0, store1, KERNEL: tl
 
 
 @triton.jit
-def _store_outputs(outputs, outputs_ok, offset, value):
-    """Store the group's output ``value``s at ``outputs`` + ``offset``: a group of two 16- or 32-bit values side by
-    side in one word (its outputs are both in the image or neither, Wo being even, and aligned: see
-    _forward_group), each on its own otherwise."""
+def _store_outputs(outputs, outputs_ok, offset, value, PACKED: tl.constexpr):
+    """Store the group's output ``value``s at ``outputs`` + ``offset``. PACKED: side by side in one word, where the
+    group fits in 64 bits; the caller's promise that its outputs are all in the image or none and the word
+    aligned (see _forward_group, _blur_words). Each on its own otherwise."""
     element = outputs[0].dtype.element_ty
-    if len(value) == 2 and element.primitive_bitwidth == 16:
-        low = value[0].to(element).to(tl.uint16, bitcast=True).to(tl.uint32)
-        high = value[1].to(element).to(tl.uint16, bitcast=True).to(tl.uint32)
-        tl.store((outputs[0] + offset).to(tl.pointer_type(tl.uint32)), low | (high << 16), mask=outputs_ok[0])
-    elif len(value) == 2 and element.primitive_bitwidth == 32:
-        low = value[0].to(element).to(tl.uint32, bitcast=True).to(tl.uint64)
-        high = value[1].to(element).to(tl.uint32, bitcast=True).to(tl.uint64)
-        tl.store((outputs[0] + offset).to(tl.pointer_type(tl.uint64)), low | (high << 32), mask=outputs_ok[0])
+    BITS: tl.constexpr = element.primitive_bitwidth
+    if PACKED and len(value) * BITS <= 64 and BITS >= 16:
+        word_type = tl.uint64 if len(value) * BITS == 64 else tl.uint32
+        lane_type = tl.uint16 if BITS == 16 else tl.uint32
+        word = value[0].to(element).to(lane_type, bitcast=True).to(word_type)
+        for i in tl.static_range(1, len(value)):
+            word = word | (value[i].to(element).to(lane_type, bitcast=True).to(word_type) << (i * BITS))
+        tl.store((outputs[0] + offset).to(tl.pointer_type(word_type)), word, mask=outputs_ok[0])
     else:
         for i in tl.static_range(len(value)):
             tl.store(outputs[i] + offset, value[i].to(element), mask=outputs_ok[i])
@@ -589,7 +642,7 @@ def _blur_maxpool_forward_kernel(
                                                      PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, -1)
             below, window = _one_pooled_row(window, ph + 2, image, pooled_image, True, KERNEL, STRIDE, PADDING, ACC,
                                             KEEP, GROUP, WORD, ARG_WORD, False)
-        _store_outputs(outputs, outputs_ok, oh * out_stride_h, _blurs(above, middle, below))
+        _store_outputs(outputs, outputs_ok, oh * out_stride_h, _blurs(above, middle, below), GROUP > 1)
         if STRIDE == 1:
             above = middle
             middle = below
@@ -853,14 +906,45 @@ def _band_grid(N: int, C: int, Ho: int, Wo: int, group: int = 1):
                          backend.cdiv(Wo, meta["BLOCK_W"]))
 
 
+def _blur_words(strides: tuple[int, ...], offset: int, width: int, out_strides: tuple[int, ...], out_offset: int,
+                out_width: int, stride: int, element_size: int) -> dict[str, int | bool]:
+    """How _blurpool_forward_kernel's tile elements read and write, for an input of these ``strides``, storage
+    ``offset`` and ``width`` (in elements of ``element_size`` bytes) and an output of the ``out_`` ones: GROUP
+    outputs an element, their columns read in aligned WORDs of elements, stored as one word if PACKED.
+
+    Groups of 4 at stride 1 and 2 where the input's rows are of unit column stride and every other stride, the
+    offset and the width are multiples of a word of 64 bits (else 32): a word is then all on a row or all off it
+    (PyTorch's allocations are aligned). The 4 outputs are packed into one word where they fit in 64 bits and the
+    output's strides, offset and width are multiples of 4 as well. Else 1 output an element, read a column at a
+    time.
+
+        >>> nchw = (128 * 56 * 56, 56 * 56, 56, 1)
+        >>> _blur_words(nchw, 0, 56, (128 * 28 * 28, 28 * 28, 28, 1), 0, 28, 2, 2)  # bf16
+        {'GROUP': 4, 'WORD': 4, 'PACKED': True}
+        >>> _blur_words((128 * 14 * 14, 14 * 14, 14, 1), 0, 14, (128 * 14 * 14, 14 * 14, 14, 1), 0, 14, 1, 2)
+        {'GROUP': 4, 'WORD': 2, 'PACKED': False}
+        >>> _blur_words((56 * 56 * 128, 1, 56 * 128, 128), 0, 56, (28 * 28 * 128, 1, 28 * 128, 128), 0, 28, 2, 2)
+        {'GROUP': 1, 'WORD': 1, 'PACKED': False}
+    """
+    if strides[3] == 1 and stride <= 2 and element_size <= 4:
+        for word in (8 // element_size, 4 // element_size):
+            if word > 1 and all(size % word == 0 for size in (*strides[:3], offset, width)):
+                packed = 4 * element_size <= 8 and out_strides[3] == 1 and all(
+                    size % 4 == 0 for size in (*out_strides[:3], out_offset, out_width))
+                return {"GROUP": 4, "WORD": word, "PACKED": packed}
+    return {"GROUP": 1, "WORD": 1, "PACKED": False}
+
+
 def _blur(x: torch.Tensor, out: torch.Tensor, stride: int) -> torch.Tensor:
     """Write ``x`` blurred and subsampled by ``stride`` into ``out`` (its shape already the strided one)."""
     N, C, H, W = x.shape
     Ho, Wo = out.shape[2:]
     if out.numel():
+        words = _blur_words(x.stride(), x.storage_offset(), W, out.stride(), out.storage_offset(), Wo, stride,
+                            x.element_size())
         _blurpool_forward_kernel[_band_grid(N, C, Ho, Wo)](
             x, out, C, H, W, Ho, Wo, *x.stride(), *out.stride(), **_tuning_key(C, Ho * Wo, x.stride(1)),
-            STRIDE=stride, ACC=backend.accumulator(x.dtype))
+            STRIDE=stride, **words, ACC=backend.accumulator(x.dtype))
     return out
 
 

@@ -123,7 +123,7 @@ def test_autotuners_key_on_size_buckets_not_on_sizes():
     from fastcore_ops.kernels import alibi, bce, blurpool, ghost_batchnorm
 
     flags = {"CHANNELS_INNER", "TARGET_IS_INDEX", "CAUSAL", "INPUT_PRECISION", "HEAD_DIM_PADDED",
-             "KERNEL", "STRIDE", "PADDING", "GROUP"}  # the blurs' and pools' constexprs: each value compiles anew anyway
+             "KERNEL", "STRIDE", "PADDING", "GROUP", "WORD"}  # the blurs' and pools' constexprs: each value compiles anew anyway
     values = [value for module in (alibi, bce, blurpool, ghost_batchnorm) for value in vars(module).values()]
     found = [tuner for value in values for tuner in (value.values() if isinstance(value, dict) else [value])
              if isinstance(tuner, Autotuner)]  # ghost batch norm's kernels, the blur max pool's: one a layout

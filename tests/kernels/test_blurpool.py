@@ -50,6 +50,28 @@ def test_blurpool2d_matches_reference(shape, stride, layout, dtype, device):
         assert x.grad.is_contiguous(memory_format=torch.channels_last)
 
 
+# NCHW rows read in words (see blurpool._blur_words): (width, first column kept of a wider image, dtype) and the
+# grouping each gets at stride 1 and 2.
+WORD_CASES = [
+    (16, 0, torch.float16, {1: (4, 4, True), 2: (4, 4, True)}),  # 64-bit words, outputs packed
+    (12, 0, torch.float16, {1: (4, 4, True), 2: (4, 4, False)}),  # 6 outputs a row at stride 2: each on its own
+    (14, 0, torch.float16, {1: (4, 2, False), 2: (4, 2, False)}),  # 32-bit words
+    (14, 0, torch.float32, {1: (4, 2, False), 2: (4, 2, False)}),  # 64-bit words of two floats
+    (16, 1, torch.float16, {1: (1, 1, False), 2: (1, 1, False)}),  # a view one column in: a column at a time
+]
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("width,first_column,dtype,grouping", WORD_CASES, ids=str)
+def test_blurpool2d_reads_aligned_rows_in_words(width, first_column, dtype, grouping, stride, device):
+    wide = _input((2, 3, 7, width + first_column), dtype, torch.contiguous_format, device)
+    x = wide.detach()[..., first_column:].requires_grad_()
+    out = _compare(blurpool2d, blurpool2d_reference, x, stride)
+    words = blurpool_module._blur_words(x.stride(), x.storage_offset(), width, out.stride(), out.storage_offset(),
+                                        out.shape[3], stride, x.element_size())
+    assert (words["GROUP"], words["WORD"], words["PACKED"]) == grouping[stride]
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=["nchw", "nhwc"])
 @pytest.mark.parametrize("kernel_size,stride,padding", [(3, 2, 1), (3, 1, 1), (2, 3, 1), (3, 4, 0)])
