@@ -184,6 +184,22 @@ def _streaming(case: KernelCase) -> Streaming:
     return Streaming(2, 2 + 1 + 2)  # the max pool's backward: a pooled gradient and argmax byte an input pixel
 
 
+def _grouping(name: str, launch: dict[str, int], stride: int) -> dict[str, int | bool]:
+    """The constexprs by which the op groups a blur kernel's outputs for this launch (its tensors aligned, at
+    offset 0, in bf16): how many outputs an element of the tile takes, and how it reads and writes them."""
+    def strides(prefix):
+        return [launch[f"{prefix}_{dim}"] for dim in "nchw"]
+
+    if name == "_blurpool_forward_kernel":
+        return kernels._blur_words(strides("stride"), 0, launch["W"], strides("out_stride"), 0, launch["Wo"], stride, 2)
+    if name == "_blurpool_backward_kernel":
+        return {"GROUP": kernels._blur_backward_group(strides("stride"), 0, launch["Wo"], strides("in_stride"), 0,
+                                                      launch["W"], stride, 2)}
+    if name == "_blur_maxpool_forward_kernel":
+        return {"GROUP": kernels._forward_group(strides("stride"), 0, launch["W"], launch["Wp"], stride)}
+    return {}
+
+
 def _compile_cases(every_config: list, one_config: list = ()):
     """The blur kernels (kernel, data pointers, constexprs) as launched in NCHW and in NHWC: ``every_config``
     in each config of its autotuner, ``one_config`` in the first (NCHW) or last (NHWC) config alone, of the
@@ -209,15 +225,8 @@ def _compile_cases(every_config: list, one_config: list = ()):
                 nhwc = case.layout() == "NHWC"
                 blur = case.jit_function().__name__ in ("_blurpool_forward_kernel", "_blurpool_backward_kernel")
                 launch = _launch(case)
-                # The outputs an element computes, as the op decides them for this launch (its tensors are aligned).
-                strides = [launch[f"stride_{d}"] for d in "nchw"]
-                if "WORD" in names:
-                    words = kernels._blur_words(strides, 0, launch["W"], [launch[f"out_stride_{d}"] for d in "nchw"],
-                                                0, launch["Wo"], case.constexprs["STRIDE"], 2)
-                    case = replace(case, constexprs={**case.constexprs, **words})
-                elif "GROUP" in names:
-                    group = kernels._forward_group(strides, 0, launch["W"], launch["Wp"], case.constexprs["STRIDE"])
-                    case = replace(case, constexprs={**case.constexprs, "GROUP": group})
+                grouping = _grouping(case.jit_function().__name__, launch, case.constexprs["STRIDE"])
+                case = replace(case, constexprs={**case.constexprs, **grouping})
                 yield replace(case, divisible=multiples_of_16(launch), representative=-1 if nhwc else 0,
                               streaming=_streaming(case), fills_16_bytes=blur and nhwc)
 

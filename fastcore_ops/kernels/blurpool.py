@@ -203,13 +203,13 @@ def _blurpool_forward_kernel(
             above = below
 
 
-@backend.autotune(_BLUR_BACKWARD_CONFIGS, _BLUR_KEY, _INTERPRETER_TILE)
+@backend.autotune(_BLUR_BACKWARD_CONFIGS, [*_BLUR_KEY, "GROUP"], _INTERPRETER_TILE)
 @_TILED
 def _blurpool_backward_kernel(
     grad_out_ptr, grad_in_ptr, C, H, W, Ho, Wo,
     stride_n, stride_c, stride_h, stride_w,
     in_stride_n, in_stride_c, in_stride_h, in_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
-    STRIDE: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
+    STRIDE: tl.constexpr, GROUP: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
 ):
     # For STRIDE >= 2. Tap k of output o reads input o * STRIDE - 1 + k, so input o * STRIDE + r
     # hears from output o through tap r + 1 (r = 0, 1) and from output o + 1 through tap 0
@@ -217,39 +217,100 @@ def _blurpool_backward_kernel(
     # gradient neighbourhoods once and writes the STRIDE x STRIDE input pixels under each: no
     # atomics, no masked-off taps, no division per input pixel (a gather of 9 parity-masked taps
     # per input pixel is instruction-bound).
-    c, p, valid = _tile(C, Ho * Wo, BLOCK_C, BLOCK_P)
-    oh = p // Wo
-    ow = p % Wo
-    here = grad_out_ptr + _channel_offset(c, stride_n, stride_c) + oh * stride_h + ow * stride_w
+    #
+    # With GROUP > 1 (stride 2, NCHW rows of whole aligned words: see _blur_backward_group), each element of
+    # the tile is GROUP neighbouring outputs of a row, whose gradients come in one word a row (and the lane
+    # after them from the next word), and whose 2 x GROUP input pixels a row go out in 64-bit words.
+    if GROUP == 1:
+        c, p, valid = _tile(C, Ho * Wo, BLOCK_C, BLOCK_P)
+        oh = p // Wo
+        ow = p % Wo
+        here = grad_out_ptr + _channel_offset(c, stride_n, stride_c) + oh * stride_h + ow * stride_w
+        down = valid & (oh + 1 < Ho)
+        right = valid & (ow + 1 < Wo)
+        g00 = tl.load(here, mask=valid, other=0.0).to(ACC)
+        g01 = tl.load(here + stride_w, mask=right, other=0.0).to(ACC)
+        g10 = tl.load(here + stride_h, mask=down, other=0.0).to(ACC)
+        g11 = tl.load(here + stride_h + stride_w, mask=down & right, other=0.0).to(ACC)
+        grad_in_ptr += _channel_offset(c, in_stride_n, in_stride_c)
+        for rh in tl.static_range(STRIDE):
+            ih = oh * STRIDE + rh
+            row_ok = valid & (ih < H)
+            # This input row's weights on output rows oh and oh + 1 (0 where it hears nothing).
+            top = (2 - rh * rh) * 0.25 if rh <= 1 else 0.0  # tap rh + 1
+            bottom = 0.25 if rh == STRIDE - 1 else 0.0  # tap 0
+            for rw in tl.static_range(STRIDE):
+                iw = ow * STRIDE + rw
+                left = (2 - rw * rw) * 0.25 if rw <= 1 else 0.0
+                right_of = 0.25 if rw == STRIDE - 1 else 0.0
+                # Only the taps that exist are added: 0 * inf would put a NaN where the gradient is 0.
+                value = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
+                if top * left != 0.0:
+                    value += (top * left) * g00
+                if top * right_of != 0.0:
+                    value += (top * right_of) * g01
+                if bottom * left != 0.0:
+                    value += (bottom * left) * g10
+                if bottom * right_of != 0.0:
+                    value += (bottom * right_of) * g11
+                tl.store(grad_in_ptr + ih * in_stride_h + iw * in_stride_w, value.to(grad_in_ptr.dtype.element_ty),
+                         mask=row_ok & (iw < W))
+    else:
+        _grouped_blur_backward(grad_out_ptr, grad_in_ptr, C, H, Ho, Wo, stride_n, stride_c, stride_h,
+                               in_stride_n, in_stride_c, in_stride_h, GROUP, ACC, BLOCK_C, BLOCK_P)
+
+
+@triton.jit
+def _gradient_lanes(address, own_ok, after_ok, GROUP: tl.constexpr, WORD_TYPE: tl.constexpr, ELEMENT: tl.constexpr,
+                    ACC: tl.constexpr):
+    """The GROUP gradients of the word at ``address`` and the one after it (0 where masked off), as ACC."""
+    own = tl.load(address.to(tl.pointer_type(WORD_TYPE)), mask=own_ok, other=0)
+    after = tl.load((address + GROUP).to(tl.pointer_type(WORD_TYPE)), mask=after_ok, other=0)
+    lanes = ()
+    for i in tl.static_range(GROUP):
+        lanes += (_lane(own, i, ELEMENT, ACC),)
+    return lanes + (_lane(after, 0, ELEMENT, ACC),)
+
+
+@triton.jit
+def _grouped_blur_backward(grad_out_ptr, grad_in_ptr, C, H, Ho, Wo, stride_n, stride_c, stride_h,
+                           in_stride_n, in_stride_c, in_stride_h, GROUP: tl.constexpr, ACC: tl.constexpr,
+                           BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr):
+    """_blurpool_backward_kernel at stride 2 for tile elements of GROUP outputs (see there). Input pixel 2o hears
+    only from output o, through tap 1 (1/2); 2o + 1 from o and o + 1 through taps 2 and 0 (1/4 each); the same
+    down the rows. So a row's vertical sums are taken once an output, and each input row is its horizontal pass
+    over them: no product with a weight of 0, so an infinite gradient reaches only the pixels it should."""
+    c, p, valid = _tile(C, Ho * Wo // GROUP, BLOCK_C, BLOCK_P // GROUP)
+    groups = Wo // GROUP
+    oh = p // groups
+    ow = (p % groups) * GROUP
+    element = grad_out_ptr.dtype.element_ty
+    word_type = tl.int64 if GROUP * element.primitive_bitwidth == 64 else tl.int32
+    here = grad_out_ptr + _channel_offset(c, stride_n, stride_c) + oh * stride_h + ow
     down = valid & (oh + 1 < Ho)
-    right = valid & (ow + 1 < Wo)
-    g00 = tl.load(here, mask=valid, other=0.0).to(ACC)
-    g01 = tl.load(here + stride_w, mask=right, other=0.0).to(ACC)
-    g10 = tl.load(here + stride_h, mask=down, other=0.0).to(ACC)
-    g11 = tl.load(here + stride_h + stride_w, mask=down & right, other=0.0).to(ACC)
-    grad_in_ptr += _channel_offset(c, in_stride_n, in_stride_c)
-    for rh in tl.static_range(STRIDE):
-        ih = oh * STRIDE + rh
-        row_ok = valid & (ih < H)
-        # This input row's weights on output rows oh and oh + 1 (0 where it hears nothing).
-        top = (2 - rh * rh) * 0.25 if rh <= 1 else 0.0  # tap rh + 1
-        bottom = 0.25 if rh == STRIDE - 1 else 0.0  # tap 0
-        for rw in tl.static_range(STRIDE):
-            iw = ow * STRIDE + rw
-            left = (2 - rw * rw) * 0.25 if rw <= 1 else 0.0
-            right_of = 0.25 if rw == STRIDE - 1 else 0.0
-            # Only the taps that exist are added: 0 * inf would put a NaN where the gradient is 0.
-            value = tl.zeros((BLOCK_C, BLOCK_P), dtype=ACC)
-            if top * left != 0.0:
-                value += (top * left) * g00
-            if top * right_of != 0.0:
-                value += (top * right_of) * g01
-            if bottom * left != 0.0:
-                value += (bottom * left) * g10
-            if bottom * right_of != 0.0:
-                value += (bottom * right_of) * g11
-            tl.store(grad_in_ptr + ih * in_stride_h + iw * in_stride_w, value.to(grad_in_ptr.dtype.element_ty),
-                     mask=row_ok & (iw < W))
+    right = valid & (ow + GROUP < Wo)
+    # The group's gradients and the one after them, in this output row and the one below.
+    above = _gradient_lanes(here, valid, right, GROUP, word_type, element, ACC)
+    below = _gradient_lanes(here + stride_h, down, down & right, GROUP, word_type, element, ACC)
+    grad_in_ptr += _channel_offset(c, in_stride_n, in_stride_c) + 2 * ow
+    WORD_OUT: tl.constexpr = 64 // element.primitive_bitwidth  # input pixels a 64-bit store takes
+    for rh in tl.static_range(2):
+        vertical = ()
+        for i in tl.static_range(GROUP + 1):
+            if rh == 0:
+                vertical += (0.5 * above[i],)
+            else:
+                vertical += (0.25 * above[i] + 0.25 * below[i],)
+        pixels = ()
+        for i in tl.static_range(GROUP):
+            pixels += (0.5 * vertical[i], 0.25 * vertical[i] + 0.25 * vertical[i + 1])
+        row_ok = valid & (oh * 2 + rh < H)
+        row = grad_in_ptr + (oh * 2 + rh) * in_stride_h
+        for k in tl.static_range(2 * GROUP // WORD_OUT):
+            word = ()
+            for i in tl.static_range(WORD_OUT):
+                word += (pixels[k * WORD_OUT + i],)
+            _store_outputs((row + k * WORD_OUT,), (row_ok,), 0, word, True)
 
 
 @triton.jit
@@ -935,6 +996,35 @@ def _blur_words(strides: tuple[int, ...], offset: int, width: int, out_strides: 
     return {"GROUP": 1, "WORD": 1, "PACKED": False}
 
 
+def _blur_backward_group(strides: tuple[int, ...], offset: int, width: int, in_strides: tuple[int, ...],
+                         in_offset: int, in_width: int, stride: int, element_size: int) -> int:
+    """The outputs each element of _blurpool_backward_kernel's tile takes (its GROUP), for a gradient of these
+    ``strides``, storage ``offset`` and ``width`` and an input gradient of the ``in_`` ones, in elements of
+    ``element_size`` bytes.
+
+    At stride 2, rows of unit column stride on both sides and an input twice as wide as the output: 4 outputs
+    (2 in 32-bit floats) where their gradients fill a 64-bit word, else 2 where they fill a 32-bit one, each
+    word aligned (the gradient's strides, offset and width multiples of the group) and the input's strides and
+    offset multiples of a 64-bit word, which its stores write (PyTorch's allocations are aligned). 1 otherwise.
+
+        >>> _blur_backward_group((128 * 28 * 28, 28 * 28, 28, 1), 0, 28, (128 * 56 * 56, 56 * 56, 56, 1), 0, 56, 2, 2)
+        4
+        >>> _blur_backward_group((128 * 14 * 14, 14 * 14, 14, 1), 0, 14, (128 * 28 * 28, 28 * 28, 28, 1), 0, 28, 2, 2)
+        2
+        >>> _blur_backward_group((128 * 7 * 7, 7 * 7, 7, 1), 0, 7, (128 * 14 * 14, 14 * 14, 14, 1), 0, 14, 2, 2)
+        1
+    """
+    store_word = 8 // element_size
+    aligned_input = all(size % store_word == 0 for size in (*in_strides[:3], in_offset))
+    if stride != 2 or strides[3] != 1 or in_strides[3] != 1 or in_width != 2 * width or not aligned_input:
+        return 1
+    for group in (8 // element_size, 4 // element_size):
+        if group > 1 and 2 * group % store_word == 0 and all(size % group == 0 for size in (*strides[:3], offset,
+                                                                                             width)):
+            return group
+    return 1
+
+
 def _blur(x: torch.Tensor, out: torch.Tensor, stride: int) -> torch.Tensor:
     """Write ``x`` blurred and subsampled by ``stride`` into ``out`` (its shape already the strided one)."""
     N, C, H, W = x.shape
@@ -967,9 +1057,11 @@ def _blur_backward(grad_out: torch.Tensor, height: int, width: int, stride: int)
     if stride == 1:  # the filter is symmetric and its padding zero, so a stride-1 blur is its own adjoint
         return _blur(grad_out, grad_in, 1)
     if grad_in.numel():  # a program per output, writing the pixels under it
+        group = _blur_backward_group(grad_out.stride(), grad_out.storage_offset(), Wo, grad_in.stride(),
+                                     grad_in.storage_offset(), width, stride, grad_out.element_size())
         _launch_tiled(_blurpool_backward_kernel, (N, C, Ho * Wo), grad_out.stride(1),
                       grad_out, grad_in, C, height, width, Ho, Wo, *grad_out.stride(), *grad_in.stride(),
-                      STRIDE=stride, ACC=backend.accumulator(grad_out.dtype))
+                      STRIDE=stride, GROUP=group, ACC=backend.accumulator(grad_out.dtype))
     return grad_in
 
 

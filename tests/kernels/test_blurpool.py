@@ -50,26 +50,32 @@ def test_blurpool2d_matches_reference(shape, stride, layout, dtype, device):
         assert x.grad.is_contiguous(memory_format=torch.channels_last)
 
 
-# NCHW rows read in words (see blurpool._blur_words): (width, first column kept of a wider image, dtype) and the
-# grouping each gets at stride 1 and 2.
+# NCHW rows read in words (see blurpool._blur_words, _blur_backward_group): (width, first column kept of a wider
+# image, dtype), the forward's grouping at stride 1 and 2, and the outputs an element of the stride-2 backward.
 WORD_CASES = [
-    (16, 0, torch.float16, {1: (4, 4, True), 2: (4, 4, True)}),  # 64-bit words, outputs packed
-    (12, 0, torch.float16, {1: (4, 4, True), 2: (4, 4, False)}),  # 6 outputs a row at stride 2: each on its own
-    (14, 0, torch.float16, {1: (4, 2, False), 2: (4, 2, False)}),  # 32-bit words
-    (14, 0, torch.float32, {1: (4, 2, False), 2: (4, 2, False)}),  # 64-bit words of two floats
-    (16, 1, torch.float16, {1: (1, 1, False), 2: (1, 1, False)}),  # a view one column in: a column at a time
+    (16, 0, torch.float16, {1: (4, 4, True), 2: (4, 4, True)}, 4),  # 64-bit words, outputs packed
+    (12, 0, torch.float16, {1: (4, 4, True), 2: (4, 4, False)}, 2),  # 6 outputs a row at stride 2: each on its own
+    (14, 0, torch.float16, {1: (4, 2, False), 2: (4, 2, False)}, 1),  # 32-bit words; 7 gradients a row
+    (14, 0, torch.float32, {1: (4, 2, False), 2: (4, 2, False)}, 1),  # 64-bit words of two floats
+    (16, 0, torch.float32, {1: (4, 2, False), 2: (4, 2, False)}, 2),
+    (16, 1, torch.float16, {1: (1, 1, False), 2: (1, 1, False)}, 4),  # a view one column in; its gradients are whole
 ]
 
 
 @pytest.mark.parametrize("stride", [1, 2])
-@pytest.mark.parametrize("width,first_column,dtype,grouping", WORD_CASES, ids=str)
-def test_blurpool2d_reads_aligned_rows_in_words(width, first_column, dtype, grouping, stride, device):
+@pytest.mark.parametrize("width,first_column,dtype,grouping,backward_group", WORD_CASES, ids=str)
+def test_blurpool2d_reads_aligned_rows_in_words(width, first_column, dtype, grouping, backward_group, stride,
+                                                device):
     wide = _input((2, 3, 7, width + first_column), dtype, torch.contiguous_format, device)
     x = wide.detach()[..., first_column:].requires_grad_()
     out = _compare(blurpool2d, blurpool2d_reference, x, stride)
     words = blurpool_module._blur_words(x.stride(), x.storage_offset(), width, out.stride(), out.storage_offset(),
                                         out.shape[3], stride, x.element_size())
     assert (words["GROUP"], words["WORD"], words["PACKED"]) == grouping[stride]
+    if stride == 2:  # the backward's gradients: fresh tensors, as autograd's are here
+        group = blurpool_module._blur_backward_group(out.stride(), 0, out.shape[3], x.grad.stride(), 0, width, 2,
+                                                     x.element_size())
+        assert group == backward_group
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -236,11 +242,12 @@ def test_non_contiguous_input(device):
     _compare(blurpool2d, blurpool2d_reference, x, 2)
 
 
+@pytest.mark.parametrize("width", [11, 12])  # 12: at stride 2, rows of whole words (2 outputs an element)
 @pytest.mark.parametrize("stride", [2, 3, 4])
-def test_an_infinite_gradient_reaches_only_the_pixels_its_taps_read(stride, device):
+def test_an_infinite_gradient_reaches_only_the_pixels_its_taps_read(stride, width, device):
     # Input pixels that no tap of an output reads get exactly 0, not 0 * inf.
-    x = torch.randn(1, 2, 9, 11, device=device).requires_grad_()
-    grad_out = torch.zeros(1, 2, (9 - 1) // stride + 1, (11 - 1) // stride + 1, device=device)
+    x = torch.randn(1, 2, 9, width, device=device).requires_grad_()
+    grad_out = torch.zeros(1, 2, (9 - 1) // stride + 1, (width - 1) // stride + 1, device=device)
     grad_out[0, 1, 1, 1] = float("inf")
     blurpool2d(x, stride).backward(grad_out)
     x_ref = x.detach().clone().requires_grad_()
