@@ -967,17 +967,27 @@ def _band_grid(N: int, C: int, Ho: int, Wo: int, group: int = 1):
                          backend.cdiv(Wo, meta["BLOCK_W"]))
 
 
+def _address(tensor: torch.Tensor) -> int:
+    """The address of ``tensor``'s first element, in elements: what a word's alignment is judged by (a view's
+    storage offset, and its allocation's, which PyTorch aligns but memory from DLPack or ``from_blob`` need not be).
+
+        >>> _address(torch.zeros(8)[3:]) % 8
+        3
+    """
+    return tensor.data_ptr() // tensor.element_size()
+
+
 def _blur_words(strides: tuple[int, ...], offset: int, width: int, out_strides: tuple[int, ...], out_offset: int,
                 out_width: int, stride: int, element_size: int) -> dict[str, int | bool]:
-    """How _blurpool_forward_kernel's tile elements read and write, for an input of these ``strides``, storage
-    ``offset`` and ``width`` (in elements of ``element_size`` bytes) and an output of the ``out_`` ones: GROUP
-    outputs an element, their columns read in aligned WORDs of elements, stored as one word if PACKED.
+    """How _blurpool_forward_kernel's tile elements read and write, for an input of these ``strides``, ``offset``
+    (its data's address, :func:`_address`) and ``width``, in elements of ``element_size`` bytes, and an output of
+    the ``out_`` ones: GROUP outputs an element, their columns read in aligned WORDs of elements, stored as one
+    word if PACKED.
 
     Groups of 4 at stride 1 and 2 where the input's rows are of unit column stride and every other stride, the
-    offset and the width are multiples of a word of 64 bits (else 32): a word is then all on a row or all off it
-    (PyTorch's allocations are aligned). The 4 outputs are packed into one word where they fit in 64 bits and the
-    output's strides, offset and width are multiples of 4 as well. Else 1 output an element, read a column at a
-    time.
+    offset and the width are multiples of a word of 64 bits (else 32): a word is then all on a row or all off
+    it. The 4 outputs are packed into one word where they fit in 64 bits and the output's strides, offset and
+    width are multiples of 4 as well. Else 1 output an element, read a column at a time.
 
         >>> nchw = (128 * 56 * 56, 56 * 56, 56, 1)
         >>> _blur_words(nchw, 0, 56, (128 * 28 * 28, 28 * 28, 28, 1), 0, 28, 2, 2)  # bf16
@@ -999,13 +1009,13 @@ def _blur_words(strides: tuple[int, ...], offset: int, width: int, out_strides: 
 def _blur_backward_group(strides: tuple[int, ...], offset: int, width: int, in_strides: tuple[int, ...],
                          in_offset: int, in_width: int, stride: int, element_size: int) -> int:
     """The outputs each element of _blurpool_backward_kernel's tile takes (its GROUP), for a gradient of these
-    ``strides``, storage ``offset`` and ``width`` and an input gradient of the ``in_`` ones, in elements of
-    ``element_size`` bytes.
+    ``strides``, ``offset`` (its data's address, :func:`_address`) and ``width`` and an input gradient of the
+    ``in_`` ones, in elements of ``element_size`` bytes.
 
     At stride 2, rows of unit column stride on both sides and an input twice as wide as the output: 4 outputs
     (2 in 32-bit floats) where their gradients fill a 64-bit word, else 2 where they fill a 32-bit one, each
     word aligned (the gradient's strides, offset and width multiples of the group) and the input's strides and
-    offset multiples of a 64-bit word, which its stores write (PyTorch's allocations are aligned). 1 otherwise.
+    offset multiples of a 64-bit word, which its stores write. 1 otherwise.
 
         >>> _blur_backward_group((128 * 28 * 28, 28 * 28, 28, 1), 0, 28, (128 * 56 * 56, 56 * 56, 56, 1), 0, 56, 2, 2)
         4
@@ -1030,7 +1040,7 @@ def _blur(x: torch.Tensor, out: torch.Tensor, stride: int) -> torch.Tensor:
     N, C, H, W = x.shape
     Ho, Wo = out.shape[2:]
     if out.numel():
-        words = _blur_words(x.stride(), x.storage_offset(), W, out.stride(), out.storage_offset(), Wo, stride,
+        words = _blur_words(x.stride(), _address(x), W, out.stride(), _address(out), Wo, stride,
                             x.element_size())
         _blurpool_forward_kernel[_band_grid(N, C, Ho, Wo)](
             x, out, C, H, W, Ho, Wo, *x.stride(), *out.stride(), **_tuning_key(C, Ho * Wo, x.stride(1)),
@@ -1057,8 +1067,8 @@ def _blur_backward(grad_out: torch.Tensor, height: int, width: int, stride: int)
     if stride == 1:  # the filter is symmetric and its padding zero, so a stride-1 blur is its own adjoint
         return _blur(grad_out, grad_in, 1)
     if grad_in.numel():  # a program per output, writing the pixels under it
-        group = _blur_backward_group(grad_out.stride(), grad_out.storage_offset(), Wo, grad_in.stride(),
-                                     grad_in.storage_offset(), width, stride, grad_out.element_size())
+        group = _blur_backward_group(grad_out.stride(), _address(grad_out), Wo, grad_in.stride(), _address(grad_in),
+                                     width, stride, grad_out.element_size())
         _launch_tiled(_blurpool_backward_kernel, (N, C, Ho * Wo), grad_out.stride(1),
                       grad_out, grad_in, C, height, width, Ho, Wo, *grad_out.stride(), *grad_in.stride(),
                       STRIDE=stride, GROUP=group, ACC=backend.accumulator(grad_out.dtype))
@@ -1089,11 +1099,11 @@ _blurpool2d_op.register_autograd(_blurpool2d_backward, setup_context=_blurpool2d
 
 def _forward_group(strides: tuple[int, ...], offset: int, width: int, pooled_width: int, stride: int) -> int:
     """The outputs each element of the blur max pool forward's tile computes (its GROUP): 2 where neighbouring
-    outputs share pooled columns (stride 1 or 2) and the kernel may read the input, of these ``strides`` and
-    storage ``offset`` (in elements) and ``width``, in aligned words of up to 4 elements a row and write its
-    argmax, ``pooled_width`` bytes a row in its layout, in words of up to 4 bytes: rows of unit column stride,
-    every other stride, the offset and both widths multiples of 4 (PyTorch's allocations are aligned), so that
-    a word is all on a row or all off it. 1 otherwise.
+    outputs share pooled columns (stride 1 or 2) and the kernel may read the input, of these ``strides``,
+    ``offset`` (its data's address in elements, :func:`_address`) and ``width``, in aligned words of up to 4
+    elements a row and write its argmax, ``pooled_width`` bytes a row in its layout, in words of up to 4 bytes:
+    rows of unit column stride, every other stride, the offset and both widths multiples of 4 (the outputs are
+    the op's own allocations, which PyTorch aligns), so that a word is all on a row or all off it. 1 otherwise.
 
         >>> resnet_stem = (64 * 112 * 112, 112 * 112, 112, 1)
         >>> _forward_group(resnet_stem, 0, 112, 112, 2), _forward_group(resnet_stem, 0, 112, 112, 3)
@@ -1113,7 +1123,7 @@ def _blur_maxpool2d_op(
     out = empty_like_layout(x, (N, C, Ho, Wo))
     argmax = empty_like_layout(x, (N, C, Hp, Wp), dtype=torch.uint8)
     if out.numel():
-        group = _forward_group(x.stride(), x.storage_offset(), W, Wp, stride)
+        group = _forward_group(x.stride(), _address(x), W, Wp, stride)
         _blur_maxpool_forward[x.stride(1) == 1][_band_grid(N, C, Ho, Wo, group)](
             x, out, argmax, C, H, W, Hp, Wp, Ho, Wo, *x.stride(), *out.stride(), *argmax.stride(),
             **_tuning_key(C, Ho * Wo, x.stride(1)), KERNEL=kernel_size, STRIDE=stride, PADDING=padding, GROUP=group,

@@ -69,11 +69,12 @@ def test_blurpool2d_reads_aligned_rows_in_words(width, first_column, dtype, grou
     wide = _input((2, 3, 7, width + first_column), dtype, torch.contiguous_format, device)
     x = wide.detach()[..., first_column:].requires_grad_()
     out = _compare(blurpool2d, blurpool2d_reference, x, stride)
-    words = blurpool_module._blur_words(x.stride(), x.storage_offset(), width, out.stride(), out.storage_offset(),
-                                        out.shape[3], stride, x.element_size())
+    words = blurpool_module._blur_words(x.stride(), blurpool_module._address(x), width, out.stride(),
+                                        blurpool_module._address(out), out.shape[3], stride, x.element_size())
     assert (words["GROUP"], words["WORD"], words["PACKED"]) == grouping[stride]
     if stride == 2:  # the backward's gradients: fresh tensors, as autograd's are here
-        group = blurpool_module._blur_backward_group(out.stride(), 0, out.shape[3], x.grad.stride(), 0, width, 2,
+        group = blurpool_module._blur_backward_group(out.stride(), blurpool_module._address(out), out.shape[3],
+                                                     x.grad.stride(), blurpool_module._address(x.grad), width, 2,
                                                      x.element_size())
         assert group == backward_group
 
@@ -196,7 +197,7 @@ def test_blur_maxpool2d_grouped_rows_take_ties_nan_and_minus_inf_like_max_pool2d
     x[1, 1] = -inf
     x = x.to(device=device, dtype=dtype).requires_grad_()
     pooled_width = 12 + 2 * padding - kernel_size + 1
-    assert blurpool_module._forward_group(x.stride(), x.storage_offset(), 12, pooled_width, stride) == 2
+    assert blurpool_module._forward_group(x.stride(), blurpool_module._address(x), 12, pooled_width, stride) == 2
     _check_argmax(x, kernel_size, stride, padding)
     out = blur_maxpool2d(x, kernel_size, stride, padding)
     grad_out = torch.randn(out.shape, generator=g).to(device, dtype)
