@@ -62,20 +62,20 @@ class KernelCase:
         return self.ctas_per_sm if self.ctas_per_sm is not None else 32 // num_warps
 
     def layout(self) -> str:
-        """The layout compiled for: NCHW or NHWC (by the unit stride), planes or rows, or '' (no choice)."""
+        """The layout compiled for: NCHW or NHWC (by the unit stride), rows, planes or flat, or '' (no choice)."""
         if any(name.endswith("stride_c") for name in self.unit_strides):
             return "NHWC"
         if any(name.endswith("stride_w") for name in self.unit_strides):
             return "NCHW"
         if "PLANES" in self.constexprs:
-            return "planes" if self.constexprs["PLANES"] else "rows"
+            return "flat" if self.constexprs.get("FLAT") else "planes" if self.constexprs["PLANES"] else "rows"
         return ""
 
     def name(self) -> str:
         """The kernel, its layout and the constexprs that pick its code path (not its tile, nor ACC, nor the
         blur max pool's GROUP, which follows from the layout's strides)."""
         picks = [f"{k}={v}" for k, v in self.constexprs.items()
-                 if k not in ("ACC", "PLANES", "GROUP") and not k.startswith("BLOCK")]
+                 if k not in ("ACC", "PLANES", "FLAT", "GROUP") and not k.startswith("BLOCK")]
         return " ".join([self.jit_function().__name__, *picks, self.layout()]).strip()
 
 

@@ -112,11 +112,17 @@ def _step_inputs(device, dtype, tiny):
     return channels_last_image((256, channels, size, size), device, dtype), weight, bias, *running
 
 
-def _launch(planes: bool) -> dict[str, int]:
-    """The sizes a launch passes for ResNet-50's first stage at batch 256 (64 channels of 56 x 56, ghost batch 32)."""
-    layout = torch.contiguous_format if planes else torch.channels_last
-    plan = _plan(torch.empty(256, 64, 56, 56, device="meta", memory_format=layout), 32)
-    assert plan.planes == planes
+# The launch each layout's compile check reads: ResNet-50 at batch 256 with ghost batch 32, its first stage
+# (64 channels of 56 x 56) channels-last and NCHW, and its last (2048 of 7 x 7) NCHW.
+_LAUNCHES = {"rows": ((256, 64, 56, 56), torch.channels_last), "planes": ((256, 64, 56, 56), torch.contiguous_format),
+             "flat": ((256, 2048, 7, 7), torch.contiguous_format)}
+
+
+def _launch(layout: str) -> dict[str, int]:
+    """The sizes a launch of ``layout`` passes (_LAUNCHES)."""
+    shape, memory_format = _LAUNCHES[layout]
+    plan = _plan(torch.empty(shape, device="meta", memory_format=memory_format), 32)
+    assert plan.layout == layout
     return {"N": plan.N, "C": plan.C, "HW": plan.HW, "G": plan.G, "S": plan.splits, "SPLIT": plan.split_units}
 
 
@@ -135,15 +141,19 @@ def _compile_cases():
                              "var_ptr": stats, "partial_ptr": stats, "grad_x_ptr": data, "grad_weight_ptr": stats,
                              "grad_bias_ptr": stats}, {"HAS_WEIGHT": True}, Streaming(2, 6)),
     ]
-    # The layouts are not strides here but the constexpr PLANES (NCHW planes, else rows of contiguous channels,
-    # 16 bytes a thread), each with its own autotuner and tile configs.
+    # The layouts are not strides here but the constexprs PLANES and FLAT (rows of contiguous channels, NCHW
+    # planes, or NCHW's small planes end to end), each with its own autotuner and tile configs; rows and flat
+    # tiles give a thread 16 contiguous bytes, the 7 x 7 planes' in the config meant for them.
+    flat_7x7 = kernels._FLAT_CONFIGS.index(kernels._flat_config(kernels._FLAT_CONFIGS, {"HW_BUCKET": 64}))
     for tuned, pointers, constexprs, streaming in passes:
-        for planes in (False, True):
-            yield KernelCase(tuned[planes], pointers, {**constexprs, "PLANES": planes, "ACC": tl.float32},
-                             floats=("eps",), divisible=multiples_of_16(_launch(planes)), streaming=streaming,
-                             fills_16_bytes=not planes)
+        for layout in ("rows", "planes", "flat"):
+            yield KernelCase(tuned[layout], pointers, {**constexprs, "PLANES": layout != "rows",
+                                                       "FLAT": layout == "flat", "ACC": tl.float32},
+                             floats=("eps",), divisible=multiples_of_16(_launch(layout)), streaming=streaming,
+                             representative=flat_7x7 if layout == "flat" else 0,
+                             fills_16_bytes=layout != "planes")
     # Its N, C, HW and G, all multiples of 16 at that launch.
-    sizes = {name: value for name, value in _launch(False).items() if name in ("N", "C", "HW", "G")}
+    sizes = {name: value for name, value in _launch("rows").items() if name in ("N", "C", "HW", "G")}
     yield KernelCase(
         kernels._running_stats_kernel,
         {"running_mean_ptr": stats, "running_var_ptr": stats, "mean_ptr": stats, "var_ptr": stats},

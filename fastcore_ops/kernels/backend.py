@@ -161,7 +161,8 @@ def use_triton(*tensors: torch.Tensor) -> bool:
 
 
 def autotune(configs: list[triton.Config], key: list[str], interpreter_config: triton.Config | None = None,
-             untuned: Callable[[list[triton.Config], dict], triton.Config] | None = None):
+             untuned: Callable[[list[triton.Config], dict], triton.Config] | None = None,
+             valid: Callable[[triton.Config, dict], bool] | None = None):
     """``triton.autotune`` that also works under the interpreter, and tunes only when asked.
 
     The interpreter has no GPU benchmarker, so there a single config runs as is (with one
@@ -170,6 +171,8 @@ def autotune(configs: list[triton.Config], key: list[str], interpreter_config: t
     kernel runs what :data:`AUTOTUNE_MODE` says: by default the config that the table of tuned
     configs (:data:`TUNED_CONFIGS`) holds for its key, else ``untuned(configs, arguments)``'s choice
     for the launch's arguments (default: the first config), benchmarking nothing.
+    ``valid(config, arguments)``, where given, leaves out the configs a launch cannot run, tuning too; the
+    first config (the interpreter's, unless given) must then suit every launch.
     The autotuner is registered in :data:`TUNERS` under its table name.
     """
     if not TRITON_AVAILABLE:
@@ -184,7 +187,7 @@ def autotune(configs: list[triton.Config], key: list[str], interpreter_config: t
         elif AUTOTUNE_MODE == "first":
             tuner = triton.autotune(configs=configs[:1], key=key)(fn)
         else:
-            tuner = table_autotune(configs, key, choices, untuned)(fn)
+            tuner = table_autotune(configs, key, choices, untuned, valid)(fn)
         TUNERS[name] = tuner
         return tuner
 
@@ -192,7 +195,8 @@ def autotune(configs: list[triton.Config], key: list[str], interpreter_config: t
 
 
 def table_autotune(configs: list[triton.Config], key: list[str], choices: dict[str, triton.Config],
-                   untuned: Callable[[list[triton.Config], dict], triton.Config] | None = None):
+                   untuned: Callable[[list[triton.Config], dict], triton.Config] | None = None,
+                   valid: Callable[[triton.Config, dict], bool] | None = None):
     """``triton.autotune`` over ``configs`` that runs ``choices[str(key)]`` (else ``untuned``'s choice, by default
     the first config) without benchmarking, and tunes only in the ``"tune"`` mode or inside :func:`tuning`.
 
@@ -207,7 +211,7 @@ def table_autotune(configs: list[triton.Config], key: list[str], choices: dict[s
     keep = AUTOTUNE_MODE == "tune" and "cache_results" in inspect.signature(triton.autotune).parameters
 
     def decorate(fn):
-        lookup = _TableLookup(choices, key, fn.arg_names, untuned or _first_config)
+        lookup = _TableLookup(choices, key, fn.arg_names, untuned or _first_config, valid)
         return triton.autotune(configs=configs, key=key, prune_configs_by={"early_config_prune": lookup.prune},
                                do_bench=lookup.benchmark, **({"cache_results": True} if keep else {}))(fn)
 
@@ -223,17 +227,21 @@ class _TableLookup:
     """The table's side of one autotuner: which configs Triton may try at a new key, and how it times them."""
 
     def __init__(self, choices: dict[str, triton.Config], key: list[str], arg_names: list[str],
-                 untuned: Callable[[list[triton.Config], dict], triton.Config]):
+                 untuned: Callable[[list[triton.Config], dict], triton.Config],
+                 valid: Callable[[triton.Config, dict], bool] | None = None):
         self.choices = choices
         self.key = key
         self.arg_names = arg_names
         self.untuned = untuned
+        self.valid = valid
 
     def prune(self, configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
-        """Every config when tuning, else the table's for this launch's key, else the untuned choice."""
+        """Every config the launch can run when tuning, else the table's for its key, else the untuned choice."""
+        arguments = {**named_args, **kwargs}
+        if self.valid is not None:
+            configs = [config for config in configs if self.valid(config, arguments)]
         if _tuning_wanted():
             return configs
-        arguments = {**named_args, **kwargs}
         chosen = self.choices.get(str(tuning_key(self.key, self.arg_names, arguments)))
         return [chosen if chosen is not None else self.untuned(configs, arguments)]
 
@@ -293,7 +301,7 @@ def _no_benchmark(kernel_call, quantiles):
 
 TUNED_CONFIGS = Path(__file__).with_name("tuned_configs.json")
 # Every autotuner the kernel modules built, by table name: its function's name, with "#2", "#3", ... for the
-# further autotuners of one function, in the order its module builds them (ghost batch norm's: rows, then planes).
+# further autotuners of one function, in the order its module builds them (ghost batch norm's: rows, planes, then flat).
 TUNERS: dict[str, object] = {}
 
 

@@ -43,11 +43,13 @@ from .layout import empty_like_layout, is_channels_last
 # flight to stream at full bandwidth (8 chunks of 64 channels alone would give 8 programs).
 # A split keeps at least _MIN_VALUES_PER_SPLIT values per channel, so that a program's work
 # outweighs loading its chunk's statistics. _TYPICAL_BLOCK_C guesses the autotuned channel
-# block of each layout (by PLANES), since the splits must be fixed before the tuner picks.
+# block of each layout, since the splits must be fixed before the tuner picks.
 _TARGET_PROGRAMS = 1024
 _MIN_VALUES_PER_SPLIT = 512
 _MAX_SPLITS = 64
-_TYPICAL_BLOCK_C = {False: 64, True: 8}
+_TYPICAL_BLOCK_C = {"rows": 64, "planes": 8, "flat": 16}
+# NCHW planes of at most this many pixels (14 x 14 and smaller) are read as flat tiles (below).
+_FLAT_MAX_PIXELS = 256
 
 # Memory offsets are int64; counts of values per channel in a chunk (at most N * H * W) are int32.
 _MAX_VALUES = 2**31 - 1
@@ -57,11 +59,16 @@ _MAX_VALUES = 2**31 - 1
 # Triton kernels
 #
 # Every program owns one slice ("split") of one chunk for BLOCK_C channels and walks it in
-# [BLOCK_C, BLOCK_R] tiles. The constexpr PLANES picks how a tile maps onto memory:
-#   PLANES (contiguous NCHW): a tile is BLOCK_C channels x BLOCK_R pixels of one sample's
-#     H*W plane, contiguous along the pixels; a split is a range of samples.
-#   rows (channels_last, (N, C), and 1x1 images): a tile is BLOCK_C channels x BLOCK_R
-#     rows of C contiguous channels, one row per (sample, pixel); a split is a range of rows.
+# tiles. The constexprs PLANES and FLAT pick how a tile maps onto memory:
+#   PLANES (contiguous NCHW): a [BLOCK_C, BLOCK_R] tile is BLOCK_C channels x BLOCK_R pixels of
+#     one sample's H*W plane, contiguous along the pixels; a split is a range of samples.
+#   FLAT (PLANES of at most _FLAT_MAX_PIXELS): a [BLOCK_R, 1] tile is one sample's BLOCK_C planes
+#     end to end (BLOCK_C * H * W <= BLOCK_R), so its lanes are contiguous and aligned: a 7 x 7
+#     plane's row of a PLANES tile starts 98 bytes after the last, which no vector load can
+#     read. Per-channel values reach the lanes, and the lanes' sums their channels, through
+#     tl.gather (_per_lane, _per_channel), once a program.
+#   rows (channels_last, (N, C), and 1x1 images): a [BLOCK_C, BLOCK_R] tile is BLOCK_C channels x
+#     BLOCK_R rows of C contiguous channels, one row per (sample, pixel); a split is a range of rows.
 # Each layout has its own autotuner (its own tile shapes), keyed on power-of-two buckets of
 # the shape, so that sizes close together share one tuning (runtime arguments, not specialised on).
 # ----------------------------------------------------------------------------------------
@@ -80,8 +87,17 @@ _PLANE_CONFIGS = [
     triton.Config({"BLOCK_C": 2, "BLOCK_R": 512}, num_warps=4),
     triton.Config({"BLOCK_C": 4, "BLOCK_R": 256}, num_warps=4),
     triton.Config({"BLOCK_C": 8, "BLOCK_R": 128}, num_warps=4),
-    triton.Config({"BLOCK_C": 16, "BLOCK_R": 64}, num_warps=4),  # 7x7 planes: 49 of 64 lanes busy
     triton.Config({"BLOCK_C": 8, "BLOCK_R": 256}, num_warps=8),
+]
+# The first fits every flat plane (4 x 256 lanes): the one config of FASTCORE_OPS_AUTOTUNE=0 and the interpreter.
+_FLAT_CONFIGS = [
+    triton.Config({"BLOCK_C": 4, "BLOCK_R": 1024}, num_warps=4),
+    triton.Config({"BLOCK_C": 16, "BLOCK_R": 1024}, num_warps=4),  # 7 x 7: 784 of 1024 lanes busy
+    triton.Config({"BLOCK_C": 32, "BLOCK_R": 2048}, num_warps=8),
+    triton.Config({"BLOCK_C": 8, "BLOCK_R": 512}, num_warps=4),
+    triton.Config({"BLOCK_C": 8, "BLOCK_R": 1024}, num_warps=4),
+    triton.Config({"BLOCK_C": 8, "BLOCK_R": 2048}, num_warps=8),  # 14 x 14: 1568 of 2048
+    triton.Config({"BLOCK_C": 2, "BLOCK_R": 512}, num_warps=4),
 ]
 _KEY = ["N_BUCKET", "C_BUCKET", "HW_BUCKET", "G_BUCKET"]
 _TUNED_JIT = triton.jit(do_not_specialize=_KEY)
@@ -98,10 +114,10 @@ _STATISTICS_GROUP = tl.constexpr(4)
 def _plane_config(configs: list[triton.Config], arguments: dict) -> triton.Config:
     """The planes' config at a size the table lacks: the first whose BLOCK_R fits the plane's size bucket. The
     first config's 1024 lanes left 95% of them idle on 7x7 planes: 0.19x the loop on the H200, untuned
-    (reports/lent-gpu-h200-20261204).
+    (reports/lent-gpu-h200-20261204); such planes are flat tiles now.
 
-        >>> _plane_config(_PLANE_CONFIGS, {"HW_BUCKET": 64}).kwargs  # 7x7
-        {'BLOCK_C': 16, 'BLOCK_R': 64}
+        >>> _plane_config(_PLANE_CONFIGS, {"HW_BUCKET": 512}).kwargs  # 17x17
+        {'BLOCK_C': 2, 'BLOCK_R': 512}
         >>> _plane_config(_PLANE_CONFIGS, {"HW_BUCKET": 4096}).kwargs  # 56x56
         {'BLOCK_C': 1, 'BLOCK_R': 1024}
     """
@@ -110,12 +126,41 @@ def _plane_config(configs: list[triton.Config], arguments: dict) -> triton.Confi
     return next((config for config in configs if config.kwargs["BLOCK_R"] == lanes), configs[0])
 
 
+def _fits(config: triton.Config, arguments: dict) -> bool:
+    """Whether a flat config's tile holds its BLOCK_C planes at every size of the launch's bucket.
+
+        >>> _fits(_FLAT_CONFIGS[1], {"HW_BUCKET": 64}), _fits(_FLAT_CONFIGS[1], {"HW_BUCKET": 256})
+        (True, False)
+    """
+    return config.kwargs["BLOCK_C"] * arguments["HW_BUCKET"] <= config.kwargs["BLOCK_R"]
+
+
+def _flat_config(configs: list[triton.Config], arguments: dict) -> triton.Config:
+    """The flat config at a size the table lacks: the first that the planes fill (to the bucket), else the first.
+
+        >>> _flat_config(_FLAT_CONFIGS, {"HW_BUCKET": 64}).kwargs  # 7x7
+        {'BLOCK_C': 16, 'BLOCK_R': 1024}
+        >>> _flat_config(_FLAT_CONFIGS, {"HW_BUCKET": 256}).kwargs  # 14x14
+        {'BLOCK_C': 4, 'BLOCK_R': 1024}
+    """
+    filled = (config for config in configs
+              if config.kwargs["BLOCK_C"] * arguments["HW_BUCKET"] == config.kwargs["BLOCK_R"])
+    return next(filled, configs[0])
+
+
 def _tuned(kernel) -> dict:
-    """The kernel under two autotuners, one per layout, indexed by PLANES."""
+    """The kernel under three autotuners, one per layout, indexed by its name (_Plan.layout)."""
     return {
-        False: backend.autotune(_ROW_CONFIGS, _KEY, _ROW_INTERPRETER)(kernel),
-        True: backend.autotune(_PLANE_CONFIGS, _KEY, _PLANE_INTERPRETER, untuned=_plane_config)(kernel),
+        "rows": backend.autotune(_ROW_CONFIGS, _KEY, _ROW_INTERPRETER)(kernel),
+        "planes": backend.autotune(_PLANE_CONFIGS, _KEY, _PLANE_INTERPRETER, untuned=_plane_config)(kernel),
+        "flat": backend.autotune(_FLAT_CONFIGS, _KEY, untuned=_flat_config, valid=_fits)(kernel),
     }
+
+
+@triton.jit
+def _first_channel(C, BLOCK_C: tl.constexpr):
+    """The first of this program's BLOCK_C channels."""
+    return (tl.program_id(0) % tl.cdiv(C, BLOCK_C)) * BLOCK_C
 
 
 @triton.jit
@@ -126,10 +171,8 @@ def _program(N, C, HW, G, S, SPLIT, PLANES: tl.constexpr, BLOCK_C: tl.constexpr)
     (int64), the number of units (0 for a split past the end of a short last chunk) and
     the number of values per channel in the whole chunk.
     """
-    pid = tl.program_id(0)
-    blocks = tl.cdiv(C, BLOCK_C)
-    ks = pid // blocks
-    c = (pid % blocks) * BLOCK_C + tl.arange(0, BLOCK_C)
+    ks = tl.program_id(0) // tl.cdiv(C, BLOCK_C)
+    c = _first_channel(C, BLOCK_C) + tl.arange(0, BLOCK_C)
     chunk = ks // S
     first_sample = chunk * G
     samples = tl.minimum(G, N - first_sample)
@@ -154,10 +197,18 @@ def _tile_count(units, HW, PLANES: tl.constexpr, BLOCK_R: tl.constexpr):
 
 
 @triton.jit
-def _tile(it, start, units, c, C, HW, PLANES: tl.constexpr, BLOCK_R: tl.constexpr):
-    """Element offsets (int64) and mask of tile ``it`` of a program's units, shape [BLOCK_C, BLOCK_R]."""
+def _tile(it, start, units, c, C, HW, PLANES: tl.constexpr, FLAT: tl.constexpr, BLOCK_C: tl.constexpr,
+          BLOCK_R: tl.constexpr):
+    """Element offsets (int64) and mask of tile ``it`` of a program's units: [BLOCK_R, 1] when FLAT, else
+    [BLOCK_C, BLOCK_R]."""
     lanes = tl.arange(0, BLOCK_R)
-    if PLANES:
+    if FLAT:
+        # One sample's planes a tile. Each bound is a count of channels times HW: where the count is a
+        # multiple of 16 (BLOCK_C, and C - first when C is), so is the bound, and a vector shares its mask.
+        first = _first_channel(C, BLOCK_C)
+        offsets = ((start + it) * C * HW + first * HW + lanes)[:, None]
+        mask = ((lanes < BLOCK_C * HW) & (lanes < (C - first) * HW))[:, None]
+    elif PLANES:
         # Finish one sample's planes before the next: each row of the tile is a contiguous
         # run of one channel's pixels.
         tiles_per_plane = tl.cdiv(HW, BLOCK_R)
@@ -169,7 +220,44 @@ def _tile(it, start, units, c, C, HW, PLANES: tl.constexpr, BLOCK_R: tl.constexp
         row = start + it * BLOCK_R
         offsets = row * C + c[:, None] + (lanes.to(tl.int64) * C)[None, :]
         inside = lanes < units - it * BLOCK_R
-    return offsets, (c < C)[:, None] & inside[None, :]
+    if not FLAT:
+        mask = (c < C)[:, None] & inside[None, :]
+    return offsets, mask
+
+
+@triton.jit
+def _tile_zeros(ACC: tl.constexpr, FLAT: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr):
+    """An accumulator in a tile's shape."""
+    if FLAT:
+        zeros = tl.zeros((BLOCK_R, 1), dtype=ACC)
+    else:
+        zeros = tl.zeros((BLOCK_C, BLOCK_R), dtype=ACC)
+    return zeros
+
+
+@triton.jit
+def _per_lane(values, HW, FLAT: tl.constexpr, BLOCK_R: tl.constexpr):
+    """The channels' ``values`` [BLOCK_C] along a tile's first axis: when FLAT each lane's channel's [BLOCK_R]."""
+    if FLAT:
+        lanes = tl.arange(0, BLOCK_R)
+        spread = tl.gather(values, tl.minimum(lanes // HW, values.shape[0] - 1), 0)  # spare lanes: the last's
+    else:
+        spread = values
+    return spread
+
+
+@triton.jit
+def _per_channel(tile, HW, FLAT: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr):
+    """An accumulator tile's sums per channel [BLOCK_C]: its rows', or when FLAT each channel's HW lanes'."""
+    sums = tl.sum(tile, axis=1)
+    if FLAT:
+        # Slot (channel k, pixel p) of a [BLOCK_C, BLOCK_R // BLOCK_C] grid takes lane k * HW + p (HW fits: _fits).
+        slot = tl.arange(0, BLOCK_R)
+        pixel = slot % (BLOCK_R // BLOCK_C)
+        lane = tl.minimum((slot // (BLOCK_R // BLOCK_C)) * HW + pixel, BLOCK_R - 1)
+        picked = tl.where(pixel < HW, tl.gather(sums, lane, 0), 0.0)
+        sums = tl.sum(tl.reshape(picked, (BLOCK_C, BLOCK_R // BLOCK_C)), axis=1)
+    return sums
 
 
 @triton.jit
@@ -203,7 +291,7 @@ def _inverse_std(var, eps):
 @_TUNED_JIT
 def _forward_stats_kernel(
     x_ptr, partial_ptr, N, C, HW, G, S, SPLIT, N_BUCKET, C_BUCKET, HW_BUCKET, G_BUCKET,
-    PLANES: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
+    PLANES: tl.constexpr, FLAT: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
 ):
     # Shifted sums: per lane, S1 = sum(x - K) and S2 = sum((x - K)^2) about a per-channel
     # shift K; after the loop, per channel, mean = K + S1 / n and M2 = S2 - S1^2 / n: one
@@ -225,16 +313,17 @@ def _forward_stats_kernel(
         values = units
     # A split with no units (past the end of a short last chunk) gets K = 0 and count 0.
     shift = tl.load(x_ptr + first, mask=keep & (units > 0), other=0.0).to(ACC)
-    s1 = tl.zeros((BLOCK_C, BLOCK_R), dtype=ACC)
-    s2 = tl.zeros((BLOCK_C, BLOCK_R), dtype=ACC)
+    lane_shift = _per_lane(shift, HW, FLAT, BLOCK_R)
+    s1 = _tile_zeros(ACC, FLAT, BLOCK_C, BLOCK_R)
+    s2 = _tile_zeros(ACC, FLAT, BLOCK_C, BLOCK_R)
     for it in range(0, _tile_count(units, HW, PLANES, BLOCK_R)):
-        offsets, mask = _tile(it, start, units, c, C, HW, PLANES, BLOCK_R)
+        offsets, mask = _tile(it, start, units, c, C, HW, PLANES, FLAT, BLOCK_C, BLOCK_R)
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        d = tl.where(mask, x - shift[:, None], 0.0)
+        d = tl.where(mask, x - lane_shift[:, None], 0.0)
         s1 += d
         s2 += d * d
-    s1 = tl.sum(s1, axis=1)
-    s2 = tl.sum(s2, axis=1)
+    s1 = _per_channel(s1, HW, FLAT, BLOCK_C, BLOCK_R)
+    s2 = _per_channel(s2, HW, FLAT, BLOCK_C, BLOCK_R)
     count = tl.zeros((BLOCK_C,), dtype=ACC) + values.to(ACC)
     shift_to_mean = s1 / tl.maximum(count, 1.0)  # 0 for an empty split: no NaN
     mean = shift + shift_to_mean
@@ -270,7 +359,7 @@ def _chunk_statistics(partial_ptr, chunk, c, C, S):
 def _forward_normalize_kernel(
     x_ptr, out_ptr, weight_ptr, bias_ptr, partial_ptr, mean_ptr, var_ptr, N, C, HW, G, S, SPLIT, eps,
     N_BUCKET, C_BUCKET, HW_BUCKET, G_BUCKET, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, PLANES: tl.constexpr,
-    ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
+    FLAT: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
 ):
     chunk, ks, c, start, units, _ = _program(N, C, HW, G, S, SPLIT, PLANES, BLOCK_C)
     keep = c < C
@@ -286,8 +375,11 @@ def _forward_normalize_kernel(
         shift = tl.load(bias_ptr + c, mask=keep, other=0.0).to(ACC)
     else:
         shift = tl.zeros((BLOCK_C,), dtype=ACC)
+    mean = _per_lane(mean, HW, FLAT, BLOCK_R)
+    scale = _per_lane(scale, HW, FLAT, BLOCK_R)
+    shift = _per_lane(shift, HW, FLAT, BLOCK_R)
     for it in range(0, _tile_count(units, HW, PLANES, BLOCK_R)):
-        offsets, mask = _tile(it, start, units, c, C, HW, PLANES, BLOCK_R)
+        offsets, mask = _tile(it, start, units, c, C, HW, PLANES, FLAT, BLOCK_C, BLOCK_R)
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
         # (x - mean) before scaling: channels with |mean| >> std keep their precision.
         y = (x - mean[:, None]) * scale[:, None] + shift[:, None]
@@ -298,31 +390,33 @@ def _forward_normalize_kernel(
 def _backward_sums_kernel(
     grad_ptr, x_ptr, mean_ptr, var_ptr, partial_ptr, N, C, HW, G, S, SPLIT, eps,
     N_BUCKET, C_BUCKET, HW_BUCKET, G_BUCKET,
-    PLANES: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
+    PLANES: tl.constexpr, FLAT: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
 ):
     # Per split: sum(g) and sum(g * x_hat) into partial[ks] as two rows of C.
     chunk, ks, c, start, units, _ = _program(N, C, HW, G, S, SPLIT, PLANES, BLOCK_C)
     keep = c < C
     mean = tl.load(mean_ptr + chunk.to(tl.int64) * C + c, mask=keep, other=0.0).to(ACC)
     inv_std = _inverse_std(tl.load(var_ptr + chunk.to(tl.int64) * C + c, mask=keep, other=1.0).to(ACC), eps)
-    sum_g = tl.zeros((BLOCK_C, BLOCK_R), dtype=ACC)
-    sum_gx = tl.zeros((BLOCK_C, BLOCK_R), dtype=ACC)
+    lane_mean = _per_lane(mean, HW, FLAT, BLOCK_R)
+    sum_g = _tile_zeros(ACC, FLAT, BLOCK_C, BLOCK_R)
+    sum_gx = _tile_zeros(ACC, FLAT, BLOCK_C, BLOCK_R)
     for it in range(0, _tile_count(units, HW, PLANES, BLOCK_R)):
-        offsets, mask = _tile(it, start, units, c, C, HW, PLANES, BLOCK_R)
+        offsets, mask = _tile(it, start, units, c, C, HW, PLANES, FLAT, BLOCK_C, BLOCK_R)
         g = tl.load(grad_ptr + offsets, mask=mask, other=0.0).to(ACC)
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
         sum_g += g
-        sum_gx += g * (x - mean[:, None])
+        sum_gx += g * (x - lane_mean[:, None])
     dst = partial_ptr + ks.to(tl.int64) * 2 * C + c
-    tl.store(dst, tl.sum(sum_g, axis=1), mask=keep)
-    tl.store(dst + C, tl.sum(sum_gx, axis=1) * inv_std, mask=keep)
+    tl.store(dst, _per_channel(sum_g, HW, FLAT, BLOCK_C, BLOCK_R), mask=keep)
+    tl.store(dst + C, _per_channel(sum_gx, HW, FLAT, BLOCK_C, BLOCK_R) * inv_std, mask=keep)
 
 
 @_TUNED_JIT
 def _backward_kernel(
     grad_ptr, x_ptr, weight_ptr, mean_ptr, var_ptr, partial_ptr, grad_x_ptr, grad_weight_ptr, grad_bias_ptr,
     N, C, HW, G, S, SPLIT, eps, N_BUCKET, C_BUCKET, HW_BUCKET, G_BUCKET,
-    HAS_WEIGHT: tl.constexpr, PLANES: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr,
+    HAS_WEIGHT: tl.constexpr, PLANES: tl.constexpr, FLAT: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr,
+    BLOCK_R: tl.constexpr,
 ):
     # Two passes are unavoidable: every element's gradient needs its chunk's sum(g) and
     # sum(g * x_hat), which exist only once the whole chunk has been read (the kernel above).
@@ -361,8 +455,12 @@ def _backward_kernel(
     inv_values = 1.0 / values.to(ACC)
     slope = scale * inv_std * sum_gx * inv_values
     offset = scale * sum_g * inv_values
+    scale = _per_lane(scale, HW, FLAT, BLOCK_R)
+    slope = _per_lane(slope, HW, FLAT, BLOCK_R)
+    mean = _per_lane(mean, HW, FLAT, BLOCK_R)
+    offset = _per_lane(offset, HW, FLAT, BLOCK_R)
     for it in range(0, _tile_count(units, HW, PLANES, BLOCK_R)):
-        offsets, mask = _tile(it, start, units, c, C, HW, PLANES, BLOCK_R)
+        offsets, mask = _tile(it, start, units, c, C, HW, PLANES, FLAT, BLOCK_C, BLOCK_R)
         g = tl.load(grad_ptr + offsets, mask=mask, other=0.0).to(ACC)
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(ACC)
         grad_x = scale[:, None] * g - slope[:, None] * (x - mean[:, None]) - offset[:, None]
@@ -465,11 +563,14 @@ class _Plan(NamedTuple):
     G: int  # ghost batch size, at most N
     chunks: int
     splits: int  # S per chunk, a power of two
-    split_units: int  # samples (planes) or rows per split
-    planes: bool
+    split_units: int  # samples (planes, flat) or rows per split
+    layout: str  # "rows", "planes" or "flat": which autotuner, and the kernels' PLANES and FLAT
 
     def grid(self):
         return lambda meta: (self.chunks * self.splits * backend.cdiv(self.C, meta["BLOCK_C"]),)
+
+    def layout_constexprs(self) -> dict[str, bool]:
+        return {"PLANES": self.layout != "rows", "FLAT": self.layout == "flat"}
 
     def tuning_key(self) -> dict[str, int]:
         """The autotuners' key (_KEY): the sizes in power-of-two buckets."""
@@ -482,14 +583,15 @@ def _plan(x: torch.Tensor, ghost_batch_size: int) -> _Plan:
     HW = math.prod(x.shape[2:])
     G = max(1, min(ghost_batch_size, N))
     planes = x.dim() == 4 and HW > 1 and not is_channels_last(x)
+    layout = ("flat" if HW <= _FLAT_MAX_PIXELS else "planes") if planes else "rows"
     chunks = backend.cdiv(N, G)
-    programs = chunks * backend.cdiv(C, _TYPICAL_BLOCK_C[planes])
+    programs = chunks * backend.cdiv(C, _TYPICAL_BLOCK_C[layout])
     splits = 1
     while (programs * splits < _TARGET_PROGRAMS and splits * 2 <= _MAX_SPLITS
            and G * HW // (splits * 2) >= _MIN_VALUES_PER_SPLIT and (not planes or splits * 2 <= G)):
         splits *= 2
     units = G if planes else G * HW
-    return _Plan(N, C, HW, G, chunks, splits, backend.cdiv(units, splits), planes)
+    return _Plan(N, C, HW, G, chunks, splits, backend.cdiv(units, splits), layout)
 
 
 def _canonical(x: torch.Tensor) -> torch.Tensor:
@@ -516,10 +618,10 @@ def _ghost_batch_norm_op(
     var = allocate((plan.chunks, plan.C), dtype=stats_dtype)
     if x.numel():
         partials = x.new_empty((plan.chunks * plan.splits, 3, plan.C), dtype=stats_dtype)
-        common = dict(PLANES=plan.planes, ACC=backend.accumulator(x.dtype), **plan.tuning_key())
+        common = dict(**plan.layout_constexprs(), ACC=backend.accumulator(x.dtype), **plan.tuning_key())
         sizes = (plan.N, plan.C, plan.HW, plan.G, plan.splits, plan.split_units)
-        _forward_stats[plan.planes][plan.grid()](x, partials, *sizes, **common)
-        _forward_normalize[plan.planes][plan.grid()](
+        _forward_stats[plan.layout][plan.grid()](x, partials, *sizes, **common)
+        _forward_normalize[plan.layout][plan.grid()](
             x, out, x if weight is None else weight, x if bias is None else bias, partials, mean, var, *sizes, eps,
             HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None, **common)
     return out, mean, var
@@ -553,10 +655,10 @@ def _ghost_batch_norm_backward_op(
     grad_bias = allocate((plan.C,), dtype=mean.dtype)
     if x.numel():
         partials = x.new_empty((plan.chunks * plan.splits, 2, plan.C), dtype=mean.dtype)
-        common = dict(PLANES=plan.planes, ACC=backend.accumulator(x.dtype), **plan.tuning_key())
+        common = dict(**plan.layout_constexprs(), ACC=backend.accumulator(x.dtype), **plan.tuning_key())
         sizes = (plan.N, plan.C, plan.HW, plan.G, plan.splits, plan.split_units)
-        _backward_sums[plan.planes][plan.grid()](grad_out, x, mean, var, partials, *sizes, eps, **common)
-        _backward[plan.planes][plan.grid()](
+        _backward_sums[plan.layout][plan.grid()](grad_out, x, mean, var, partials, *sizes, eps, **common)
+        _backward[plan.layout][plan.grid()](
             grad_out, x, x if weight is None else weight, mean, var, partials, grad_x, grad_weight, grad_bias,
             *sizes, eps, HAS_WEIGHT=weight is not None, **common)
     return grad_x, grad_weight, grad_bias

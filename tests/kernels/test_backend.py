@@ -127,7 +127,7 @@ def test_autotuners_key_on_size_buckets_not_on_sizes():
     values = [value for module in (alibi, bce, blurpool, ghost_batchnorm) for value in vars(module).values()]
     found = [tuner for value in values for tuner in (value.values() if isinstance(value, dict) else [value])
              if isinstance(tuner, Autotuner)]  # ghost batch norm's kernels, the blur max pool's: one a layout
-    assert len(found) == 17  # alibi 3, bce 1, blurpool 3 + 2 (the blur max pool's forward), ghost batch norm 4 x 2
+    assert len(found) == 21  # alibi 3, bce 1, blurpool 3 + 2 (the blur max pool's forward), ghost batch norm 4 x 3
     for tuner in found:
         raw = [key for key in tuner.keys if not key.endswith("_BUCKET") and key not in flags]
         assert not raw, f"{tuner.base_fn.__name__} tunes anew at every value of {raw}"
@@ -207,6 +207,29 @@ def test_a_key_missing_from_the_table_runs_the_kernels_untuned_choice(monkeypatc
     _launch(tuner, 40)  # not in the table: the kernel's choice
     _launch(tuner, 10)  # in it
     assert [run["BLOCK"] for run in runs] == [32, 16]
+
+
+def test_tuning_times_only_the_configs_a_launch_can_run(monkeypatch):
+    """Ghost BatchNorm's flat tiles hold a plane bucket's planes only in some configs: ``valid`` leaves the others
+    out, tuning too, where a config that skips part of the work would time fastest and be kept."""
+    runs, timed = [], []
+    configs = [triton.Config({"BLOCK": block}, num_warps=4) for block in (8, 16, 32)]
+
+    def benchmark(kernel_call, quantiles):
+        kernel_call()
+        timed.append(runs[-1]["BLOCK"])
+        return [float(runs[-1]["BLOCK"])] * len(quantiles)  # the smaller, the faster
+
+    monkeypatch.setattr(backend, "AUTOTUNE_MODE", "table")
+    monkeypatch.setattr(backend, "_short_benchmark", benchmark)
+    holds = lambda config, arguments: config.kwargs["BLOCK"] >= arguments["N_BUCKET"]  # noqa: E731
+    tuner = backend.table_autotune(configs, ["N_BUCKET"], {}, valid=holds)(_stand_in_kernel(runs))
+    monkeypatch.setattr(backend, "TUNERS", {"copy": tuner})
+    with backend.tuning():
+        _launch(tuner, 12)  # bucket 16: BLOCK 8 cannot hold it
+    _launch(tuner, 20)  # bucket 32, untuned: the first config that can
+    assert sorted(timed) == [16, 32] and runs[-2]["BLOCK"] == 16 and runs[-1]["BLOCK"] == 32
+    assert 8 not in [run["BLOCK"] for run in runs]
 
 
 def test_tuning_times_every_config_and_the_table_takes_the_fastest(monkeypatch):

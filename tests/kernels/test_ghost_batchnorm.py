@@ -78,7 +78,17 @@ CASES = [
     _case((5, 4, 3, 3), NCHW, 8),
     _case((5, 4, 3, 3), NHWC, 8),
     _case((6, 4, 1, 1), NCHW, 4),  # 1x1 images: rows of channels, like (N, C)
+    _case((5, 6, 17, 16), NCHW, 2),  # planes of more than 256 pixels: tiles of planes, not flat
 ]
+
+
+@pytest.mark.parametrize("shape,layout,expected", [
+    ((12, 5), NCHW, "rows"), ((6, 4, 1, 1), NCHW, "rows"), ((8, 6, 4, 3), NHWC, "rows"),
+    ((8, 6, 4, 3), NCHW, "flat"), ((8, 6, 16, 16), NCHW, "flat"), ((5, 6, 17, 16), NCHW, "planes"),
+], ids=str)
+def test_layout_by_memory_and_plane_size(shape, layout, expected):
+    x = torch.empty(shape, device="meta").contiguous(memory_format=layout)
+    assert ghost_batchnorm._plan(x, 4).layout == expected
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
