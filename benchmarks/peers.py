@@ -169,12 +169,19 @@ def seeds_lines(rows: list[dict], peer: str) -> list[str]:
                 if row["trainer"] == peer and row.get("tta_seconds") is not None]
     lines = [f"{PEERS[peer][0]}'s time with its TTA evaluation, as it times itself: median "
              f"{statistics.median(with_tta):.1f} s."] if with_tta else []
-    reads = [row["read_seconds"] for row in rows if row["trainer"] == peer and row.get("read_seconds") is not None]
-    if reads:
-        ours = [row["phase.data"] for row in rows if row["trainer"] == "ours" and "phase.data" in row]
+    read = [row for row in rows if row["trainer"] == peer and row.get("read_seconds") is not None]
+    if read:
+        ours = {row["pair"]: row for row in rows if row["trainer"] == "ours"}
+        phases = [row["phase.data"] for row in ours.values() if "phase.data" in row]
         lines.append(f"{PEERS[peer][0]}'s clock starts with its images decoded in memory: reading its training and test images took median "
-                     f"{statistics.median(reads):.1f} s outside its time; ours decodes within its own"
-                     + (f" (its data phase: median {statistics.median(ours):.1f} s)." if ours else "."))
+                     f"{statistics.median(row['read_seconds'] for row in read):.1f} s outside its time; ours decodes within its own"
+                     + (f" (its data phase: median {statistics.median(phases):.1f} s)." if phases else "."))
+        # Like for like, from image files to a trained model: its time with that reading charged to it.
+        charged = [(row["train_seconds"] + row["read_seconds"]) / ours[row["pair"]]["train_seconds"]
+                   for row in read if row["pair"] in ours]
+        if charged:
+            lines.append(f"{PEERS[peer][0]}'s time with that reading charged to it, over ours: median "
+                         f"{statistics.median(charged):.3f}x (pairs: {', '.join(f'{r:.3f}x' for r in charged)}).")
     for trainer in ("ours", peer):
         for metric, judged in (("top1", "without TTA"), ("top1_tta", "with TTA")):
             if (spread := top1_over_seeds(rows, trainer, metric)) is not None:
