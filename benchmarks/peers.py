@@ -164,7 +164,8 @@ def top1_over_seeds(rows: list[dict], trainer: str, metric: str) -> str | None:
 
 def seeds_lines(rows: list[dict], peer: str) -> list[str]:
     """Each side's top-1 over the held-out seeds, without and with TTA, where it has them, the peer's time with
-    its timed TTA evaluation, and the reading of its images that its clock leaves out."""
+    its timed TTA evaluation, and the reading of its images that its clock leaves out, with the peer's time over
+    ours when that reading is charged to it."""
     with_tta = [row["train_seconds"] + row["tta_seconds"] for row in rows
                 if row["trainer"] == peer and row.get("tta_seconds") is not None]
     lines = [f"{PEERS[peer][0]}'s time with its TTA evaluation, as it times itself: median "

@@ -11,7 +11,10 @@ Why 30%: with its first 62.5% at 28 px, timed against airbench94 in one sitting 
 (a 2-core Zen 4 EPYC, ``reports/cifar-record-muon-resize-peers-20261202/``), it was 1.34x sooner, but seed 3
 ended at 90.34% with TTA, below airbench94's 90.52%. At 30% the same seeds end at 90.62%, 90.58% and
 90.93% with TTA (``reports/cifar-record-muon-resize30-20261203/``), against 90.68%, 90.74% and 90.65% never
-resized; its time against airbench94's awaits a sitting.
+resized. Timed against airbench94 in one sitting on those seeds, with the pil backend's read-ahead
+(``reports/cifar-record-muon-resize-readahead-peers-20261204/``), airbench94's time over ours is 1.353x, 1.329x
+and 1.246x by its own clock, and 1.368x, 1.351x and 1.254x charged the reading of its images, which ours does
+on its clock.
 
     >>> from fastcore_ops.training.recipes import get_recipe
     >>> schedule = get_recipe("cifar_record_muon_resize").methods.progressive_resize
