@@ -79,6 +79,7 @@ CASES = [
     _case((5, 4, 3, 3), NHWC, 8),
     _case((6, 4, 1, 1), NCHW, 4),  # 1x1 images: rows of channels, like (N, C)
     _case((5, 6, 17, 16), NCHW, 2),  # planes of more than 256 pixels: tiles of planes, not flat
+    _case((4, 5, 16, 16), NCHW, 2),  # flat tiles that 4 planes fill to the last lane, then a block of 1 channel
 ]
 
 
