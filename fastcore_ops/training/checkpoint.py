@@ -67,7 +67,8 @@ def encode(payload: dict) -> bytes:
 
 @dataclass(frozen=True)
 class Layout:
-    """The fields a checkpoint's payload holds, each with the types it may take (a bool is not an int).
+    """The fields a checkpoint's payload holds, each with the types it may take (a bool is not an int), or
+    :class:`Counts`.
 
     added_later: fields that checkpoints of older versions lack (their reader supplies a default).
     """
@@ -83,12 +84,26 @@ class Layout:
                     continue
                 raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: its payload lacks {name!r}; only "
                                       f"files written by fastcore_ops.training.train are loaded")
+            if kinds is Counts:
+                Counts.check(name, payload[name], path)
+                continue
             kinds, value = kinds if isinstance(kinds, tuple) else (kinds,), payload[name]
             if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
                 names = " or ".join("None" if kind is type(None) else kind.__name__ for kind in kinds)
                 raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: its {name!r} is a "
                                       f"{type(value).__name__}, not {names}; only files written by fastcore_ops.training.train "
                                       f"are loaded")
+
+
+class Counts:
+    """A :class:`Layout` field's kind: a dict of names to counts (ints >= 0)."""
+
+    @staticmethod
+    def check(name: str, value: object, path: Path) -> None:
+        if not isinstance(value, dict) or not all(isinstance(key, str) and type(count) is int and count >= 0
+                                                  for key, count in value.items()):
+            raise CheckpointError(f"{path} is not a fastcore_ops checkpoint: its {name!r} is not a dict of names to "
+                                  f"counts (ints >= 0); only files written by fastcore_ops.training.train are loaded")
 
 
 _SECONDS = (int, float)
@@ -99,7 +114,7 @@ RUN_LAYOUT = Layout(fields={
     "step": int, "epoch": int, "batch_in_epoch": int, "samples_seen": int, "epoch_losses": int,
     "epoch_loss_sum": torch.Tensor, "train_seconds": _SECONDS, "first_epoch_seconds": _SECONDS,
     "phase_seconds": dict, "method_seconds": dict, "final": (dict, type(None)),
-}, added_later={"compile_seconds": _SECONDS, "eval_seconds": _SECONDS})
+}, added_later={"compile_seconds": _SECONDS, "eval_seconds": _SECONDS, "steps_by_threads": Counts})
 
 
 def decode(data: bytes, path: Path, layout: Layout | None = None) -> dict:

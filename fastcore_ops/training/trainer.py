@@ -67,6 +67,9 @@ class FitResult:
     compile_seconds: float = 0.0
     precision: str = "fp32"  # what the steps computed in here (Precision.name): "amp" resolves per machine
     eval_seconds: float = 0.0  # the final evaluation's time: the inference cost of evaluation methods such as TTA
+    # On a CPU, the steps computed at each count of PyTorch's threads: the count changes a run's arithmetic (the
+    # order its sums are taken in), so runs compare alike only at one count. A resumed run may hold several.
+    steps_by_threads: dict[str, int] = field(default_factory=dict)
 
 
 def compile_clock() -> float:
@@ -148,6 +151,7 @@ class Trainer:
         self.samples_seen = 0
         self.compiled, self.compile_seconds = compiled, 0.0
         self.eval_seconds = 0.0  # the final evaluation's
+        self.steps_by_threads: dict[str, int] = {}  # FitResult.steps_by_threads
         self.log = (MetricsLog(out, metric=task.metric, metric_label=task.metric_label, tensorboard=tensorboard)
                     if out is not None and self.is_main else None)
 
@@ -216,6 +220,9 @@ class Trainer:
         state.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
         state.step += 1
+        if self.device.type == "cpu":
+            threads = str(torch.get_num_threads())
+            self.steps_by_threads[threads] = self.steps_by_threads.get(threads, 0) + 1
         self.phase_seconds["optimizer"] += self._sync() - started
         self._fire(Event.STEP_END)
         return state.loss.detach()
@@ -256,6 +263,7 @@ class Trainer:
             "train_seconds": self.train_seconds, "first_epoch_seconds": self.first_epoch_seconds,
             "phase_seconds": dict(self.phase_seconds), "samples_seen": self.samples_seen,
             "compile_seconds": self.compile_seconds, "eval_seconds": self.eval_seconds,
+            "steps_by_threads": dict(self.steps_by_threads),
             "method_seconds": dict(state.method_seconds), "rng": checkpoint.rng_states(), "final": final,
         }
 
@@ -296,6 +304,7 @@ class Trainer:
         self.samples_seen = payload["samples_seen"]
         self.compile_seconds = payload.get("compile_seconds", 0.0)  # absent from checkpoints before it
         self.eval_seconds = payload.get("eval_seconds", 0.0)  # likewise
+        self.steps_by_threads = dict(payload.get("steps_by_threads", {}))  # likewise: its steps are then uncounted
         state.method_seconds.update(payload["method_seconds"])
         if self.log is not None:
             self.log.truncate_after(state.step)
@@ -498,5 +507,6 @@ class Trainer:
                          train_seconds=self.train_seconds, first_epoch_seconds=self.first_epoch_seconds,
                          samples_per_second=self._samples_per_second(), sample_unit=task.sample_unit,
                          phase_seconds=phases, compile_seconds=self.compile_seconds,
-                         precision=self.precision.name, eval_seconds=self.eval_seconds)
+                         precision=self.precision.name, eval_seconds=self.eval_seconds,
+                         steps_by_threads=dict(self.steps_by_threads))
 

@@ -199,7 +199,10 @@ def test_the_run_layout_lists_every_field_the_trainer_saves(tmp_path):
     (lambda payload: payload.update(step=True), "its 'step' is a bool, not int"),
     (lambda payload: payload.update(final=0.5), "its 'final' is a float, not dict or None"),
     (lambda payload: payload.update(compile_seconds="1"), "its 'compile_seconds' is a str, not int or float"),
-], ids=["no-model", "step-a-str", "step-a-bool", "final-a-float", "compile-seconds-a-str"])
+    (lambda payload: payload.update(steps_by_threads={"2": -1}), "its 'steps_by_threads' is not a dict of names"),
+    (lambda payload: payload.update(steps_by_threads={"2": True}), "its 'steps_by_threads' is not a dict of names"),
+], ids=["no-model", "step-a-str", "step-a-bool", "final-a-float", "compile-seconds-a-str", "negative-count",
+        "count-a-bool"])
 def test_a_checksummed_payload_lacking_a_field_or_mistyping_one_is_not_a_checkpoint(change, message, tmp_path):
     payload = _trainer_payload()
     change(payload)

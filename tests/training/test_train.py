@@ -78,6 +78,8 @@ def test_a_short_run_learns_and_writes_every_output(reference_run):
                                     f"checkpoint.pt"), "its last line says where everything went"
     assert f"precision: {summary['precision']} (" in stdout, "the summary records what amp resolved to here"
     assert summary["eval_seconds"] > 0, "the final evaluation's time (TTA's cost shows there)"
+    threads = re.search(r"computing with (\d+) thread", stdout)[1]
+    assert summary["steps_by_threads"] == {threads: summary["steps"]}, "every step at the count it says"
 
 
 def test_training_reads_prepared_shards_as_it_reads_image_folders(micro_cifar, tmp_path):
@@ -179,6 +181,8 @@ def test_sigterm_checkpoints_mid_epoch_and_the_resumed_run_is_bit_identical(hot_
     assert "evaluation" in stderr, "evaluation has a progress bar"
     code, stdout, _ = _finish(_run("--resume", "--no-progress", "--data", str(micro_cifar), "--out", str(out)))
     assert code == 0 and "the run had finished" in stdout
+    summary = _summary(out)
+    assert sum(summary["steps_by_threads"].values()) == summary["steps"], "the steps before the stop are counted too"
 
 
 def test_a_run_evaluating_at_its_end_says_each_epoch_and_draws_its_curves_only_then(micro_cifar, tmp_path,

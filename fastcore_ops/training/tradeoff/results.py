@@ -1,11 +1,11 @@
 """One row per training run: read from a run's folder, written to and read back from CSV and JSON.
 
 ``results.json`` is the record the report is rebuilt from (``--merge``); ``results.csv`` is the
-same rows for spreadsheets, with the metrics and the time breakdown flattened into
-``metrics.<name>`` and ``phase.<name>`` columns. Every row has a ``status``: ``finished``, or,
-for a run left out of the curves, ``diverged`` (a NaN or infinite metric) or ``failed``
-(training exited with an error, a summary that cannot be read, no training time), with the
-reason and the run's stderr log. Files written before runs named their metric (a ``top1``
+same rows for spreadsheets, with the metrics, the time breakdown and the steps at each thread count
+flattened into ``metrics.<name>``, ``phase.<name>`` and ``threads.<count>`` columns. Every row has a
+``status``: ``finished``, or, for a run left out of the curves, ``diverged`` (a NaN or infinite
+metric) or ``failed`` (training exited with an error, a summary that cannot be read, no training
+time), with the reason and the run's stderr log. Files written before runs named their metric (a ``top1``
 field, ``images_per_second``) are read as top-1, higher is better, in images.
 
 Both files, and every run's ``summary.json``, are untrusted input: they are read as JSON
@@ -49,6 +49,15 @@ def _check_values(name: str, values, *, finite: bool) -> None:
     for key, value in values.items():
         check_str(f"a key of {name}", key)
         (_check_seconds if finite else check_number)(f"{name}[{key!r}]", value)
+
+
+def _check_counts(name: str, values) -> None:
+    """TypeError or ValueError unless ``values`` maps names to ints >= 0."""
+    if not isinstance(values, dict):
+        raise TypeError(f"{name} must be a JSON object of counts, got {type(values).__name__} {values!r}")
+    for key, value in values.items():
+        check_str(f"a key of {name}", key)
+        check_int(f"{name}[{key!r}]", value, low=0)
 
 
 def _check_seconds(name: str, value) -> None:
@@ -110,6 +119,9 @@ class RunRecord(RunId):
     compile_seconds: float = 0.0  # torch.compile's time, not in train_seconds
     precision: str = ""  # what its steps computed in ("bf16 autocast", "fp32"); "" in records from before
     eval_seconds: float = 0.0  # its final evaluation's time (TTA's inference cost); 0 in records from before
+    # On a CPU, its steps at each count of PyTorch's threads, which changes a run's arithmetic; {} in records from
+    # before, and on a GPU.
+    steps_by_threads: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
         super().__post_init__()
@@ -118,6 +130,7 @@ class RunRecord(RunId):
         direction(self.higher_is_better)
         _check_values("metrics", self.metrics, finite=False)
         _check_values("phase_seconds", self.phase_seconds, finite=True)
+        _check_counts("steps_by_threads", self.steps_by_threads)
         for name in ("train_seconds", "first_epoch_seconds", "samples_per_second", "compile_seconds", "eval_seconds"):
             _check_seconds(name, getattr(self, name))
         check_int("steps", self.steps, low=0)
@@ -285,7 +298,8 @@ def read_run(folder: Path, *, recipe: str, budget: float, seed: int) -> RunRecor
                          steps=summary["steps"], config_hash=config_hash(config),
                          phase_seconds=summary.get("phase_seconds", {}), setup_hash=setup_hash(config),
                          compile_seconds=summary.get("compile_seconds", 0.0),
-                         precision=summary.get("precision", ""), eval_seconds=summary.get("eval_seconds", 0.0))
+                         precision=summary.get("precision", ""), eval_seconds=summary.get("eval_seconds", 0.0),
+                         steps_by_threads=summary.get("steps_by_threads", {}))
     except (TypeError, ValueError, OverflowError) as error:  # OverflowError: an int past a float's range (10**400)
         raise ValueError(f"{summary_path} is not a run summary ({error}); delete the folder {folder} "
                          f"to train the run again") from None
@@ -303,7 +317,7 @@ def write_results(runs: Sequence[Run], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows = [_row(run) for run in runs]
     (out / RESULTS_JSON).write_text(json.dumps(rows, indent=2) + "\n")
-    flattened = {"metrics": "metrics", "phase_seconds": "phase"}  # dict field -> column prefix
+    flattened = {"metrics": "metrics", "phase_seconds": "phase", "steps_by_threads": "threads"}  # field -> prefix
     ids = [f.name for f in dataclasses.fields(RunId)]
     measured = [f.name for f in dataclasses.fields(RunRecord) if f.name not in ids and f.name not in flattened]
     columns = [*ids, "status", *measured, "reason", "log"]

@@ -58,6 +58,8 @@ def test_a_new_summary_carries_its_metric_direction_label_and_throughput_unit(tm
     ({"sample_unit": None}, "lacks sample_unit"),
     ({"metric": "top1"}, "its metric 'top1' is not among its metrics (eval_loss, bits_per_byte, perplexity)"),
     ({"higher_is_better": "false"}, "higher_is_better must be True or False, got 'false'"),
+    ({"steps_by_threads": {"2": 1.5}}, "steps_by_threads['2']"),
+    ({"steps_by_threads": [600]}, "steps_by_threads must be a JSON object of counts"),
 ])
 def test_a_summary_that_cannot_be_read_is_named_with_what_is_wrong(tmp_path, change, message):
     summary = {key: value for key, value in {**LM_SUMMARY, **change}.items() if value is not None}
@@ -68,7 +70,8 @@ def test_a_summary_that_cannot_be_read_is_named_with_what_is_wrong(tmp_path, cha
 
 
 def test_results_round_trip_with_metrics_flattened_in_the_csv(tmp_path):
-    lm = read_run(_run_folder(tmp_path / "run", LM_SUMMARY), recipe="gpt_small", budget=0.5, seed=1)
+    summary = LM_SUMMARY | {"steps_by_threads": {"1": 450, "2": 150}}  # resumed on another thread count
+    lm = read_run(_run_folder(tmp_path / "run", summary), recipe="gpt_small", budget=0.5, seed=1)
     write_results([lm], tmp_path / "out")
     assert read_results(tmp_path / "out") == [lm]
     with open(tmp_path / "out" / "results.csv") as file:
@@ -77,6 +80,7 @@ def test_results_round_trip_with_metrics_flattened_in_the_csv(tmp_path):
     assert row["metric_label"] == "validation loss (nats/token)" and row["sample_unit"] == "tokens"
     assert (row["metrics.eval_loss"], row["metrics.perplexity"], row["phase.forward"]) == ("1.23", "3.42", "50.0")
     assert "top1" not in row and "images_per_second" not in row
+    assert (row["threads.1"], row["threads.2"]) == ("450", "150"), "the steps at each thread count"
 
 
 def test_an_old_results_json_written_with_top1_is_still_read(tmp_path):
