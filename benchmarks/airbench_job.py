@@ -24,7 +24,7 @@ airbench's TTA), ``train_seconds`` (what airbench times for the whitening and th
 evaluation without TTA after each epoch, which it prints but does not time),
 ``tta_seconds`` (its timed evaluation with TTA), ``airbench_seconds`` (their sum, the time airbench
 reports), ``read_seconds`` (our adapter reading and decoding the images before airbench's clock starts,
-as airbench loads its own), ``steps``, ``epochs``, ``batch_size``, ``seed``, ``precision`` and ``deviations``.
+as airbench loads its own; ``train_read_seconds`` the training images' part), ``steps``, ``epochs``, ``batch_size``, ``seed``, ``precision`` and ``deviations``.
 
     python -m benchmarks.airbench_job --data ../shared/datasets/cifar10-jpeg --peers .peers --seed 3 \\
         --out runs/airbench-3

@@ -85,6 +85,7 @@ def test_a_short_run_writes_its_summary(micro_cifar, airbench, tmp_path, capsys)
     assert summary["steps"] == 2 and (summary["epochs"], summary["batch_size"], summary["seed"]) == (1, 10, 4)
     assert 0 <= summary["metrics"]["top1"] <= 1 and 0 <= summary["metrics"]["top1_tta"] <= 1
     assert 0 < summary["train_seconds"] and 0 < summary["tta_seconds"] and 0 < summary["read_seconds"]
+    assert 0 < summary["train_read_seconds"] < summary["read_seconds"]
     assert summary["airbench_seconds"] == pytest.approx(summary["train_seconds"] + summary["tta_seconds"])
     assert (summary["train_images"], summary["test_images"]) == (20, 20)
     assert summary["deviations"] == DEVIATIONS and summary["precision"].startswith("precision: fp32")
