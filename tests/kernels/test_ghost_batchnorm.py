@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from fastcore_ops.kernels import ghost_batch_norm, ghost_batchnorm
+from fastcore_ops.kernels import backend, ghost_batch_norm, ghost_batchnorm
 from fastcore_ops.kernels.ghost_batchnorm import ghost_batch_norm_reference
 from tests.conftest import FLOAT_DTYPES, TOLERANCES
 
@@ -90,6 +90,14 @@ CASES = [
 def test_layout_by_memory_and_plane_size(shape, layout, expected):
     x = torch.empty(shape, device="meta").contiguous(memory_format=layout)
     assert ghost_batchnorm._plan(x, 4).layout == expected
+
+
+def test_the_first_flat_config_holds_every_flat_plane():
+    """FASTCORE_OPS_AUTOTUNE=0 and the interpreter run the first config at every launch, unpruned."""
+    largest = {"HW_BUCKET": backend.size_bucket(ghost_batchnorm._FLAT_MAX_PIXELS)}
+    assert ghost_batchnorm._fits(ghost_batchnorm._FLAT_CONFIGS[0], largest)
+    assert not all(ghost_batchnorm._fits(config, largest) for config in ghost_batchnorm._FLAT_CONFIGS), \
+        "some configs hold only smaller planes: the autotuner must leave them out there"
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
