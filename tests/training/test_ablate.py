@@ -149,6 +149,18 @@ def test_an_unknown_base_and_a_method_that_does_not_apply_are_refused_before_tra
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--cost", "folder", "--seeds", "3"], "error: --cost prices finished runs; it takes no --seeds\n"),
+    (["--cost", "folder", "--methods", "ema", "--budgets", "0.5,1"], "it takes no --methods, --budgets\n"),
+    (["--rounds", "2"], "error: --rounds goes with --cost (the cost pass); leave it out or pass --cost FOLDER...\n"),
+])
+def test_the_sweep_s_flags_with_cost_and_the_cost_pass_s_without_it_are_refused(flags, message, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["--recipe", "cifar_baseline", *flags, "--out", str(out)]) == 2
+    assert capsys.readouterr().err.endswith(message)
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(("flags", "seeds"), [([], [3, 4]), (["--first-seed", "0"], [0, 1])])
 def test_the_ablation_runs_on_seeds_no_search_used_unless_told_otherwise(flags, seeds, tmp_path, monkeypatch):
     plans = []

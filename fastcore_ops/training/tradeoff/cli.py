@@ -26,7 +26,7 @@ from fastcore_ops import cli
 from fastcore_ops.cli import refuse
 from fastcore_ops.training.plugins import add_import_option, import_modules
 from fastcore_ops.training.recipes import list_recipes
-from fastcore_ops.training.tradeoff.options import add_seed_options, budget_list
+from fastcore_ops.training.tradeoff.options import add_cost_options, add_seed_options, budget_list, cost_only_flags
 
 # The machinery each mode needs (torch with it) is imported once the command line is parsed.
 
@@ -62,17 +62,7 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--adopt", nargs="+", type=Path, metavar="RUN",
                         help="take these finished runs of python -m fastcore_ops.training.train into --out as a "
                              "tradeoff folder (each named by its config.json), for --merge and --cost")
-    parser.add_argument("--cost", nargs="+", type=Path, metavar="FOLDER",
-                        help="time every kind of step these folders' runs took, on this machine with nothing else "
-                             "running, and report on the modelled times (needs the runs' --data)")
-    parser.add_argument("--times", type=Path, metavar="COSTS_JSON",
-                        help="with --cost: take the step times from an earlier cost pass's costs.json instead of "
-                             "timing them")
-    parser.add_argument("--rounds", type=cli.positive_int,
-                        help="with --cost: how many times each window of steps is timed (default: 3)")
-    parser.add_argument("--threads", type=cli.positive_int,
-                        help="with --cost on a CPU: PyTorch's threads (default: as python -m fastcore_ops.training.train "
-                             "chooses); time with the threads the runs trained with")
+    add_cost_options(parser, report="the tradeoff report")
     cli.add_no_progress_option(parser)
     add_import_option(parser)
     return parser
@@ -104,10 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         if given:
             return refuse(f"--cost prices existing runs; it takes no {', '.join(given)}")
         from fastcore_ops.training.tradeoff.costing import cost_command
-        return cost_command(args)
-    cost_only = [flag for flag in ("times", "rounds", "threads") if getattr(args, flag) is not None]
+        return cost_command(args, baseline=args.baseline)
+    cost_only = cost_only_flags(args)
     if cost_only:
-        return refuse(f"--{cost_only[0]} goes with --cost (the cost pass); leave it out or pass --cost FOLDER...")
+        return refuse(f"{cost_only[0]} goes with --cost (the cost pass); leave it out or pass --cost FOLDER...")
     if args.merge or args.adopt:
         given = [flag for name, flag in SWEEP_ONLY.items() if getattr(args, name)]
         if given:

@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
+from fastcore_ops.training.tradeoff.planning import Report
 from fastcore_ops.training.tradeoff.pricing import PricedRuns
 from fastcore_ops.training.tradeoff.report import build_report
 from fastcore_ops.training.tradeoff.results import RunRecord
@@ -80,9 +81,9 @@ def error_summary(records: Sequence[RunRecord], modelled: dict[tuple, ModelledTi
 
 
 def write_cost_report(table: RunTable, priced: PricedRuns, costs: StepCosts, out: Path, baseline: str, *,
-                      timed_here: bool) -> list[Path]:
-    """Write costs.json (when ``timed_here``), costs.md, modelled-vs-measured.md, the report on ``priced`` (the usable
-    runs of ``table`` on modelled times) to ``out`` and the report on ``table`` (measured times) to ``out/measured``;
+                      timed_here: bool, report: Report = build_report) -> list[Path]:
+    """Write costs.json (when ``timed_here``), costs.md, modelled-vs-measured.md, the ``report`` on ``priced`` (the
+    usable runs of ``table`` on modelled times) to ``out`` and on ``table`` (measured times) to ``out/measured``;
     the paths written."""
     records, modelled = table.records, priced.modelled
     out.mkdir(parents=True, exist_ok=True)
@@ -108,5 +109,5 @@ machine, is not expected to match (the machine column names where each run was m
 """)
     written += [out / COSTS_MD, out / CHECK_MD]
     for runs, folder in ((priced.records, out), (records, out / MEASURED)):  # modelled times, then measured ones
-        written += build_report([*runs, *table.left_out], folder, baseline)
+        written += report([*runs, *table.left_out], folder, baseline)
     return written

@@ -30,12 +30,15 @@ from fastcore_ops.training.tradeoff.cost_inputs import read_cost_inputs
 from fastcore_ops.training.tradeoff.cost_plans import time_records
 from fastcore_ops.training.tradeoff.cost_report import CHECK_MD, COSTS_MD, MEASURED, write_cost_report
 from fastcore_ops.training.tradeoff.options import claim_out
+from fastcore_ops.training.tradeoff.planning import Report
 from fastcore_ops.training.tradeoff.pricing import model_runs
+from fastcore_ops.training.tradeoff.report import build_report
 
 
 def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset: int | None, device: str,
                times: Path | None, rounds: int, threads: int | None, baseline: str | None,
-               progress: bool = True, assignments: Sequence[str] = ()) -> None:
+               progress: bool = True, assignments: Sequence[str] = (), report: Report = build_report,
+               tool: str = "tradeoff") -> None:
     """The cost pass: time every kind of step the runs of ``folders`` took, here (or take the step times of an
     earlier pass's ``times``), and write the reports on modelled times into ``out`` (see the module's doc).
 
@@ -43,12 +46,14 @@ def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset:
     and nothing is written. ``threads``: PyTorch's threads on a CPU (None: as ``python -m fastcore_ops.training.train``
     chooses), ``rounds``: how many times each window of steps is timed, ``assignments``: the ``--set``
     overrides of runs whose folders no longer hold their configuration (see
-    :func:`fastcore_ops.training.tradeoff.trained_config.record_config`).
+    :func:`fastcore_ops.training.tradeoff.trained_config.record_config`), ``report``: what is written on each
+    time, modelled and measured (an ablation's: :func:`fastcore_ops.training.ablate.report.ablation_report`),
+    ``tool``: the command whose marker ``out`` takes.
     """
     inputs = read_cost_inputs(folders, times=times, baseline=baseline, data=data, subset=subset,
                               assignments=assignments)
     for folder in (out, out / MEASURED):
-        check_claimable(folder, "tradeoff")
+        check_claimable(folder, tool)
     if backend.INTERPRETING:  # the last check: the suite runs the others under the interpreter
         raise ValueError("Triton's interpreter is on (FASTCORE_OPS_INTERPRET=1 or TRITON_INTERPRET=1): steps timed "
                          "through it mean nothing; unset it to time the steps")
@@ -64,17 +69,19 @@ def price_runs(folders: Sequence[Path], out: Path, *, data: Path | None, subset:
     priced = model_runs(inputs.table.records, plans, costs, f"the step times in {times}" if times is not None else
                         "the step times timed here")
     for folder in (out, out / MEASURED):
-        claim_out(folder, "tradeoff")
-    write_cost_report(inputs.table, priced, costs, out, inputs.baseline, timed_here=times is None)
+        claim_out(folder, tool)
+    write_cost_report(inputs.table, priced, costs, out, inputs.baseline, timed_here=times is None, report=report)
 
 
-def cost_command(args: argparse.Namespace) -> int:
-    """``--cost FOLDER...`` of a parsed command line: :func:`price_runs`, then where its reports are; the exit code
-    (2 with one ``error:`` line, nothing written, when an input cannot work)."""
+def cost_command(args: argparse.Namespace, *, baseline: str | None, report: Report = build_report,
+                 tool: str = "tradeoff") -> int:
+    """``--cost FOLDER...`` of a parsed command line: :func:`price_runs` (``baseline``, ``report`` and ``tool`` as
+    it takes them), then where its reports are; the exit code (2 with one ``error:`` line, nothing written, when
+    an input cannot work)."""
     try:
         price_runs(args.cost, args.out, data=args.data, subset=args.subset, device=args.device, times=args.times,
-                   rounds=args.rounds or 3, threads=args.threads, baseline=args.baseline,
-                   progress=not args.no_progress, assignments=args.assignments)
+                   rounds=args.rounds or 3, threads=args.threads, baseline=baseline,
+                   progress=not args.no_progress, assignments=args.assignments, report=report, tool=tool)
     except (ValueError, TypeError, OSError) as error:
         return refuse(error)
     print(f"costs: {args.out / COSTS_MD}; the model against each run: {args.out / CHECK_MD}; reports on modelled "

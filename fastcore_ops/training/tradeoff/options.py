@@ -1,5 +1,6 @@
-"""The options the sweep commands share (``python -m fastcore_ops.training.tradeoff`` and ``.ablate``), light to
-import: their parsers are built without torch; and what the tradeoff tool makes of ``--baseline`` and ``--out``.
+"""The options the sweep commands share (``python -m fastcore_ops.training.tradeoff`` and ``.ablate``: the seeds, the
+cost pass's), light to import: their parsers are built without torch; and what the tradeoff tool makes of
+``--baseline`` and ``--out``.
 
     >>> parser = cli.ArgumentParser(prog="sweep")
     >>> add_seed_options(parser, seeds=2)
@@ -52,6 +53,35 @@ def add_seed_options(parser: argparse.ArgumentParser, *, seeds: int, first_seed:
     parser.add_argument("--first-seed", type=cli.non_negative_int, default=first_seed,
                         help=f"the first seed: the runs use seeds FIRST to FIRST+N-1; from {FIRST_UNSEARCHED_SEED} on, "
                              f"no recipe's search used them, so a measurement that reports a gain runs on them")
+
+
+COST_ONLY = {"times": "--times", "rounds": "--rounds", "threads": "--threads"}  # argument name -> flag
+
+
+def add_cost_options(parser: argparse.ArgumentParser, *, report: str) -> None:
+    """``--cost`` and the flags that go with it alone (:data:`COST_ONLY`), as both sweep commands take them;
+    ``report`` names what the cost pass writes on the modelled times ("the ablation report")."""
+    parser.add_argument("--cost", nargs="+", type=Path, metavar="FOLDER",
+                        help=f"time every kind of step these folders' runs took, on this machine with nothing else "
+                             f"running, and write {report} on the modelled times (needs the runs' --data)")
+    parser.add_argument("--times", type=Path, metavar="COSTS_JSON",
+                        help="with --cost: take the step times from an earlier cost pass's costs.json instead of "
+                             "timing them")
+    parser.add_argument("--rounds", type=cli.positive_int,
+                        help="with --cost: how many times each window of steps is timed (default: 3)")
+    parser.add_argument("--threads", type=cli.positive_int,
+                        help="with --cost on a CPU: PyTorch's threads (default: as python -m fastcore_ops.training.train "
+                             "chooses); time with the threads the runs trained with")
+
+
+def cost_only_flags(args: argparse.Namespace) -> list[str]:
+    """The flags of :data:`COST_ONLY` that ``args`` gives, which a command refuses without ``--cost``.
+
+    Example:
+        >>> cost_only_flags(argparse.Namespace(times=None, rounds=2, threads=None))
+        ['--rounds']
+    """
+    return [flag for name, flag in COST_ONLY.items() if getattr(args, name) is not None]
 
 
 def choose_baseline(requested: str | None, recipes: Sequence[str]) -> str:

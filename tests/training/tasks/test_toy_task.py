@@ -73,14 +73,26 @@ def test_a_two_point_tradeoff_sweeps_the_toy_task_and_the_cost_pass_prices_it(tm
     assert "toy_regression x0.5 seed 0" in (priced / "modelled-vs-measured.md").read_text()
 
 
-def test_an_ablation_measures_a_method_s_effect_on_the_toy_task(tmp_path):
-    out = tmp_path / "ablation"
+def _effect(folder):
+    with open(folder / "ablation.csv") as file:
+        (row,) = csv.DictReader(file)
+    return row
+
+
+def test_an_ablation_measures_a_method_s_effect_on_the_toy_task_and_its_cost_pass_prices_it(tmp_path):
+    out, priced = tmp_path / "ablation", tmp_path / "priced"
     _succeeds("fastcore_ops.training.ablate", "--recipe", "toy_regression", "--methods", "ema", "--seeds", "1",
               "--no-progress", "--out", str(out))
-    with open(out / "ablation.csv") as file:
-        (row,) = csv.DictReader(file)
+    row = _effect(out)
     assert row["variant"] == "toy_regression+ema" and row["mean squared error change (+ is better)"]
     assert "Each method alone against toy_regression" in (out / "ablation.md").read_text()
+    _succeeds("fastcore_ops.training.ablate", "--recipe", "toy_regression", "--cost", str(out), "--rounds", "1",
+              "--no-progress", "--out", str(priced))
+    for folder in (priced, priced / "measured"):  # the ablation's report on the modelled times, and on the measured
+        assert (folder / ".fastcore_ops-ablate").is_file()
+        assert _effect(folder)["mean squared error change (+ is better)"] == row["mean squared error change (+ is better)"]
+    assert _effect(priced / "measured") == row, "the measured times' report is the sweep's own"
+    assert "toy_regression+ema x1 seed 3" in (priced / "modelled-vs-measured.md").read_text()
 
 
 def test_the_step_floor_times_the_toy_task_s_model_on_its_batches(tmp_path):
