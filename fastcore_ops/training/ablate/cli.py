@@ -68,8 +68,8 @@ def sweep_flags_given(args: argparse.Namespace) -> list[str]:
         >>> sweep_flags_given(build_parser().parse_args(["--recipe", "r", "--out", "o", "--seeds", "3"]))
         ['--seeds']
     """
-    defaults = build_parser().parse_args(["--recipe", args.recipe, "--out", str(args.out)])
-    return [f"--{name.replace('_', '-')}" for name in SWEEP_ONLY if getattr(args, name) != getattr(defaults, name)]
+    parser = build_parser()
+    return [f"--{name.replace('_', '-')}" for name in SWEEP_ONLY if getattr(args, name) != parser.get_default(name)]
 
 
 @cli.command(build_parser)
