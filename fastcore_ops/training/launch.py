@@ -13,7 +13,7 @@ import os
 
 from fastcore_ops.host_memory import keep_freed_memory
 from fastcore_ops.training.compute_threads import use_threads
-from fastcore_ops.training.refusal import refuse
+from fastcore_ops.training.refusal import refuse, refuse_in_training
 from fastcore_ops.training.request import REFUSALS, checked_request
 from fastcore_ops.training.session import train_request
 from fastcore_ops.training.trainer import TrainingInterrupted
@@ -36,5 +36,5 @@ def run_command(args: argparse.Namespace) -> int:
     except TrainingInterrupted as stop:
         return 128 + stop.signal_number
     except REFUSALS as error:  # found once the run started: a model that cannot run its data, ...
-        return refuse(error)
+        return refuse_in_training(error)
     return 0

@@ -1,4 +1,5 @@
-"""How the training command refuses a run under torchrun: every rank refuses alike, and rank 0 says why once.
+"""How the training command refuses a run under torchrun: before training every rank refuses alike, and rank 0
+says why once; what training finds, each rank that finds it says.
 
     >>> refuse(ValueError("--epochs must be > 0, got -1"))  # "error: --epochs must be > 0, got -1" on stderr
     2
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 from fastcore_ops import cli
@@ -35,3 +37,18 @@ def refuse(error: BaseException) -> int:
 
 def _exit_refused(number, frame):
     raise SystemExit(2)
+
+
+def refuse_in_training(error: BaseException) -> int:
+    """Refuse a run for what its training found (a model that cannot take its data, a file it cannot read): exit 2.
+
+    One rank may find it alone (in its own shard of the data), so each rank that finds it says so at once, naming
+    itself where it is not rank 0. Waiting silently for rank 0, as :func:`refuse` does, would leave the other ranks
+    in their next collective until this one exited, and then only their lost connection would show.
+
+        >>> refuse_in_training(OSError("cannot read data/train/0001.jpg"))  # "error: cannot read ..." on stderr
+        2
+    """
+    line, rank = cli.error_line(error), os.environ.get("RANK", "0")
+    print(line if rank == "0" else f"error: rank {rank}: {line.removeprefix('error: ')}", file=sys.stderr)
+    return 2

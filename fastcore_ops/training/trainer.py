@@ -323,11 +323,14 @@ class Trainer:
 
     # -- the run -----------------------------------------------------------------------------
 
-    def _stop_requested(self, stops: checkpoint.StopRequests) -> bool:
-        flag = torch.tensor([stops.requested is not None], dtype=torch.int32)
+    def _stop_and_checkpoint(self, stops: checkpoint.StopRequests) -> tuple[bool, bool]:
+        """Whether to stop now, and whether to checkpoint now: the same on every rank, whichever rank's signal
+        or clock says so (each rank's clock passes ``every_seconds`` at a step of its own, and a sharded model's
+        checkpoint is gathered by all ranks together: one that began it alone would wait for the others)."""
+        flags = torch.tensor([stops.requested is not None, self._checkpoint_due()], dtype=torch.int32)
         if _distributed():
-            dist.all_reduce(flag, op=dist.ReduceOp.MAX)  # every rank stops at the same step
-        return bool(flag.item())
+            dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+        return bool(flags[0]), bool(flags[1])
 
     def _train_epoch(self, stops: checkpoint.StopRequests) -> None:
         """Train from ``batch_in_epoch`` to the end of the epoch or of the run."""
@@ -348,13 +351,14 @@ class Trainer:
             if self.epoch_losses % 10 == 0:  # .item() waits for the device: not every step
                 bar.set_postfix({"loss": f"{(self.epoch_loss_sum / self.epoch_losses).item():.3f}",
                                  f"{self.task.sample_unit}/s": f"{self._samples_per_second():.0f}"})
-            if self._stop_requested(stops):
+            stop, checkpoint_due = self._stop_and_checkpoint(stops)
+            if stop:
                 bar.close()
                 self.save_checkpoint()
                 number = stops.requested or signal.SIGTERM  # another rank's signal, in DDP
                 raise TrainingInterrupted(number, f"stopped by signal {number} at step {state.step}; checkpoint "
                                                   f"in {self.out}; rerun with --resume to continue")
-            if self._checkpoint_due():
+            if checkpoint_due:
                 self.save_checkpoint()
         bar.close()
         self.epoch_train_loss = (self.epoch_loss_sum / max(self.epoch_losses, 1)).item()

@@ -153,15 +153,20 @@ def test_every_method_state_loads_with_weights_only(tmp_path):
     assert loaded["SWA"]["averaged_model"] and loaded["EMA"]["averaged_model"] and "generator" in loaded["MixUp"]
 
 
-def test_without_a_step_interval_a_run_checkpoints_every_ten_minutes_of_training_within_an_epoch():
+def _linear_trainer():
+    """A Trainer of a 2x2 linear model: 4 batches an epoch, 8 steps; its loader holds no data."""
     from fastcore_ops.training.tasks.classification import ImageClassification
     from fastcore_ops.training.trainer import Trainer
 
     model = torch.nn.Linear(2, 2)
     task = ImageClassification(eval_loader=[], num_classes=2, loss_fn=torch.nn.functional.cross_entropy,
                                device=torch.device("cpu"))
-    trainer = Trainer(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), task=task,
-                      train_loader=[None] * 4, total_steps=8, device=torch.device("cpu"), progress=False)
+    return Trainer(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), task=task,
+                   train_loader=[None] * 4, total_steps=8, device=torch.device("cpu"), progress=False)
+
+
+def test_without_a_step_interval_a_run_checkpoints_every_ten_minutes_of_training_within_an_epoch():
+    trainer = _linear_trainer()
     assert trainer.checkpoint_policy == checkpoint.CheckpointPolicy(every_steps=None, every_seconds=600.0, keep=2)
     trainer.state.step = trainer.batch_in_epoch = 1
     assert not trainer._checkpoint_due()
@@ -169,6 +174,23 @@ def test_without_a_step_interval_a_run_checkpoints_every_ten_minutes_of_training
     assert trainer._checkpoint_due()
     trainer.state.step = trainer.batch_in_epoch = 4  # the epoch's end saves anyway
     assert not trainer._checkpoint_due()
+
+
+def test_every_rank_checkpoints_at_the_step_where_any_rank_is_due(monkeypatch):
+    """Each rank's clock passes ten minutes at a step of its own; a sharded model's checkpoint needs them all."""
+    from fastcore_ops.training import trainer as trainer_module
+
+    trainer = _linear_trainer()
+    trainer.state.step = trainer.batch_in_epoch = 1
+    stops = checkpoint.StopRequests()
+    assert trainer._stop_and_checkpoint(stops) == (False, False)  # one process, its clock not yet due
+
+    def other_rank_is_due(flags, op):  # what all_reduce(MAX) makes of ours and a rank whose clock is due
+        flags.copy_(torch.maximum(flags, torch.tensor([0, 1], dtype=flags.dtype)))
+
+    monkeypatch.setattr(trainer_module, "_distributed", lambda: True)
+    monkeypatch.setattr(trainer_module.dist, "all_reduce", other_rank_is_due)
+    assert trainer._stop_and_checkpoint(stops) == (False, True)
 
 
 def _trainer_payload() -> dict:

@@ -91,6 +91,13 @@ def torchrun_runs(odd_cifar, micro_text, tmp_path_factory):
     return finished, out
 
 
+def _why_not(finished) -> str:
+    """What the torchrun's ranks said of a run that did not finish: the line of a rank whose run exited with an error
+    (see the end of this file), then stderr's end (where the peer of such a rank tells of the collective it lost)."""
+    exits = [line for line in finished.stderr.splitlines() if line.startswith("rank ") and " exited " in line]
+    return "\n".join([*exits, finished.stderr[-3000:]])
+
+
 def _printed_for(stdout: str, run: str) -> str:
     """What rank 0 printed during ``run``."""
     return stdout.partition(f"{RUN_MARK}{run}\n")[2].partition(RUN_MARK)[0]
@@ -98,7 +105,7 @@ def _printed_for(stdout: str, run: str) -> str:
 
 def _check_trained(torchrun_runs, run: str) -> None:
     finished, out = torchrun_runs
-    assert (out / run / "summary.json").is_file(), finished.stderr[-3000:]
+    assert (out / run / "summary.json").is_file(), _why_not(finished)
     assert json.loads((out / run / "summary.json").read_text())["steps"] == 2
     # The recipe's LR is for its reference batch; two processes of 2 images train at 4 / reference of it.
     assert lr_scaling_note(_tiny_config(run), PROCESSES) in _printed_for(finished.stdout, run)
@@ -159,7 +166,7 @@ def test_evaluation_counts_each_image_once(torchrun_runs, odd_cifar):
     """Two processes evaluating 19 images (10 + 9, unpadded) agree with one process on the same weights."""
     finished, runs = torchrun_runs
     out = runs / "cifar_baseline"
-    assert (out / "summary.json").is_file(), finished.stderr[-3000:]
+    assert (out / "summary.json").is_file(), _why_not(finished)
     summary = json.loads((out / "summary.json").read_text())
     alone = build_trainer(_tiny_config("cifar_baseline"), data=odd_cifar, out=None, device=torch.device("cpu"),
                           subset=1, progress=False)
@@ -193,7 +200,7 @@ def test_a_refused_run_says_so_once_and_every_rank_exits_2(assignment, message, 
 def test_a_run_of_two_processes_is_not_resumed_by_one(run, torchrun_runs, odd_cifar, micro_text, capsys):
     finished, runs = torchrun_runs
     out = runs / run
-    assert (out / "checkpoint.pt").is_file(), finished.stderr[-3000:]
+    assert (out / "checkpoint.pt").is_file(), _why_not(finished)
     saved = {path.name: path.read_bytes() for path in out.iterdir()}
     data = micro_text if get_recipe(RUNS[run][0]).task == "language_model" else odd_cifar
     assert main(["--resume", *RUNS[run][2], "--no-progress", "--data", str(data), "--out", str(out)]) == 2
@@ -202,15 +209,31 @@ def test_a_run_of_two_processes_is_not_resumed_by_one(run, torchrun_runs, odd_ci
     assert {path.name: path.read_bytes() for path in out.iterdir()} == saved
 
 
+def _join_as_a_new_process_group_does(join):
+    """``session.init_distributed`` for runs that share one process group: it waits for every rank first, as a new
+    group's rendezvous does. Without it a rank that lagged checked its run's folder after rank 0 had begun to
+    write there, and refused the run (seen here on a busy machine)."""
+    def join_together(device):
+        if dist.is_initialized():  # the first run makes the group: its rendezvous waits for every rank
+            dist.barrier()
+        return join(device)
+    return join_together
+
+
 if __name__ == "__main__":
     # Run by torchrun_runs under torchrun: DATA OUT RUN..., each run into OUT/RUN. The runs
     # share one process group: main() leaves it after each run, and joining a new one at once
     # raced with the other rank still leaving the old one (a hang, seen here).
+    from fastcore_ops.training import session
+
     leave_process_group = dist.destroy_process_group
     dist.destroy_process_group = lambda *args, **kwargs: None
+    session.init_distributed = _join_as_a_new_process_group_does(session.init_distributed)
     images, text, out, *runs = sys.argv[1:]
     for run in runs:
         if os.environ["RANK"] == "0":
             print(f"{RUN_MARK}{run}", flush=True)
-        _train_tiny(run, images, text, f"{out}/{run}")
+        status = _train_tiny(run, images, text, f"{out}/{run}")
+        if status != 0:  # said here, as a rank other than 0 says no refusal: else only its peer's hang would show
+            sys.exit(f"rank {os.environ['RANK']}: {run} exited {status}")
     leave_process_group()

@@ -403,6 +403,20 @@ def _stop_before_training(device):
     raise _StopBeforeTraining
 
 
+def test_a_rank_that_training_refuses_says_why_itself_at_once(micro_cifar, tmp_path, monkeypatch, capsys):
+    # It waited silently for rank 0 (which refuses alike only what is checked before training): where it alone
+    # met the error, its peers waited in a collective until it exited, and then said only "Connection closed".
+    def unreadable(request):
+        raise OSError("cannot read data/train/0001.jpg")
+
+    monkeypatch.setattr(launch, "train_request", unreadable)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "test")
+    assert main(["--recipe", "cifar_baseline", "--set", "data.batch_size=4", "--no-progress",
+                 "--data", str(micro_cifar), "--out", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == "error: rank 1: cannot read data/train/0001.jpg\n"
+
+
 @pytest.mark.parametrize(("flags", "kept"), [([], [True]), (["--return-freed-memory"], [])])
 def test_training_on_a_cpu_keeps_freed_memory_unless_told_not_to(flags, kept, micro_cifar, tmp_path, monkeypatch):
     calls = []
