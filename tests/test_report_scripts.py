@@ -11,6 +11,7 @@ import csv
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -471,3 +472,11 @@ def test_read_ahead_cold_start(ten_jpegs, tmp_path, monkeypatch, capsys, childre
         out, err = capsys.readouterr()
         assert out == "" and len(err.splitlines()) == 1 and err.startswith("error: ")
     assert not (tmp_path / "new").exists() and len(emptied) == 4
+
+
+def test_torchrun_exit_abort_counts_a_pair_of_two_process_runs(tmp_path):
+    # Both sides from this checkout: each run trains (its summary is written) and is counted 0 or 1.
+    finished = subprocess.run(["bash", str(REPORTS / "torchrun-exit-abort-20261205/count_aborts.sh"), "1", str(ROOT)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert re.fullmatch(r"pair 1: runs that aborted at exit: before [01], now [01]\n", finished.stdout), finished.stdout

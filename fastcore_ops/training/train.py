@@ -146,4 +146,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from fastcore_ops.training.rank_exit import end_process
+
+    end_process(main())

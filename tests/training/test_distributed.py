@@ -225,6 +225,7 @@ if __name__ == "__main__":
     # share one process group: main() leaves it after each run, and joining a new one at once
     # raced with the other rank still leaving the old one (a hang, seen here).
     from fastcore_ops.training import session
+    from fastcore_ops.training.rank_exit import end_process
 
     leave_process_group = dist.destroy_process_group
     dist.destroy_process_group = lambda *args, **kwargs: None
@@ -237,3 +238,4 @@ if __name__ == "__main__":
         if status != 0:  # said here, as a rank other than 0 says no refusal: else only its peer's hang would show
             sys.exit(f"rank {os.environ['RANK']}: {run} exited {status}")
     leave_process_group()
+    end_process(0)

@@ -77,3 +77,14 @@ def test_a_training_command_that_does_not_exist_is_refused_before_any_process_st
 
 def _no_run(args):
     raise AssertionError("torchrun started processes for a command line it should have refused")
+
+
+@pytest.mark.parametrize("world_size, printed", [("2", "trained\n"), ("1", "trained\nshut down\n")])
+def test_a_process_of_a_multi_process_run_ends_with_its_status_and_output_but_without_the_shutdown(world_size,
+                                                                                                 printed):
+    # In the shutdown a gloo thread freeing a collective's tensors was ended mid-call: exit -6 after a run that
+    # succeeded (reports/torchrun-exit-abort-20261205/). One process alone shuts down as usual.
+    code = ("import atexit; from fastcore_ops.training.rank_exit import end_process; "
+            "atexit.register(print, 'shut down'); print('trained'); end_process(3)")
+    ended = run_guarded([sys.executable, "-c", code], cwd=ROOT, env={**child_environment(), "WORLD_SIZE": world_size})
+    assert (ended.returncode, ended.stdout) == (3, printed), ended.stderr
