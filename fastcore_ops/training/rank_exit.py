@@ -19,10 +19,12 @@ import os
 import sys
 from typing import NoReturn
 
+from fastcore_ops.training.assemble import world_size_from_environment
+
 
 def end_process(status: int) -> NoReturn:
     """Exit with ``status``: one of several torchrun processes without the interpreter's shutdown (see above)."""
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+    if world_size_from_environment() <= 1:
         sys.exit(status)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):

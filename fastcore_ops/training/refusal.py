@@ -49,6 +49,8 @@ def refuse_in_training(error: BaseException) -> int:
         >>> refuse_in_training(OSError("cannot read data/train/0001.jpg"))  # "error: cannot read ..." on stderr
         2
     """
-    line, rank = cli.error_line(error), os.environ.get("RANK", "0")
-    print(line if rank == "0" else f"error: rank {rank}: {line.removeprefix('error: ')}", file=sys.stderr)
+    rank = os.environ.get("RANK", "0")
+    if rank == "0":
+        return cli.refuse(error)
+    print(f"error: rank {rank}: {cli.error_line(error).removeprefix('error: ')}", file=sys.stderr)
     return 2
