@@ -19,12 +19,12 @@ import os
 import sys
 from typing import NoReturn
 
-from fastcore_ops.training.assemble import world_size_from_environment
-
 
 def end_process(status: int) -> NoReturn:
     """Exit with ``status``: one of several torchrun processes without the interpreter's shutdown (see above)."""
-    if world_size_from_environment() <= 1:
+    # torchrun's WORLD_SIZE read here, not through assemble.world_size_from_environment: that module imports torch,
+    # and the command imports this before parsing (--help loads no heavy module).
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         sys.exit(status)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
