@@ -40,6 +40,8 @@ from pathlib import Path
 import numpy
 import torch
 
+from fastcore_ops.kernels.fast_launch import KnownKeyLaunch
+
 INTERPRET_VARIABLE = "FASTCORE_OPS_INTERPRET"
 
 # Triton decides between compiling and interpreting when a function is decorated, its own
@@ -173,7 +175,8 @@ def autotune(configs: list[triton.Config], key: list[str], interpreter_config: t
     for the launch's arguments (default: the first config), benchmarking nothing.
     ``valid(config, arguments)``, where given, leaves out the configs a launch cannot run, tuning too; the
     first config (the interpreter's, unless given) must then suit every launch.
-    The autotuner is registered in :data:`TUNERS` under its table name.
+    The autotuner is registered in :data:`TUNERS` under its table name; the kernel module gets it wrapped in
+    :class:`~fastcore_ops.kernels.fast_launch.KnownKeyLaunch`, which skips its Python at a key it has met.
     """
     if not TRITON_AVAILABLE:
         return triton.autotune(configs=configs, key=key)  # the stand-in: the function stays undecorated
@@ -189,7 +192,7 @@ def autotune(configs: list[triton.Config], key: list[str], interpreter_config: t
         else:
             tuner = table_autotune(configs, key, choices, untuned, valid)(fn)
         TUNERS[name] = tuner
-        return tuner
+        return KnownKeyLaunch(tuner)
 
     return decorate
 

@@ -124,10 +124,10 @@ def test_autotuners_key_on_size_buckets_not_on_sizes():
 
     flags = {"CHANNELS_INNER", "TARGET_IS_INDEX", "CAUSAL", "INPUT_PRECISION", "HEAD_DIM_PADDED",
              "KERNEL", "STRIDE", "PADDING", "GROUP", "WORD"}  # the blurs' and pools' constexprs: each value compiles anew anyway
-    values = [value for module in (alibi, bce, blurpool, ghost_batchnorm) for value in vars(module).values()]
-    found = [tuner for value in values for tuner in (value.values() if isinstance(value, dict) else [value])
-             if isinstance(tuner, Autotuner)]  # ghost batch norm's kernels, the blur max pool's: one a layout
-    assert len(found) == 21  # alibi 3, bce 1, blurpool 3 + 2 (the blur max pool's forward), ghost batch norm 4 x 3
+    modules = {module.__name__ for module in (alibi, bce, blurpool, ghost_batchnorm)}
+    found = [tuner for tuner in backend.TUNERS.values() if tuner.base_fn.__module__ in modules]
+    # alibi 3, bce 1, blurpool 3 + 2 (the blur max pool's forward), ghost batch norm 4 x 3
+    assert all(isinstance(tuner, Autotuner) for tuner in found) and len(found) == 21
     for tuner in found:
         raw = [key for key in tuner.keys if not key.endswith("_BUCKET") and key not in flags]
         assert not raw, f"{tuner.base_fn.__name__} tunes anew at every value of {raw}"

@@ -3,11 +3,18 @@ and a host time close to the PyTorch op's (benchmarks/kernels/host_costs.py meas
 come from their declarations, benchmarks/kernels/registry.py).
 """
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from benchmarks.kernels import host_costs
 from benchmarks.kernels.registry import KERNELS
 
+ROOT = Path(__file__).resolve().parents[2]
 SPECS = [pytest.param(spec, id=spec.name) for spec in KERNELS]
 
 
@@ -43,3 +50,21 @@ def test_host_time_is_close_to_the_pytorch_ops(spec):
             return
     pytest.fail(f"{spec.name}: our forward+backward costs the host {min(ratios):.2f}x the PyTorch op's "
                 f"(goal {host_costs.HOST_TIME_GOAL}x; tries {', '.join(f'{r:.2f}' for r in ratios)})")
+
+
+def test_at_known_keys_triton_launches_what_its_autotuner_would(tmp_path):
+    """Compiled, with Triton's launch path run up to a driver that launches nothing
+    (benchmarks/kernels/fake_driver.py): every kernel's second forward+backward, its keys met, launches the same
+    compiled binaries with the same grids and arguments as through Triton's Autotuner.run, and none through it
+    (KnownKeyLaunch); the command reports the host time of both."""
+    pytest.importorskip("triton")
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "FASTCORE_OPS_INTERPRET")}
+    result = subprocess.run([sys.executable, "-m", "benchmarks.kernels.host_side", "--out", str(tmp_path / "out")],
+                            cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    rows = json.loads((tmp_path / "out" / "host_side.json").read_text())["rows"]
+    assert [row["kernel"] for row in rows] == [spec.name for spec in KERNELS]
+    for row in rows:
+        assert row["same_launches"] and row["autotuner_runs"] == 0, row
+        assert 0 < row["ours_launch_path_us"] and 0 < row["autotuner_launch_path_us"], row
+    assert "through Autotuner.run" in (tmp_path / "out" / "host_side.md").read_text()
