@@ -214,7 +214,8 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         rows.append(row(known[name]))
         print(f"{name}: host {rows[-1]['host_ratio']:.2f}x the rival's", flush=True)
-    machine = f"{cpu_model() or 'CPU'}, {torch.get_num_threads()} threads, torch {torch.__version__}"
+    triton_version = f", Triton {backend.triton.__version__}" if backend.TRITON_AVAILABLE else ""
+    machine = f"{cpu_model() or 'CPU'}, {torch.get_num_threads()} threads, torch {torch.__version__}{triton_version}"
     claim_folder(args.out, "benchmarks")
     (args.out / "host_side.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2))
     (args.out / "host_side.md").write_text(markdown(rows, machine))
