@@ -2,13 +2,16 @@ import os
 import subprocess
 import sys
 from types import SimpleNamespace
+from unittest import mock
 
 import pytest
 import torch
 import triton
 import triton.language as tl
+from triton.runtime.autotuner import Autotuner
 
 from fastcore_ops.kernels import backend
+from fastcore_ops.kernels.fast_launch import KnownKeyLaunch
 
 
 def test_suite_runs_kernels_through_the_interpreter_or_a_gpu():
@@ -118,8 +121,6 @@ def test_interpreter_request_after_triton_import_is_a_clear_error():
 def test_autotuners_key_on_size_buckets_not_on_sizes():
     """Each tuning benchmarks every config (seconds a kernel on a GPU: reports/gpu-check-h200-20261128), so the
     keys hold power-of-two buckets of sizes and flags, never a raw size or stride that every new shape changes."""
-    from triton.runtime.autotuner import Autotuner
-
     from fastcore_ops.kernels import alibi, bce, blurpool, ghost_batchnorm
 
     flags = {"CHANNELS_INNER", "TARGET_IS_INDEX", "CAUSAL", "INPUT_PRECISION", "HEAD_DIM_PADDED",
@@ -249,6 +250,32 @@ def test_tuning_times_every_config_and_the_table_takes_the_fastest(monkeypatch):
     assert sorted(timed) == [16, 32] and runs[-1]["BLOCK"] == 32
     assert backend.chosen_configs() == {
         "copy": {"(16, 'torch.float32')": {"kwargs": {"BLOCK": 32}, "num_warps": 8, "num_stages": 3}}}
+
+
+def test_a_key_met_before_launches_its_config_without_the_autotuner(monkeypatch):
+    """KnownKeyLaunch: Triton's Autotuner.run chooses at a key's first launch only; later launches at that key run
+    the config it chose, and a cache emptied for a retune sends the key back through it, which then times."""
+    runs, timed = [], []
+    table = {"copy": {"(16, 'torch.float32')": {"kwargs": {"BLOCK": 32}, "num_warps": 8, "num_stages": 3}}}
+    tuner = KnownKeyLaunch(_table_tuner(monkeypatch, table, runs))
+    with mock.patch.object(Autotuner, "run", autospec=True, side_effect=Autotuner.run) as through_autotuner:
+        _launch(tuner, 10)
+        _launch(tuner, 12)  # the same key: size bucket 16, fp32
+        _launch(tuner, 10, torch.float16)  # another key: not in the table, the first config
+        _launch(tuner, 11, torch.float16)
+        assert through_autotuner.call_count == 2
+        assert [(run["BLOCK"], run["num_warps"]) for run in runs] == [(32, 8), (32, 8), (16, 4), (16, 4)]
+
+        def benchmark(kernel_call, quantiles):
+            kernel_call()
+            timed.append(runs[-1]["BLOCK"])
+            return [1.0 if runs[-1]["BLOCK"] == 16 else 2.0] * len(quantiles)
+
+        monkeypatch.setattr(backend, "_short_benchmark", benchmark)
+        tuner.cache.clear()  # as benchmarks/kernels/tuning.py does before retuning
+        with backend.tuning():
+            _launch(tuner, 10)
+        assert through_autotuner.call_count == 3 and sorted(timed) == [16, 32] and runs[-1]["BLOCK"] == 16
 
 
 _ENTRY = '{"kwargs": {"BLOCK": 32}, "num_warps": 8, "num_stages": 3}'
