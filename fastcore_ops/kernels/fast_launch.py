@@ -13,6 +13,9 @@ Triton's own code is used unchanged, so the kernel, its config and its arguments
     >>> tuner = KnownKeyLaunch(triton.autotune([triton.Config({})], key=[])(triton.jit(lambda: None)))
     >>> tuner.configs == tuner.autotuner.configs  # everything else is the autotuner's
     True
+    >>> import copy
+    >>> copy.copy(tuner).configs == tuner.configs  # a copy's too, found before its attributes are
+    True
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class KnownKeyLaunch:
         self._config_kwargs: dict[int, dict] = {}  # id(config) -> config.all_kwargs(), made once
 
     def __getattr__(self, name: str):
+        if name == "autotuner":  # not set yet (a copy made without __init__): not the autotuner's own attribute
+            raise AttributeError(name)
         return getattr(self.autotuner, name)
 
     def __getitem__(self, grid):
