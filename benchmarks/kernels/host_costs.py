@@ -98,24 +98,6 @@ def host_times_us(spec: KernelSpec, rounds: int = 15, calls: int = 20) -> tuple[
     return times["ours"], times["rival"]
 
 
-@contextlib.contextmanager
-def _queue_emptied():
-    """The device's queue empty before and after a timed block (outside it), so no timed call waits on it."""
-    torch.cuda.synchronize()
-    yield
-    torch.cuda.synchronize()
-
-
-def cuda_host_times_us(spec: KernelSpec, rounds: int = 15, calls: int = 20) -> tuple[float, float]:
-    """On a GPU, nothing stubbed: the least host time of one forward+backward on tiny CUDA tensors, ours and the
-    rival's, in microseconds. At that size the device's work is negligible and runs behind the host, so the
-    calling thread's CPU time is what an eager call costs the host: dispatch, autograd, allocation, launches."""
-    inputs = spec.inputs("cuda", torch.float32, True)
-    times = _least_host_times_us(inputs, {"ours": (spec.ours, _queue_emptied),
-                                          "rival": (spec.rival, _queue_emptied)}, rounds, calls)
-    return times["ours"], times["rival"]
-
-
 def _through_the_autotuner():
     """Every autotuned launch through Triton's ``Autotuner.run``, as before KnownKeyLaunch."""
     return mock.patch.object(KnownKeyLaunch, "known_config", lambda self, args, kwargs: None)
@@ -167,7 +149,6 @@ def row(spec: KernelSpec) -> dict:
     ours_us, rival_us = host_times_us(spec)
     # Triton's launch path runs only compiled: under the interpreter (the test suite) these are left out.
     launch_path = {} if backend.INTERPRETING else {**launch_path_times_us(spec), **launch_paths(spec)}
-    ours_cuda_us, rival_cuda_us = cuda_host_times_us(spec) if torch.cuda.is_available() else (None, None)
     return {
         "kernel": spec.name,
         "forward_launches": gpu["forward"].launches, "forward_budget": spec.forward_launches,
@@ -179,7 +160,6 @@ def row(spec: KernelSpec) -> dict:
         "triton_launches": len(gpu["forward"].triton_launches) + len(gpu["backward"].triton_launches),
         "ours_launch_path_us": launch_path.get("ours"), "autotuner_launch_path_us": launch_path.get("autotuner"),
         "same_launches": launch_path.get("same_launches"), "autotuner_runs": launch_path.get("autotuner_runs"),
-        "ours_cuda_host_us": ours_cuda_us, "rival_cuda_host_us": rival_cuda_us,
     }
 
 
@@ -216,15 +196,6 @@ def markdown(rows: list[dict], machine: str) -> str:
             lines.append(f"| {r['kernel']} | {r['triton_launches']} | {r['ours_launch_path_us']:.1f} | "
                          f"{r['autotuner_launch_path_us']:.1f} | {saved:.1f} | {r['ours_host_us']:.1f} | "
                          f"{'yes' if r['same_launches'] else '**no**'} | {r['autotuner_runs']} |")
-    if rows and rows[0]["ours_cuda_host_us"] is not None:
-        lines += [
-            "", f"On this machine's GPU ({torch.cuda.get_device_name()}), nothing stubbed: the host time (the calling "
-            "thread's CPU time) of a forward+backward on tiny CUDA tensors, the least of 15 rounds of 20 calls, the "
-            "device's queue emptied between rounds:", "",
-            "| kernel | ours µs | rival µs | ours / rival |", "|---|---|---|---|",
-        ]
-        lines += [f"| {r['kernel']} | {r['ours_cuda_host_us']:.1f} | {r['rival_cuda_host_us']:.1f} | "
-                  f"{r['ours_cuda_host_us'] / r['rival_cuda_host_us']:.2f} |" for r in rows]
     lines += ["", "Launches, in order:", ""]
     lines += [f"- {r['kernel']}: forward {', '.join(r['forward_launches'])}; "
               f"backward {', '.join(r['backward_launches'])}" for r in rows]
