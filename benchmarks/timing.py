@@ -1,8 +1,8 @@
 """Timing and device facts shared by the benchmarks.
 
 Eager times (:func:`time_ms`: what a caller waits, the host's dispatch and launches included), the
-device's own time (:func:`device_times_ms`: CUDA-graph replay, L2 warm and cold, the profiler's sum
-of kernel durations), and the launches a call issues (:func:`launch_count`).
+host's own time (:func:`host_time_ms`), the device's own time (:func:`device_times_ms`: CUDA-graph replay,
+L2 warm and cold, the profiler's sum of kernel durations), and the launches a call issues (:func:`launch_count`).
 """
 
 from __future__ import annotations
@@ -42,6 +42,30 @@ def time_ms(fn: Callable[[], object], device: torch.device, cpu_budget_s: float 
     """
     samples = time_samples_ms(fn, device, cpu_budget_s, min_samples=5 if best else 3)
     return min(samples) if best else statistics.median(samples)
+
+
+HOST_CALLS = 10  # timed one by one, for the host's own time
+
+
+def host_time_ms(fn: Callable[[], object], device: torch.device, calls: int = HOST_CALLS) -> float | None:
+    """The host's own time for one call of ``fn`` (already warm) on CUDA, in milliseconds: the least, over ``calls``
+    calls, of the process's CPU time from the call to its return, the device's queue emptied before each call
+    (outside the timed region), so that no launch waits for room. The process's time, not the calling thread's:
+    autograd runs a CUDA backward on a thread of its own. None off CUDA, where the host's time is the call's.
+
+        >>> host_time_ms(lambda: None, torch.device("cpu")) is None
+        True
+    """
+    if device.type != "cuda":
+        return None
+    best = float("inf")
+    for _ in range(calls):
+        torch.cuda.synchronize(device)
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    torch.cuda.synchronize(device)
+    return best * 1e3
 
 
 def peak_memory_mb(fn: Callable[[], object], device: torch.device) -> float | None:

@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from benchmarks import timing
 from benchmarks.kernels import blurpool
 from benchmarks.kernels.__main__ import main
 from benchmarks.kernels.runner import measure
@@ -18,6 +19,21 @@ def test_measure_reports_reference_time_and_traffic_model():
     assert row["ref_fwd_ms"] > 0 and row["ref_fwd_bwd_ms"] > 0
     assert row["fwd_bwd_traffic_ratio"] == case.reference_traffic.forward_backward / case.ours_traffic.forward_backward
     assert row["fwd_bwd_traffic_ratio"] > 2  # the fused max pool skips the pooled image and int64 indices
+    assert row["ref_fwd_bwd_host_ms"] is None  # on CUDA only: on a CPU the host's time is the call's
+
+
+def test_the_host_time_on_cuda_is_a_call_s_own_with_the_device_s_queue_emptied_before_it(monkeypatch):
+    """benchmarks.timing.host_time_ms, run here with CUDA's synchronisation stood in for: the least of the calls'
+    CPU times, the queue emptied before each call and after the last, outside the timed calls."""
+    events = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: events.append("synchronize"))
+
+    def call():
+        events.append("call")
+        sum(range(100_000))
+
+    assert timing.host_time_ms(call, torch.device("cuda"), calls=3) > 0
+    assert events == ["synchronize", "call"] * 3 + ["synchronize"]
 
 
 def test_every_kernel_has_goals_against_rivals_its_gpu_cases_time():

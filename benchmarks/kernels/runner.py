@@ -17,7 +17,8 @@ from tqdm import tqdm
 from fastcore_ops import cli
 from fastcore_ops.owned_folder import claim_folder
 
-from ..timing import device_name, device_times_ms, launch_count, peak_bandwidth_gbs, peak_memory_mb, time_ms
+from ..timing import (device_name, device_times_ms, host_time_ms, launch_count, peak_bandwidth_gbs, peak_memory_mb,
+                      time_ms)
 from . import Case
 from .registry import KERNELS
 
@@ -72,8 +73,10 @@ def _warm(timed: dict, inputs: tuple, device: torch.device) -> None:
 def _device_columns(name: str, run, device: torch.device) -> dict:
     """Path ``name``'s forward+backward ``run`` as the device sees it (``graph_ms``, ``l2_warm_ms``,
     ``l2_cold_ms``, ``kernels_ms``, ``kernels``, ``graph_error``: see benchmarks.timing.device_times_ms, None
-    off CUDA) and the ``launches`` it issues (on any device), each prefixed ``{name}_fwd_bwd_``."""
+    off CUDA), as the host sees it (``host_ms``: benchmarks.timing.host_time_ms, None off CUDA) and the
+    ``launches`` it issues (on any device), each prefixed ``{name}_fwd_bwd_``."""
     columns = {f"{name}_fwd_bwd_{key}": value for key, value in device_times_ms(run, device).items()}
+    columns[f"{name}_fwd_bwd_host_ms"] = host_time_ms(run, device)
     try:  # last: a compiled rival runs eagerly under the launch recorder, which may need more memory
         columns[f"{name}_fwd_bwd_launches"] = launch_count(run)
     except torch.OutOfMemoryError:
@@ -94,8 +97,8 @@ def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: flo
     ``{path}_{mode}_ms`` is the eager time (the host's dispatch and launches included). Each path's
     forward+backward also has the device's own time (``_graph_ms``: CUDA-graph replay, ``_l2_warm_ms`` and
     ``_l2_cold_ms``, ``_kernels_ms`` and ``_kernels``: the profiler's kernel durations and count; None off CUDA,
-    and the graph's three where ``_graph_error`` says capture failed) and its ``_launches`` (LaunchRecorder's
-    count). No timed call is a path's first: compiling and tuning stay out of every timed region."""
+    and the graph's three where ``_graph_error`` says capture failed), the host's own time (``_host_ms``: the
+    process's CPU time for one call, None off CUDA) and its ``_launches`` (LaunchRecorder's count). No timed call is a path's first: compiling and tuning stay out of every timed region."""
     inputs = case.make_inputs()
     row = {"kernel": case.kernel, "size": case.size}
     peak_gbs = peak_bandwidth_gbs(device)
