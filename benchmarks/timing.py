@@ -44,7 +44,7 @@ def time_ms(fn: Callable[[], object], device: torch.device, cpu_budget_s: float 
     return min(samples) if best else statistics.median(samples)
 
 
-HOST_CALLS = 10  # timed one by one, for the host's own time
+HOST_CALLS = 5  # timed one by one, for the host's own time (each waits for the device: slow rivals weigh)
 
 
 def host_time_ms(fn: Callable[[], object], device: torch.device, calls: int = HOST_CALLS) -> float | None:
