@@ -3,6 +3,10 @@
 import csv
 import importlib
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +15,8 @@ from benchmarks import timing
 from benchmarks.kernels import blurpool
 from benchmarks.kernels.__main__ import main
 from benchmarks.kernels.runner import measure
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_measure_reports_reference_time_and_traffic_model():
@@ -301,6 +307,39 @@ def test_retune_replaces_the_keys_it_meets_and_keeps_the_others(monkeypatch, tmp
     assert backend.load_tuned_configs(table) == {
         "_bce_forward_kernel": {"(1024, True)": entry, "(2048, True)": chosen}, "_scale_kernel": {"(4,)": chosen}}
     assert "2 keys of 2 autotuned kernels tuned on a stand-in GPU" in capsys.readouterr().out
+
+
+def test_retune_lists_without_a_gpu_the_keys_the_table_lacks_and_changes_nothing(tmp_path):
+    """--missing, compiled (the interpreter's kernels have one config and no key): the keys BCE's benchmark cases
+    meet, found on fake CUDA tensors, against a table missing one of them."""
+    from fastcore_ops.kernels import backend
+
+    committed = backend.load_tuned_configs(backend.TUNED_CONFIGS)
+    dropped = sorted(committed["_bce_forward_kernel"])[0]
+    table = tmp_path / "tuned_configs.json"
+    table.write_text(json.dumps({name: {key: entry for key, entry in entries.items() if key != dropped}
+                                 for name, entries in committed.items()}))
+    before = table.read_bytes()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRITON_INTERPRET", "FASTCORE_OPS_INTERPRET", backend.AUTOTUNE_VARIABLE)}
+    result = subprocess.run([sys.executable, "-m", "benchmarks.kernels.retune", "--missing", "--kernels",
+                             "bce_with_logits", "--out", str(table)], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-4000:]
+    met = len(committed["_bce_forward_kernel"])  # the committed table holds every key the cases meet
+    assert result.stdout.splitlines() == [f"bce_with_logits: _bce_forward_kernel: {met - 1} of {met} keys in the table",
+                                          f"    missing {dropped}", "RETUNE_KERNELS=bce_with_logits"], result.stdout
+    assert table.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [table.name]
+
+
+def test_retune_refuses_to_list_missing_keys_under_the_interpreter(tmp_path, capsys):
+    from benchmarks.kernels import retune
+
+    table = tmp_path / "tuned_configs.json"
+    table.write_text("{}\n")
+    assert retune.main(["--missing", "--out", str(table)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Triton's interpreter is on") and err.count("\n") == 1, err
+    assert table.read_text() == "{}\n"
 
 
 def _h200_row(**columns):

@@ -17,7 +17,9 @@
 # RUN_SECONDS (default 585, at least 120) of its start: give the device tool a timeout_s 10 s above it.
 #
 # RETUNE_KERNELS=a,b (default: every kernel, in benchmarks/kernels/registry.py's order) retunes those kernels
-# alone, in that order: the table's other entries stay, so leases can share the retuning. TIME_KERNELS=a,b times
+# alone, in that order: the table's other entries stay, so leases can share the retuning. Here, `python -m
+# benchmarks.kernels.retune --missing --out fastcore_ops/kernels/tuned_configs.json` names the kernels whose
+# benchmark keys the table lacks. TIME_KERNELS=a,b times
 # those alone, each then with a larger share of the timing step (the goals command merges rows across runs).
 #
 # Then, here: `python -m benchmarks.kernels.goals OUT/kernels.jsonl --out DIR` judges every kernel's goals on the

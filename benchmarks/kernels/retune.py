@@ -6,6 +6,10 @@ meet, and writes the config it chose per (kernel, key) into ``--out``: the table
 run reads instead of tuning (``fastcore_ops/kernels/tuned_configs.json``, see
 ``fastcore_ops.kernels.backend``). The keys this run meets replace the table's; the others stay,
 so that a GPU session's time can be spent a few kernels at a time (``--kernels``). Needs CUDA.
+
+``--missing`` needs no GPU and writes nothing: it lists the keys the kernels' benchmark cases meet that the table
+at ``--out`` lacks (where a run meets one, the kernel runs an untuned config), and the ``--kernels`` a retune
+would need to fill them (``RETUNE_KERNELS`` for tools/lent_gpu.sh).
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--batch-size", type=cli.positive_int, default=256, help="batch size of the CNN kernels")
     parser.add_argument("--dtypes", default="float16,bfloat16",
                         help=f"comma-separated dtypes to tune in, of {', '.join(DTYPES)}")
+    parser.add_argument("--missing", action="store_true",
+                        help="without a GPU, list the keys the benchmark cases meet that the table at --out lacks, "
+                             "and the kernels to retune; change nothing")
     return parser
 
 

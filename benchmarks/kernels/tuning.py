@@ -9,12 +9,15 @@ import json
 import os
 import sys
 from pathlib import Path
+from unittest import mock
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 from tqdm import tqdm
 
 from fastcore_ops import cli
 from fastcore_ops.kernels import backend
+from fastcore_ops.kernels.launches import LaunchRecorder, run_backward_node
 
 from .registry import KERNELS
 
@@ -54,6 +57,55 @@ def tune_kernels(names: list[str], batch: int, dtypes: list[torch.dtype],
     return backend.chosen_configs()
 
 
+def keys_met(names: list[str], batch: int, dtypes: list[torch.dtype]) -> dict[str, dict[str, list[str]]]:
+    """The tuning keys the benchmark cases of the kernels ``names`` meet, by kernel and autotuner, found without a
+    GPU: each case's forward and backward run on fake CUDA tensors (shapes, strides and dtypes, no data) down
+    the Triton path, every autotuner choosing its config as on a GPU and the launches below it stubbed."""
+    from triton.runtime.jit import JITFunction
+
+    met = {}
+    with mock.patch.object(JITFunction, "run", lambda *args, **kwargs: None):
+        for spec in KERNELS:
+            if spec.name not in names:
+                continue
+            for tuner in backend.TUNERS.values():
+                tuner.cache.clear()
+            for dtype in dtypes:
+                with FakeTensorMode():
+                    for case in spec.benchmark_cases(batch, dtype, torch.device("cuda"), False):
+                        inputs = case.make_inputs()
+                        with LaunchRecorder():  # runs our ops' code on fake tensors, as their fakes would not
+                            out = case.ours(*inputs)
+                            run_backward_node(out, torch.ones_like(out))
+            met[spec.name] = {name: [str(key) for key in tuner.cache]
+                              for name, tuner in backend.TUNERS.items() if tuner.cache}
+    return met
+
+
+def check_can_list(out: Path) -> dict:
+    """The table at ``out`` whose missing keys ``--missing`` lists; ValueError where this process cannot list them."""
+    if backend.INTERPRETING:
+        raise ValueError("Triton's interpreter is on (FASTCORE_OPS_INTERPRET or TRITON_INTERPRET): its kernels have "
+                         "one config and no tuning key; unset both")
+    if backend.AUTOTUNE_MODE != "table":
+        raise ValueError(f"{backend.AUTOTUNE_VARIABLE} is set: the keys are found as the table is read; unset it")
+    return backend.load_tuned_configs(out)
+
+
+def list_missing(table: dict, met: dict[str, dict[str, list[str]]]) -> list[str]:
+    """What ``--missing`` prints: each kernel's keys met and those the table lacks, then the kernels to retune."""
+    lines, retune = [], []
+    for kernel, tuners in met.items():
+        for tuner, keys in tuners.items():
+            missing = [key for key in keys if key not in table.get(tuner, {})]
+            lines.append(f"{kernel}: {tuner}: {len(keys) - len(missing)} of {len(keys)} keys in the table")
+            lines += [f"    missing {key}" for key in missing]
+            if missing and kernel not in retune:
+                retune.append(kernel)
+    lines.append(f"RETUNE_KERNELS={','.join(retune)}" if retune else "every key met is in the table")
+    return lines
+
+
 def _forward_backward(fn, inputs: tuple) -> None:
     out = fn(*inputs)
     torch.autograd.grad(out, [t for t in inputs if t.requires_grad], torch.randn_like(out))
@@ -74,9 +126,12 @@ def run(args: argparse.Namespace) -> int:
         known = [spec.name for spec in KERNELS]
         names = cli.check_names("--kernels", args.kernels, known, "kernel") if args.kernels else known
         dtypes = [getattr(torch, name) for name in args.dtypes]
-        table = check_can_tune(args.out)
+        table = check_can_list(args.out) if args.missing else check_can_tune(args.out)
     except cli.REFUSALS as error:
         return cli.refuse(error)
+    if args.missing:
+        print("\n".join(list_missing(table, keys_met(names, args.batch_size, dtypes))))
+        return 0
     chosen = tune_kernels(names, args.batch_size, dtypes, torch.device("cuda"))
     for tuner_name, entries in chosen.items():
         table.setdefault(tuner_name, {}).update(entries)

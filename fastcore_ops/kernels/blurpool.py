@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch._subclasses.fake_tensor import FakeTensor
 
 from ..checks import check_int, check_tensor
 from . import backend
@@ -970,10 +971,13 @@ def _band_grid(N: int, C: int, Ho: int, Wo: int, group: int = 1):
 def _address(tensor: torch.Tensor) -> int:
     """The address of ``tensor``'s first element, in elements: what a word's alignment is judged by (a view's
     storage offset, and its allocation's, which PyTorch aligns but memory from DLPack or ``from_blob`` need not be).
+    A fake tensor (a tracer's, or the host-side checks') has no memory: its allocation is taken as aligned.
 
         >>> _address(torch.zeros(8)[3:]) % 8
         3
     """
+    if isinstance(tensor, FakeTensor):
+        return tensor.storage_offset()
     return tensor.data_ptr() // tensor.element_size()
 
 
