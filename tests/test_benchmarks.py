@@ -358,7 +358,7 @@ def test_goals_judge_eager_and_device_time_and_the_last_row_counts(tmp_path, cap
     rows.write_text("\n".join(json.dumps(row) for row in (
         _h200_row(ours_fwd_bwd_ms=9.0),
         _h200_row(ours_fwd_bwd_ms=4.0, ours_fwd_bwd_graph_ms=None, ours_fwd_bwd_kernels_ms=2.0,
-                  floor_fwd_bwd_ms=0.3))) + "\n")
+                  floor_fwd_bwd_ms=0.3, ours_fwd_bwd_host_ms=0.5, ref_fwd_bwd_host_ms=0.2))) + "\n")
     out = tmp_path / "goals"
     assert goals.main([str(rows), "--out", str(out)]) == 0
     verdicts = json.loads((out / "goals.json").read_text())
@@ -367,9 +367,10 @@ def test_goals_judge_eager_and_device_time_and_the_last_row_counts(tmp_path, cap
     assert speed["met_eager"] is False
     assert speed["device_ratio"] == pytest.approx(8.91 / 2.0) and speed["met_on_device"] is True
     assert memory["device_ratio"] == memory["eager_ratio"] == pytest.approx(2450 / 1078)
+    assert speed["host_ratio"] == pytest.approx(0.2 / 0.5) and memory["host_ratio"] is None
     # The reference's device time over ours' bytes at the peak bandwidth; memory has no such bound.
     assert speed["device_bound"] == pytest.approx(8.91 / 0.3) and memory["device_bound"] is None
-    assert "2.23x **missed** | 4.46x met | 29.70x |" in (out / "goals.md").read_text()
+    assert "2.23x **missed** | 0.40x | 4.46x met | 29.70x |" in (out / "goals.md").read_text()
     assert "2 of 2 goals met; 0 of those missed ask more than the bytes allow" in capsys.readouterr().out
     assert (out / "goals.png").stat().st_size > 0
 
@@ -382,7 +383,7 @@ def test_a_goal_asking_more_than_the_bytes_allow_is_named_so():
                "eager_ratio": 0.5, "device_ratio": 1.21, "met_eager": False, "met_on_device": False,
                "device_bound": 1.81}
     text = goals.table([verdict])
-    assert "| 1.21x **missed** | 1.81x (less than asked) |" in text
+    assert "| 0.50x **missed** | - | 1.21x **missed** | 1.81x (less than asked) |" in text
     assert "0 of 1 goals met; 1 of those missed ask more than the bytes allow" in text
 
 

@@ -4,8 +4,10 @@
 (``tools/lent_gpu.sh`` keeps them as ``kernels.jsonl``). This reads such files and judges every goal
 of each kernel's declaration (:class:`benchmarks.kernels.Goal`) that holds at the row's size twice:
 on the eager times (the host's dispatch and launches included) and on the device's own time (the
-CUDA-graph replay, or the profiler's kernel durations where a path could not be captured). Where a
-size was measured twice, the later row counts (a retry appended to the same file, or a later file).
+CUDA-graph replay, or the profiler's kernel durations where a path could not be captured). Beside them, for
+each goal of time, the rival's host time over ours (the process's CPU time for one call, where the rows have
+it): no bar, it says how much of an eager miss is the host's. Where a size was measured twice, the later row
+counts (a retry appended to the same file, or a later file).
 It writes ``goals.md`` (a table), ``goals.json`` and ``goals.png`` (each goal's ratio over its bar) to ``--out``.
 
 Example:
@@ -79,6 +81,17 @@ def device_row(row: dict) -> dict:
     return result
 
 
+def host_row(row: dict) -> dict:
+    """``row`` with each path's forward+backward time replaced by the host's own (``*_fwd_bwd_host_ms``: the
+    process's CPU time for one call, on a GPU), None where the row has none (the bandwidth floor has no host).
+
+        >>> host_row({"ours_fwd_bwd_ms": 0.5, "ours_fwd_bwd_host_ms": 0.2, "floor_fwd_bwd_ms": 0.05})
+        {'ours_fwd_bwd_ms': 0.2, 'ours_fwd_bwd_host_ms': 0.2, 'floor_fwd_bwd_ms': None}
+    """
+    return {**row, **{key: _number(row.get(key.removesuffix("ms") + "host_ms"))
+                      for key in row if key.endswith("_fwd_bwd_ms")}}
+
+
 def _number(value) -> float | None:
     """A finite positive measurement, else None (a row is untrusted: text, NaN and zero are not times)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
@@ -120,6 +133,7 @@ def judge(rows: list[dict]) -> list[dict]:
             eager, device = goal.ratio(_numbers(row)), goal.ratio(_numbers(on_device))
             verdicts.append({"kernel": kernel, "size": size, "dtype": dtype, "goal": goal.text,
                              "at_least": goal.at_least, "eager_ratio": eager, "device_ratio": device,
+                             "host_ratio": goal.ratio(_numbers(host_row(row))) if goal.metric == "fwd_bwd_ms" else None,
                              "met_eager": None if eager is None else eager >= goal.at_least,
                              "met_on_device": None if device is None else device >= goal.at_least,
                              "device_bound": goal.bound(_numbers(on_device))})
@@ -142,11 +156,15 @@ def table(verdicts: list[dict]) -> str:
             return "-"
         return f"{bound:.2f}x{' (less than asked)' if _beyond_bound(verdict) else ''}"
 
-    lines = ["| kernel | size | goal | at least | eager (host included) | device | the bytes allow |",
-             "|---|---|---|---|---|---|---|"]
+    def host(verdict):
+        ratio = verdict.get("host_ratio")
+        return "-" if ratio is None else f"{ratio:.2f}x"
+
+    lines = ["| kernel | size | goal | at least | eager (host included) | the host's own | device | the bytes allow |",
+             "|---|---|---|---|---|---|---|---|"]
     for verdict in verdicts:
         lines.append(f"| {verdict['kernel']} | {verdict['size']} | {verdict['goal']} | {verdict['at_least']:.2f}x | "
-                     f"{shown(verdict['eager_ratio'], verdict['met_eager'])} | "
+                     f"{shown(verdict['eager_ratio'], verdict['met_eager'])} | {host(verdict)} | "
                      f"{shown(verdict['device_ratio'], verdict['met_on_device'])} | {allowed(verdict)} |")
     met = sum(verdict["met_on_device"] is True for verdict in verdicts)
     judged = sum(verdict["met_on_device"] is not None for verdict in verdicts)
