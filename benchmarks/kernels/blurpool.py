@@ -197,7 +197,8 @@ def _grouping(name: str, launch: dict[str, int], stride: int) -> dict[str, int |
                                                       launch["W"], stride, 2)}
     if name == "_blur_maxpool_forward_kernel":
         return {"GROUP": kernels._forward_group(strides("stride"), 0, launch["W"], launch["Wp"], stride)}
-    return {}
+    return {"GROUP": kernels._max_pool_backward_group((strides("stride"), strides("arg_stride"), strides("in_stride")),
+                                                      (0, 0, 0), launch["W"], launch["Wp"], 2)}
 
 
 def _compile_cases(every_config: list, one_config: list = ()):

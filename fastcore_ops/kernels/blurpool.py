@@ -755,12 +755,9 @@ def _window_row(offset, column: tl.constexpr, KERNEL: tl.constexpr):
 
 
 @triton.jit
-def _routed_column(grad_column, arg_column, column_ok, column: tl.constexpr, KERNEL: tl.constexpr,
-                   STRIDE: tl.constexpr, ACC: tl.constexpr):
-    """The gradient of the pooled positions at ``grad_column`` / ``arg_column`` where its argmax lies in window
-    column ``column`` (0 elsewhere), and its window row there (_window_row)."""
-    offset = tl.load(arg_column, mask=column_ok, other=255)
-    grad = tl.load(grad_column, mask=column_ok, other=0.0).to(ACC)
+def _routed(offset, grad, column: tl.constexpr, KERNEL: tl.constexpr, STRIDE: tl.constexpr):
+    """The gradient ``grad`` of a pooled position whose argmax is ``offset`` where that lies in window column
+    ``column`` (0 elsewhere), and its window row there (_window_row)."""
     row = _window_row(offset, column, KERNEL)
     if STRIDE >= 3:
         # From stride 3 on the forward stores no offset where no output reads the pooled position (its gradient
@@ -770,36 +767,67 @@ def _routed_column(grad_column, arg_column, column_ok, column: tl.constexpr, KER
 
 
 @triton.jit
-def _routed_row(ph, pooled_image, KERNEL: tl.constexpr, STRIDE: tl.constexpr, ACC: tl.constexpr):
-    """Pooled row ``ph``'s gradient as it reaches the input columns: at each, the sum of the gradients whose
-    argmax lies in that column (0 where none does) and the window row where it lies.
+def _routed_row(ph, pooled_image, KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr,
+                GROUP: tl.constexpr, ACC: tl.constexpr):
+    """Pooled row ``ph``'s gradient as it reaches each of the GROUP input columns of a tile element: for each,
+    the sum of the gradients whose argmax lies in that column (0 where none does), then for each the window row
+    where it lies, as one tuple.
 
     Every window of a pooled row with its argmax in an input column puts it in the same input row: two windows
     of that row with their argmax at (r, w) and (r', w) both hold both pixels, and the first maximum (last NaN)
     in row-major order is the same pixel in each. So a pooled row reaches an input column as one sum in one
     row, and an input pixel costs KERNEL window columns for its KERNEL pooled rows, not KERNEL x KERNEL
-    windows. ``pooled_image`` = (grad_columns, arg_columns, columns_ok, stride_h, arg_stride_h): column j's
-    pointers are at the pooled column whose window holds the input column at its column j, and its mask where
-    that is on the pooled image."""
-    grad_columns, arg_columns, columns_ok, stride_h, arg_stride_h = pooled_image
-    total, row = _routed_column(grad_columns[0] + ph * stride_h, arg_columns[0] + ph * arg_stride_h, columns_ok[0],
-                                0, KERNEL, STRIDE, ACC)
-    for j in tl.static_range(1, KERNEL):
-        grad, row_j = _routed_column(grad_columns[j] + ph * stride_h, arg_columns[j] + ph * arg_stride_h,
-                                     columns_ok[j], j, KERNEL, STRIDE, ACC)
-        total += grad
-        row = tl.minimum(row, row_j)  # every routed column gives the same row, the others >= KERNEL
-    return total, row
+    windows. Input column i + e (e < GROUP) holds window column j of pooled column i + e + PADDING - j.
+    ``pooled_image`` = (grad_words, arg_words, words_ok, stride_h, arg_stride_h): the words of GROUP pooled
+    positions from the one holding pooled column i + PADDING - KERNEL + 1 to the one holding i + GROUP - 1 +
+    PADDING, each all on the pooled image or all off it (a GROUP of 1: single positions, masked where off)."""
+    grad_words, arg_words, words_ok, stride_h, arg_stride_h = pooled_image
+    NEAREST: tl.constexpr = PADDING - KERNEL + 1  # the leftmost pooled column read, counted from the element's
+    SKEW: tl.constexpr = NEAREST - NEAREST // GROUP * GROUP  # its lane in the first word (constexprs floor)
+    offsets = ()
+    grads = ()
+    if GROUP == 1:
+        # Window column 0's position first, as the columns are routed: the other order took NHWC tiles of 8
+        # channels a thread to 72 registers and 8 bytes spilled on Triton 3.6's sm_90 (79 registers on 3.8's).
+        for k in tl.static_range(KERNEL - 1, -1, -1):
+            offsets = (tl.load(arg_words[k] + ph * arg_stride_h, mask=words_ok[k], other=255),) + offsets
+            grads = (tl.load(grad_words[k] + ph * stride_h, mask=words_ok[k], other=0.0).to(ACC),) + grads
+    else:
+        element = grad_words[0].dtype.element_ty
+        grad_type = tl.uint64 if GROUP * element.primitive_bitwidth == 64 else tl.uint32
+        arg_type = tl.uint32 if GROUP == 4 else tl.uint16
+        arg_lanes = ()
+        grad_lanes = ()
+        for k in tl.static_range(len(grad_words)):
+            arg_lanes += (tl.load((arg_words[k] + ph * arg_stride_h).to(tl.pointer_type(arg_type)),
+                                  mask=words_ok[k], other=-1).to(tl.uint32),)
+            grad_lanes += (tl.load((grad_words[k] + ph * stride_h).to(tl.pointer_type(grad_type)),
+                                   mask=words_ok[k], other=0),)
+        for at in tl.static_range(SKEW, SKEW + GROUP + KERNEL - 1):  # pooled column NEAREST + at - SKEW
+            offsets += ((arg_lanes[at // GROUP] >> (8 * (at % GROUP))) & 0xFF,)
+            grads += (_lane(grad_lanes[at // GROUP], at % GROUP, element, ACC),)
+    totals = ()
+    rows = ()
+    for e in tl.static_range(GROUP):
+        total, row = _routed(offsets[e + PADDING - NEAREST], grads[e + PADDING - NEAREST], 0, KERNEL, STRIDE)
+        for j in tl.static_range(1, KERNEL):
+            grad, row_j = _routed(offsets[e + PADDING - j - NEAREST], grads[e + PADDING - j - NEAREST], j, KERNEL,
+                                  STRIDE)
+            total += grad
+            row = tl.minimum(row, row_j)  # every routed column gives the same row, the others >= KERNEL
+        totals += (total,)
+        rows += (row,)
+    return totals + rows
 
 
-@backend.autotune(_ROUTE_CONFIGS, _POOL_KEY, _INTERPRETER_ROWS)
+@backend.autotune(_ROUTE_CONFIGS, [*_POOL_KEY, "GROUP"], _INTERPRETER_ROWS)
 @_TILED
 def _max_pool_backward_kernel(
     grad_pooled_ptr, argmax_ptr, grad_in_ptr, C, H, W, Hp, Wp,
     stride_n, stride_c, stride_h, stride_w,
     arg_stride_n, arg_stride_c, arg_stride_h, arg_stride_w,
     in_stride_n, in_stride_c, in_stride_h, in_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
-    KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr,
+    KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr, GROUP: tl.constexpr,
     ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
     # The stride-1 max pool's backward from its one-byte argmax offsets (STRIDE: the blur's, after it): each
@@ -808,55 +836,71 @@ def _max_pool_backward_kernel(
     # band, input row ih is complete once pooled row ih + PADDING is routed (_routed_row): ``routed`` keeps the
     # sums of the KERNEL - 1 input rows below it that earlier pooled rows reached, and the new pooled row adds
     # to all KERNEL rows by its window row. Column masks are made once a band.
+    #
+    # With GROUP > 1 (NCHW rows of whole aligned words: see _max_pool_backward_group), each element of the tile is
+    # GROUP neighbouring input columns, which read the pooled row in words: at 3 x 3, 4 columns in bf16 read 3
+    # words of offsets and 3 of gradients, where each column shifted by one read 4 bytes and 4 gradients alone;
+    # the 4 are stored as one word. The tile is then BLOCK_C channels by BLOCK_W / GROUP groups.
     bands = tl.cdiv(H, BLOCK_H)
     sample = tl.program_id(0) // bands
     first_row = (tl.program_id(0) % bands) * BLOCK_H
     last_row = tl.minimum(first_row + BLOCK_H, H)
     c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)[:, None]
-    iw = tl.program_id(2) * BLOCK_W + tl.arange(0, BLOCK_W)[None, :]
+    iw = (tl.program_id(2) * (BLOCK_W // GROUP) + tl.arange(0, BLOCK_W // GROUP)[None, :]) * GROUP  # group's first
     channels_ok = c < C
     grad_pooled_ptr += sample.to(tl.int64) * stride_n + c.to(tl.int64) * stride_c
     argmax_ptr += sample.to(tl.int64) * arg_stride_n + c.to(tl.int64) * arg_stride_c
-    grad_in_ptr += sample.to(tl.int64) * in_stride_n + c.to(tl.int64) * in_stride_c + iw * in_stride_w
-    grad_columns = ()
-    arg_columns = ()
-    columns_ok = ()
-    for j in tl.static_range(KERNEL):
-        pw = iw + PADDING - j
-        grad_columns += (grad_pooled_ptr + pw * stride_w,)
-        arg_columns += (argmax_ptr + pw * arg_stride_w,)
-        columns_ok += (channels_ok & (pw >= 0) & (pw < Wp),)
-    pooled_image = (grad_columns, arg_columns, columns_ok, stride_h, arg_stride_h)
-    stored = channels_ok & (iw < W)
+    grad_in_ptr += sample.to(tl.int64) * in_stride_n + c.to(tl.int64) * in_stride_c
+    grad_words = ()
+    arg_words = ()
+    words_ok = ()
+    for k in tl.static_range((PADDING - KERNEL + 1) // GROUP, (GROUP - 1 + PADDING) // GROUP + 1):
+        pw = iw + k * GROUP  # the word's first pooled column
+        grad_words += (grad_pooled_ptr + pw * stride_w,)
+        arg_words += (argmax_ptr + pw * arg_stride_w,)
+        words_ok += (channels_ok & (pw >= 0) & (pw < Wp),)
+    pooled_image = (grad_words, arg_words, words_ok, stride_h, arg_stride_h)
+    outputs = ()
+    outputs_ok = ()
+    for e in tl.static_range(GROUP):
+        outputs += (grad_in_ptr + (iw + e) * in_stride_w,)
+        outputs_ok += (channels_ok & (iw + e < W),)
 
-    # routed[r]: input row first_row + r, from the pooled rows above first_row + PADDING that reach it.
+    # routed[r * GROUP + e]: input row first_row + r at the group's column e, from the pooled rows above
+    # first_row + PADDING that reach it.
     routed = ()
-    for r in tl.static_range(KERNEL - 1):
-        routed += (tl.zeros((BLOCK_C, BLOCK_W), dtype=ACC),)
+    for r in tl.static_range((KERNEL - 1) * GROUP):
+        routed += (tl.zeros((BLOCK_C, BLOCK_W // GROUP), dtype=ACC),)
     for above in tl.static_range(1, KERNEL):
         ph = first_row + PADDING - above
-        total, row = _routed_row(tl.minimum(tl.maximum(ph, 0), Hp - 1), pooled_image, KERNEL, STRIDE, ACC)
-        total = tl.where((ph >= 0) & (ph < Hp), total, 0.0)  # a clamped row, selected away off the image
-        reached = ()
+        from_above = _routed_row(tl.minimum(tl.maximum(ph, 0), Hp - 1), pooled_image, KERNEL, STRIDE, PADDING,
+                                 GROUP, ACC)
+        on_image = (ph >= 0) & (ph < Hp)  # a clamped row, selected away off the image
+        reached_band = ()
         for r in tl.static_range(KERNEL - 1):
-            reached += (routed[r] + tl.where(row == r + above, total, 0.0),)
-        routed = reached
+            for e in tl.static_range(GROUP):
+                reached_band += (routed[r * GROUP + e] + tl.where(on_image & (from_above[GROUP + e] == r + above),
+                                                                  from_above[e], 0.0),)
+        routed = reached_band
     # Input rows from Hp - PADDING on are under no pooled row of their own: the loop stops before them, so that
     # each of its pooled rows is on the image, and the rows after it get only what already reached them. Unrolled
-    # twice, so that the kept rows move between registers every other row (NCHW on sm_90: 42.5 instructions an
-    # input pixel, 43.2 without).
+    # twice, so that the kept rows move between registers every other row (on sm_90 at 5 x 5 NCHW: 51.0
+    # instructions an input pixel, 54.2 without; at 3 x 3 NHWC 48 registers, 56 without).
     for ih in tl.range(first_row, tl.minimum(last_row, Hp - PADDING), loop_unroll_factor=2):
-        total, row = _routed_row(ih + PADDING, pooled_image, KERNEL, STRIDE, ACC)
-        rows = ()
-        for r in tl.static_range(KERNEL - 1):
-            rows += (routed[r] + tl.where(row == r, total, 0.0),)
-        rows += (tl.where(row == KERNEL - 1, total, 0.0),)
-        tl.store(grad_in_ptr + ih * in_stride_h, rows[0].to(grad_in_ptr.dtype.element_ty), mask=stored)
-        routed = rows[1:]
+        reached = _routed_row(ih + PADDING, pooled_image, KERNEL, STRIDE, PADDING, GROUP, ACC)
+        sums = ()
+        for r in tl.static_range(KERNEL):
+            for e in tl.static_range(GROUP):
+                routed_here = tl.where(reached[GROUP + e] == r, reached[e], 0.0)
+                sums += (routed[r * GROUP + e] + routed_here if r < KERNEL - 1 else routed_here,)
+        _store_outputs(outputs, outputs_ok, ih * in_stride_h, sums[:GROUP], GROUP > 1)
+        routed = sums[GROUP:]
     after = tl.maximum(first_row, Hp - PADDING)
     for r in tl.static_range(KERNEL - 1):
-        tl.store(grad_in_ptr + (after + r) * in_stride_h, routed[r].to(grad_in_ptr.dtype.element_ty),
-                 mask=stored & (after + r < last_row))
+        row_ok = ()
+        for e in tl.static_range(GROUP):
+            row_ok += (outputs_ok[e] & (after + r < last_row),)
+        _store_outputs(outputs, row_ok, (after + r) * in_stride_h, routed[r * GROUP:(r + 1) * GROUP], GROUP > 1)
 
 
 # ----------------------------------------------------------------------------------------
@@ -1117,6 +1161,27 @@ def _forward_group(strides: tuple[int, ...], offset: int, width: int, pooled_wid
     return 2 if words and stride <= 2 else 1
 
 
+def _max_pool_backward_group(strides: tuple[tuple[int, ...], ...], offsets: tuple[int, ...], width: int,
+                             pooled_width: int, element_size: int) -> int:
+    """The input columns each element of the max pool backward's tile routes (its GROUP), for its pooled gradient,
+    argmax and input gradient of these ``strides`` and ``offsets`` (their data's addresses, :func:`_address`),
+    the gradients in elements of ``element_size`` bytes: a word of 64 bits of gradients (4 in 16 bits, 2 in 32)
+    where each tensor's rows are of unit column stride and its other strides and its offset are multiples of
+    the word, as are ``width`` and ``pooled_width``, so that a word is all on a row or all off it. 1 otherwise.
+
+        >>> resnet_stem = (64 * 112 * 112, 112 * 112, 112, 1)
+        >>> _max_pool_backward_group((resnet_stem,) * 3, (0, 0, 0), 112, 112, 2)
+        4
+        >>> _max_pool_backward_group((resnet_stem,) * 3, (0, 0, 0), 112, 112, 4), _max_pool_backward_group(
+        ...     (resnet_stem,) * 3, (0, 0, 0), 112, 111, 4)
+        (2, 1)
+    """
+    group = 8 // element_size
+    aligned = all(layout[3] == 1 and all(size % group == 0 for size in (*layout[:3], offset))
+                  for layout, offset in zip(strides, offsets))
+    return group if group in (2, 4) and aligned and width % group == 0 and pooled_width % group == 0 else 1
+
+
 @kernel_op("fastcore_ops::blur_maxpool2d")
 def _blur_maxpool2d_op(
     x: torch.Tensor, kernel_size: int, stride: int, padding: int
@@ -1155,11 +1220,14 @@ def _blur_maxpool2d_backward_op(
     grad_pooled = _blur_backward(grad_out, Hp, Wp, stride)
     grad_in = empty_like_layout(grad_out, (N, C, height, width))
     if grad_in.numel():
+        tensors = (grad_pooled, argmax, grad_in)
+        group = _max_pool_backward_group(tuple(t.stride() for t in tensors), tuple(map(_address, tensors)), width, Wp,
+                                         grad_out.element_size())
         _max_pool_backward_kernel[_band_grid(N, C, height, width)](
             grad_pooled, argmax, grad_in, C, height, width, Hp, Wp,
             *grad_pooled.stride(), *argmax.stride(), *grad_in.stride(),
             **_tuning_key(C, height * width, grad_pooled.stride(1)),
-            KERNEL=kernel_size, STRIDE=stride, PADDING=padding, ACC=backend.accumulator(grad_out.dtype))
+            KERNEL=kernel_size, STRIDE=stride, PADDING=padding, GROUP=group, ACC=backend.accumulator(grad_out.dtype))
     return grad_in
 
 

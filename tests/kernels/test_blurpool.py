@@ -210,6 +210,29 @@ def test_blur_maxpool2d_grouped_rows_take_ties_nan_and_minus_inf_like_max_pool2d
     torch.testing.assert_close(x.grad, x_ref.grad.to(dtype), **TOLERANCES[dtype])
 
 
+# The max pool's backward routes NCHW rows whose width and pooled width are multiples of a 64-bit word of
+# gradients in words (blurpool._max_pool_backward_group): (width, kernel size, padding, stride, dtype, the group).
+# 36 columns span three of the interpreter's column blocks, the last partial; from the kernel size and padding,
+# the nearest pooled column a group reads is 0 to 4 columns to its left.
+BACKWARD_WORD_CASES = [
+    (12, 3, 1, 2, torch.float16, 4), (12, 3, 1, 2, torch.float32, 2), (36, 5, 2, 2, torch.float16, 4),
+    (36, 5, 0, 1, torch.float16, 4), (12, 7, 3, 2, torch.float32, 2), (12, 1, 0, 2, torch.float16, 4),
+    (12, 3, 1, 3, torch.float16, 4),  # stride 3: positions no output reads hold no offset
+    (14, 3, 1, 2, torch.float16, 1), (12, 2, 0, 2, torch.float16, 1),  # width, then pooled width, not whole words
+]
+
+
+@pytest.mark.parametrize("width,kernel_size,padding,stride,dtype,group", BACKWARD_WORD_CASES, ids=str)
+def test_max_pool_backward_routes_aligned_rows_in_words(width, kernel_size, padding, stride, dtype, group, device):
+    g = torch.Generator().manual_seed(width + kernel_size)
+    x = torch.randint(0, 3, (2, 3, 9, width), generator=g).to(device=device, dtype=dtype).requires_grad_()
+    pooled_width = width + 2 * padding - kernel_size + 1
+    layouts = [torch.empty(2, 3, 9 + 2 * padding - kernel_size + 1, pooled_width).stride()] * 2 + [x.stride()]
+    assert blurpool_module._max_pool_backward_group(
+        tuple(layouts), (0, 0, 0), width, pooled_width, x.element_size()) == group
+    _compare(blur_maxpool2d, blur_maxpool2d_reference, x, kernel_size, stride, padding)
+
+
 @pytest.mark.parametrize("args", [(2,), (3,), (3, None, 1), (3, 2, 1)], ids=str)
 def test_blur_maxpool2d_defaults_are_max_pool2ds(args, device):
     # A call ported from F.max_pool2d keeps its output size: stride defaults to kernel_size, padding to 0.
