@@ -49,7 +49,8 @@ _REFERENCE_VALUES = textwrap.dedent("""
                                       blurpool2d, ghost_batch_norm)
     from fastcore_ops.kernels.alibi import alibi_attention_reference
     from fastcore_ops.kernels.bce import bce_with_logits_reference
-    from fastcore_ops.kernels.blurpool import blur_maxpool2d_reference, blurpool2d_reference
+    from fastcore_ops.kernels.blur_maxpool import blur_maxpool2d_reference
+    from fastcore_ops.kernels.blurpool import blurpool2d_reference
     from fastcore_ops.kernels.ghost_batchnorm import ghost_batch_norm_reference
 
     assert not backend.TRITON_AVAILABLE and not backend.INTERPRETING

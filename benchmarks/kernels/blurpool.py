@@ -12,9 +12,11 @@ from dataclasses import replace
 import torch
 
 from fastcore_ops.kernels import blur_maxpool2d, blurpool2d
-from fastcore_ops.kernels import blurpool as kernels
+from fastcore_ops.kernels import blur_maxpool as pool_kernels
+from fastcore_ops.kernels import blurpool as blur_kernels
 from fastcore_ops.kernels.backend import tl
-from fastcore_ops.kernels.blurpool import blur_maxpool2d_reference, blurpool2d_reference
+from fastcore_ops.kernels.blur_maxpool import blur_maxpool2d_reference
+from fastcore_ops.kernels.blurpool import blurpool2d_reference
 
 from . import (Case, CorrectnessCase, Goal, KernelSpec, Traffic, channels_last_image, compiled_on_first_call,
                element_size)
@@ -191,14 +193,15 @@ def _grouping(name: str, launch: dict[str, int], stride: int) -> dict[str, int |
         return [launch[f"{prefix}_{dim}"] for dim in "nchw"]
 
     if name == "_blurpool_forward_kernel":
-        return kernels._blur_words(strides("stride"), 0, launch["W"], strides("out_stride"), 0, launch["Wo"], stride, 2)
+        return blur_kernels._blur_words(strides("stride"), 0, launch["W"], strides("out_stride"), 0, launch["Wo"],
+                                        stride, 2)
     if name == "_blurpool_backward_kernel":
-        return {"GROUP": kernels._blur_backward_group(strides("stride"), 0, launch["Wo"], strides("in_stride"), 0,
-                                                      launch["W"], stride, 2)}
+        return {"GROUP": blur_kernels._blur_backward_group(strides("stride"), 0, launch["Wo"], strides("in_stride"),
+                                                           0, launch["W"], stride, 2)}
     if name == "_blur_maxpool_forward_kernel":
-        return {"GROUP": kernels._forward_group(strides("stride"), 0, launch["W"], launch["Wp"], stride)}
-    return {"GROUP": kernels._max_pool_backward_group((strides("stride"), strides("arg_stride"), strides("in_stride")),
-                                                      (0, 0, 0), launch["W"], launch["Wp"], 2)}
+        return {"GROUP": pool_kernels._forward_group(strides("stride"), 0, launch["W"], launch["Wp"], stride)}
+    tensors = (strides("stride"), strides("arg_stride"), strides("in_stride"))
+    return {"GROUP": pool_kernels._max_pool_backward_group(tensors, (0, 0, 0), launch["W"], launch["Wp"], 2)}
 
 
 def _compile_cases(every_config: list, one_config: list = ()):
@@ -233,7 +236,7 @@ def _compile_cases(every_config: list, one_config: list = ()):
 
 
 def _blurpool_compile_cases():
-    forward, backward = kernels._blurpool_forward_kernel, kernels._blurpool_backward_kernel
+    forward, backward = blur_kernels._blurpool_forward_kernel, blur_kernels._blurpool_backward_kernel
     return _compile_cases([(forward, ("x_ptr", "out_ptr"), {"STRIDE": 2}),
                            (forward, ("x_ptr", "out_ptr"), {"STRIDE": 1}),  # and stride 1's backward
                            (backward, ("grad_out_ptr", "grad_in_ptr"), {"STRIDE": 2}),
@@ -244,7 +247,7 @@ def _blur_maxpool_compile_cases():
     """Its forward and its max pool's backward (its blur's backward is blurpool2d's). The forward's other paths
     (stride 1, from 3, from 4 the rows no output reads, kernels too large to keep input rows) and a 5 x 5 max
     pool's backward in one config each, not every config (some take 30 s)."""
-    forward, backward = kernels._blur_maxpool_forward, kernels._max_pool_backward_kernel
+    forward, backward = pool_kernels._blur_maxpool_forward, pool_kernels._max_pool_backward_kernel
     images, gradients = ("x_ptr", "out_ptr"), ("grad_pooled_ptr", "grad_in_ptr")
     return _compile_cases(
         [(forward, images, {"KERNEL": 3, "STRIDE": 2, "PADDING": 1}),

@@ -10,7 +10,8 @@ closest PyTorch counterpart's arguments (``F.batch_norm``, ``F.scaled_dot_produc
 from . import backend  # noqa: F401  (first: it settles Triton's interpreter mode)
 from .alibi import alibi_attention, alibi_slopes
 from .bce import bce_with_logits, init_bce_bias_
-from .blurpool import blur_maxpool2d, blurpool2d
+from .blur_maxpool import blur_maxpool2d
+from .blurpool import blurpool2d
 from .ghost_batchnorm import ghost_batch_norm
 
 __all__ = [

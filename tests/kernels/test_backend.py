@@ -121,13 +121,13 @@ def test_interpreter_request_after_triton_import_is_a_clear_error():
 def test_autotuners_key_on_size_buckets_not_on_sizes():
     """Each tuning benchmarks every config (seconds a kernel on a GPU: reports/gpu-check-h200-20261128), so the
     keys hold power-of-two buckets of sizes and flags, never a raw size or stride that every new shape changes."""
-    from fastcore_ops.kernels import alibi, bce, blurpool, ghost_batchnorm
+    from fastcore_ops.kernels import alibi, bce, blur_maxpool, blurpool, ghost_batchnorm
 
     flags = {"CHANNELS_INNER", "TARGET_IS_INDEX", "CAUSAL", "INPUT_PRECISION", "HEAD_DIM_PADDED",
              "KERNEL", "STRIDE", "PADDING", "GROUP", "WORD"}  # the blurs' and pools' constexprs: each value compiles anew anyway
-    modules = {module.__name__ for module in (alibi, bce, blurpool, ghost_batchnorm)}
+    modules = {module.__name__ for module in (alibi, bce, blur_maxpool, blurpool, ghost_batchnorm)}
     found = [tuner for tuner in backend.TUNERS.values() if tuner.base_fn.__module__ in modules]
-    # alibi 3, bce 1, blurpool 3 + 2 (the blur max pool's forward), ghost batch norm 4 x 3
+    # alibi 3, bce 1, blurpool 2, blur_maxpool 1 + 2 (its forward's, one a layout), ghost batch norm 4 x 3
     assert all(isinstance(tuner, Autotuner) for tuner in found) and len(found) == 21
     for tuner in found:
         raw = [key for key in tuner.keys if not key.endswith("_BUCKET") and key not in flags]
@@ -318,7 +318,8 @@ def test_a_table_config_its_kernel_does_not_declare_is_refused(tmp_path):
 def test_the_committed_table_names_only_declared_kernels():
     """Each entry is one of its kernel's configs (checked when the kernel modules were imported); the wheel
     ships it (tests/test_install.py)."""
-    from fastcore_ops.kernels import alibi, bce, blurpool, ghost_batchnorm  # noqa: F401  (they register their tuners)
+    # They register their tuners.
+    from fastcore_ops.kernels import alibi, bce, blur_maxpool, blurpool, ghost_batchnorm  # noqa: F401
 
     table = backend.load_tuned_configs(backend.TUNED_CONFIGS)
     assert set(table) <= set(backend.TUNERS), set(table) - set(backend.TUNERS)
@@ -329,7 +330,8 @@ def test_every_committed_key_has_its_autotuner_s_shape():
     kernel's key changed since it was tuned) would never be found, and the kernel would run untuned."""
     import ast
 
-    from fastcore_ops.kernels import alibi, bce, blurpool, ghost_batchnorm  # noqa: F401  (they register their tuners)
+    # They register their tuners.
+    from fastcore_ops.kernels import alibi, bce, blur_maxpool, blurpool, ghost_batchnorm  # noqa: F401
 
     for name, entries in backend.load_tuned_configs(backend.TUNED_CONFIGS).items():
         tuner = backend.TUNERS[name]
@@ -345,10 +347,10 @@ def test_every_committed_key_has_its_autotuner_s_shape():
 def test_a_blur_s_stride_is_part_of_its_tuning_key():
     """On the H200 a stride-1 blur ran the config tuned for the stride-2 blur whose channels and outputs fall in the
     same buckets (256x256x28x28 and 256x256x56x56): Triton's autotuner keys on no constexpr unless told."""
-    from fastcore_ops.kernels import blurpool
+    from fastcore_ops.kernels import blur_maxpool, blurpool
 
     for tuner in (blurpool._blurpool_forward_kernel, blurpool._blurpool_backward_kernel,
-                  blurpool._max_pool_backward_kernel, *blurpool._blur_maxpool_forward.values()):
+                  blur_maxpool._max_pool_backward_kernel, *blur_maxpool._blur_maxpool_forward.values()):
         assert "STRIDE" in tuner.keys
 
 

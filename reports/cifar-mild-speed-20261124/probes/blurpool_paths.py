@@ -13,7 +13,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from fastcore_ops.kernels.blurpool import blur_maxpool2d_reference, blurpool2d_reference
+from fastcore_ops.kernels.blur_maxpool import blur_maxpool2d_reference
+from fastcore_ops.kernels.blurpool import blurpool2d_reference
 from fastcore_ops.surgery import apply_surgery
 from fastcore_ops.surgery.blurpool import BlurConv2d, BlurMaxPool2d
 from fastcore_ops.training.models.cifar_resnet import cifar_resnet20
