@@ -302,7 +302,7 @@ def _blur_maxpool_forward_kernel(
     # maxes over the windows of the pooled columns an output's blur reads (_row_maxes) are taken once and kept,
     # in ``window``, for the KERNEL pooled rows that read them; each pooled row's vertical max is taken once, and
     # kept, as its horizontal blur, for the next output row where they share it (two of three at stride 1, one
-    # at stride 2), like _blurpool_forward_kernel; two pooled rows taken together share the vertical max of
+    # at stride 2), like .blurpool._blurpool_forward_kernel; two pooled rows taken together share the vertical max of
     # their common input rows. At stride 2 an output row takes 2 input rows and 2 pooled rows, against
     # 3 x KERNEL input rows loaded and compared for 3 windows per output.
     #

@@ -326,7 +326,7 @@ def _lane(word, LANE: tl.constexpr, ELEMENT: tl.constexpr, ACC: tl.constexpr):
 def _store_outputs(outputs, outputs_ok, offset, value, PACKED: tl.constexpr):
     """Store the group's output ``value``s at ``outputs`` + ``offset``. PACKED: side by side in one word, where the
     group fits in 64 bits; the caller's promise that its outputs are all in the image or none and the word
-    aligned (see _forward_group, _blur_words). Each on its own otherwise."""
+    aligned (see _blur_words, and blur_maxpool._forward_group). Each on its own otherwise."""
     element = outputs[0].dtype.element_ty
     BITS: tl.constexpr = element.primitive_bitwidth
     if PACKED and len(value) * BITS <= 64 and BITS >= 16:
