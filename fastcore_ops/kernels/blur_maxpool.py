@@ -18,7 +18,8 @@ from ..checks import check_int, check_tensor
 from . import backend
 from .backend import tl, triton
 from .blurpool import (_INTERPRETER_ROWS, _TILE_KEY, _TILED, _address, _band_grid, _blur_backward,
-                       _blurpool2d_eager, _lane, _store_outputs, _strided_size, _tuning_key, blurpool2d_reference)
+                       _blurpool2d_eager, _lane, _rows_of_words, _store_outputs, _strided_size, _tuning_key,
+                       blurpool2d_reference)
 from .custom_op import kernel_op
 from .layout import empty_like_layout
 
@@ -628,7 +629,7 @@ def _forward_group(strides: tuple[int, ...], offset: int, width: int, pooled_wid
         >>> _forward_group(resnet_stem, 0, 112, 112, 2), _forward_group(resnet_stem, 0, 112, 112, 3)
         (2, 1)
     """
-    words = strides[3] == 1 and all(size % 4 == 0 for size in (*strides[:3], offset, width, pooled_width))
+    words = _rows_of_words(strides, offset, 4) and width % 4 == 0 and pooled_width % 4 == 0
     return 2 if words and stride <= 2 else 1
 
 
@@ -648,8 +649,7 @@ def _max_pool_backward_group(strides: tuple[tuple[int, ...], ...], offsets: tupl
         (2, 1)
     """
     group = 8 // element_size
-    aligned = all(layout[3] == 1 and all(size % group == 0 for size in (*layout[:3], offset))
-                  for layout, offset in zip(strides, offsets))
+    aligned = all(_rows_of_words(layout, offset, group) for layout, offset in zip(strides, offsets))
     return group if group in (2, 4) and aligned and width % group == 0 and pooled_width % group == 0 else 1
 
 

@@ -451,6 +451,16 @@ def _address(tensor: torch.Tensor) -> int:
     return tensor.data_ptr() // tensor.element_size()
 
 
+def _rows_of_words(strides: tuple[int, ...], offset: int, word: int) -> bool:
+    """Whether the rows of a tensor of these ``strides`` and ``offset`` (:func:`_address`) are of unit column
+    stride and start on a word of ``word`` elements: its other strides and its offset multiples of the word.
+
+        >>> _rows_of_words((128 * 56 * 56, 56 * 56, 56, 1), 0, 4), _rows_of_words((6 * 7, 7, 1, 1), 0, 4)
+        (True, False)
+    """
+    return strides[3] == 1 and all(size % word == 0 for size in (*strides[:3], offset))
+
+
 def _blur_words(strides: tuple[int, ...], offset: int, width: int, out_strides: tuple[int, ...], out_offset: int,
                 out_width: int, stride: int, element_size: int) -> dict[str, int | bool]:
     """How _blurpool_forward_kernel's tile elements read and write, for an input of these ``strides``, ``offset``
@@ -473,9 +483,8 @@ def _blur_words(strides: tuple[int, ...], offset: int, width: int, out_strides: 
     """
     if strides[3] == 1 and stride <= 2 and element_size <= 4:
         for word in (8 // element_size, 4 // element_size):
-            if word > 1 and all(size % word == 0 for size in (*strides[:3], offset, width)):
-                packed = 4 * element_size <= 8 and out_strides[3] == 1 and all(
-                    size % 4 == 0 for size in (*out_strides[:3], out_offset, out_width))
+            if word > 1 and _rows_of_words(strides, offset, word) and width % word == 0:
+                packed = 4 * element_size <= 8 and _rows_of_words(out_strides, out_offset, 4) and out_width % 4 == 0
                 return {"GROUP": 4, "WORD": word, "PACKED": packed}
     return {"GROUP": 1, "WORD": 1, "PACKED": False}
 
@@ -499,12 +508,10 @@ def _blur_backward_group(strides: tuple[int, ...], offset: int, width: int, in_s
         1
     """
     store_word = 8 // element_size
-    aligned_input = all(size % store_word == 0 for size in (*in_strides[:3], in_offset))
-    if stride != 2 or strides[3] != 1 or in_strides[3] != 1 or in_width != 2 * width or not aligned_input:
+    if stride != 2 or in_width != 2 * width or not _rows_of_words(in_strides, in_offset, store_word):
         return 1
     for group in (8 // element_size, 4 // element_size):
-        if group > 1 and 2 * group % store_word == 0 and all(size % group == 0 for size in (*strides[:3], offset,
-                                                                                             width)):
+        if group > 1 and 2 * group % store_word == 0 and _rows_of_words(strides, offset, group) and width % group == 0:
             return group
     return 1
 
