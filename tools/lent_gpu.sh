@@ -23,7 +23,9 @@
 # those alone, each then with a larger share of the timing step (the goals command merges rows across runs).
 #
 # Then, here: `python -m benchmarks.kernels.goals OUT/kernels.jsonl --out DIR` judges every kernel's goals on the
-# rows, on eager and on device time (reports/lent-gpu-h200-20261204).
+# rows, on eager and on device time (reports/lent-gpu-h200-20261204), and `python -m benchmarks.kernels.faster_rivals
+# OUT/kernels.jsonl --out fastcore_ops/kernels/faster_rivals.json` sends the public functions to their rivals where
+# those were faster on the device.
 #
 # Between leases: the compile cache comes back as OUT/compile-cache.tar.xz (.tar.gz where there is no xz);
 # `prepare --cache PATH/compile-cache.tar.xz` puts it in .gpu-carry, and `run` unpacks it where Triton and

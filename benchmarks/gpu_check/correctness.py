@@ -13,6 +13,7 @@ import torch
 from benchmarks.gpu_check.parts import Mode, Recorder
 from benchmarks.kernels import CorrectnessCase
 from benchmarks.kernels.registry import KERNELS
+from fastcore_ops.kernels import rivals
 
 # Against an fp32 reference rounded to the storage dtype, for outputs and gradients alike.
 TOLERANCES = {torch.float32: 1e-4, torch.float16: 5e-3, torch.bfloat16: 4e-2}
@@ -23,6 +24,7 @@ def all_cases(small: bool) -> list[CorrectnessCase]:
     return [case for spec in KERNELS for case in spec.correctness_cases(small)]
 
 
+@rivals.kernels_always()  # the kernel's values, wherever the table of faster rivals would send its call
 def largest_errors(case: CorrectnessCase, dtype: torch.dtype, device: torch.device) -> tuple[float, float]:
     """(largest output error, largest gradient error) of ``case`` in ``dtype``, each relative to the tolerance's
     scale: |ours - reference| / (1 + |reference|), so 1e-3 means a thousandth of the value (or of 1)."""

@@ -76,9 +76,19 @@ def device_row(row: dict) -> dict:
     for key in row:
         stem = key.removesuffix("ms")
         if key.endswith("_fwd_bwd_ms") and any(stem + source in row for source in _TIME_SOURCES):
-            result[key] = next((_number(row.get(stem + source)) for source in _TIME_SOURCES
-                                if _number(row.get(stem + source)) is not None), None)
+            result[key] = device_time_ms(row, key.removesuffix("_fwd_bwd_ms"))
     return result
+
+
+def device_time_ms(row: dict, path: str) -> float | None:
+    """Path ``path``'s forward+backward on the device's own time in ``row``: the graph replay's, else the profiler's
+    kernel durations, else None.
+
+        >>> device_time_ms({"ref_fwd_bwd_graph_ms": None, "ref_fwd_bwd_kernels_ms": 0.3}, "ref")
+        0.3
+    """
+    return next((time for time in (_number(row.get(f"{path}_fwd_bwd_{source}")) for source in _TIME_SOURCES)
+                 if time is not None), None)
 
 
 def host_row(row: dict) -> dict:

@@ -15,6 +15,7 @@ from torch._dynamo.utils import counters
 from tqdm import tqdm
 
 from fastcore_ops import cli
+from fastcore_ops.kernels import rivals
 from fastcore_ops.owned_folder import claim_folder
 
 from ..timing import (device_name, device_times_ms, host_time_ms, launch_count, peak_bandwidth_gbs, peak_memory_mb,
@@ -54,6 +55,17 @@ def _forward_backward(fn, inputs):
     return run
 
 
+def call_cell(case: Case, inputs: tuple) -> str:
+    """The :func:`~fastcore_ops.kernels.rivals.cell` of ours' call on ``inputs``, recorded from a forward."""
+    with rivals.recorded_cells() as calls:
+        _forward(case.ours, inputs)()
+    cells = {cell for kernel, cell in calls if kernel == case.kernel}
+    if len(cells) != 1:
+        raise RuntimeError(f"{case.kernel} {case.size}: ours' forward called {case.kernel} in {len(cells)} cells "
+                           f"({sorted(cells)}), where its row holds one")
+    return cells.pop()
+
+
 def _timed_paths(case: Case, time_ours: bool) -> dict:
     """The paths of ``case`` that are timed, by name: the reference, the others it is set against, and ours."""
     return {"ref": case.reference, **case.others, **({"ours": case.ours} if time_ours else {})}
@@ -89,6 +101,7 @@ def _device_columns(name: str, run, device: torch.device) -> dict:
     return columns
 
 
+@rivals.kernels_always()  # ours is the kernel, wherever the table of faster rivals would send its call
 def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: float = 2.0) -> dict:
     """One row of ``case``: both sides' times, traffic, bandwidth, peak memory and the bandwidth floor (on CUDA:
     ``floor_*_ms``, ours' modelled bytes at the device's peak bandwidth); ``cpu_budget_s``: the time each CPU
@@ -98,9 +111,12 @@ def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: flo
     forward+backward also has the device's own time (``_graph_ms``: CUDA-graph replay, ``_l2_warm_ms`` and
     ``_l2_cold_ms``, ``_kernels_ms`` and ``_kernels``: the profiler's kernel durations and count; None off CUDA,
     and the graph's three where ``_graph_error`` says capture failed), the host's own time (``_host_ms``: the
-    process's CPU time for one call, None off CUDA) and its ``_launches`` (LaunchRecorder's count). No timed call is a path's first: compiling and tuning stay out of every timed region."""
+    process's CPU time for one call, None off CUDA) and its ``_launches`` (LaunchRecorder's count). No timed call is a path's first: compiling and tuning stay out of every timed region.
+    ``cell``: where ours' calls fall in the table of faster rivals (``fastcore_ops.kernels.rivals``)."""
     inputs = case.make_inputs()
     row = {"kernel": case.kernel, "size": case.size}
+    if time_ours:
+        row["cell"] = call_cell(case, inputs)
     peak_gbs = peak_bandwidth_gbs(device)
     timed = _timed_paths(case, time_ours)
     # Dynamo starts each case afresh, and the row says how many graphs it compiled. On the H200 every compiled

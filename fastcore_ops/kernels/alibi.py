@@ -26,7 +26,7 @@ from typing import Optional
 import torch
 
 from ..checks import check_bool, check_int, check_number, check_same_device, check_tensor
-from . import backend
+from . import backend, rivals
 from .backend import tl, triton
 from .custom_op import kernel_op
 
@@ -758,7 +758,8 @@ def alibi_attention(
     _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, slopes)
     D = query.shape[3]
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    if backend.use_triton(query) or query.numel() == 0:  # empty inputs launch nothing, on any device
+    if rivals.kernel_runs("alibi_attention", query, causal=is_causal, keys=backend.size_bucket(key.shape[2]),
+                          slopes="default" if slopes is None else "given"):
         # Default slopes (None) are computed inside the kernels: nothing is built from host data.
         slopes = None if slopes is None else slopes.to(torch.float32).contiguous()
         return _alibi_attention_op(query, key, value, slopes, is_causal, scale)[0]

@@ -333,18 +333,24 @@ def load_tuned_configs(path: Path) -> dict[str, dict[str, dict]]:
     """The table at ``path``, checked: a JSON object of kernel names, each an object of tuning keys
     (see :func:`tuning_key`), each a config ``{"kwargs": {...}, "num_warps": int, "num_stages": int}``.
     Raises :class:`TunedConfigError`, naming the file, for anything else."""
-    try:
-        table = json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
-    except OSError as error:
-        raise TunedConfigError(f"{path}: cannot read the table of tuned configs ({error.strerror or error})") from None
-    except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, NaN or Infinity, nested past Python's limit
-        raise TunedConfigError(f"{path}: not a JSON table of tuned configs ({error}); {_TABLE_FIX}") from None
+    table = read_json_table(path, "table of tuned configs", TunedConfigError, _TABLE_FIX)
     _check_table(table, path)
     return table
 
 
+def read_json_table(path: Path, what: str, error_type: type[ValueError], fix: str):
+    """The JSON at ``path``, one of the kernels' committed tables (``what``), read as untrusted data: NaN and
+    Infinity refused. Raises ``error_type``, naming the file, where it cannot be read or is not JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
+    except OSError as error:
+        raise error_type(f"{path}: cannot read the {what} ({error.strerror or error})") from None
+    except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, NaN or Infinity, nested past Python's limit
+        raise error_type(f"{path}: not a JSON {what} ({error}); {fix}") from None
+
+
 def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a config value")
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _check_table(table, path: Path) -> None:

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from ..checks import check_number, check_same_device, check_tensor
-from . import backend
+from . import backend, rivals
 from .backend import tl, triton
 from .custom_op import kernel_op
 
@@ -257,7 +257,8 @@ def bce_with_logits(input: torch.Tensor, target: torch.Tensor, *, label_smoothin
         >>> loss.backward()
     """
     _check_inputs(input, target, label_smoothing)
-    kernel_runs = backend.use_triton(input) or input.numel() == 0  # empty inputs launch nothing, on any device
+    target_kind = "probabilities" if target.dtype.is_floating_point else "labels"
+    kernel_runs = rivals.kernel_runs("bce_with_logits", input, target=target_kind)
     if not target.dtype.is_floating_point and target.numel():
         _check_labels(target, input.shape[1], kernel_runs=kernel_runs)
     label_smoothing = float(label_smoothing)

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ..checks import check_int, check_tensor
-from . import backend
+from . import backend, rivals
 from .backend import tl, triton
 from .blurpool import (_INTERPRETER_ROWS, _TILE_KEY, _TILED, _address, _band_grid, _blur_backward,
                        _blurpool2d_eager, _lane, _rows_of_words, _store_outputs, _strided_size, _tuning_key,
@@ -755,6 +755,6 @@ def blur_maxpool2d(input: torch.Tensor, kernel_size: int, stride: int | None = N
                 f"input's {name} {size} is smaller than kernel_size {kernel_size} with padding {padding}; "
                 f"use a smaller kernel_size or more padding"
             )
-    if backend.use_triton(input) or input.numel() == 0:  # empty inputs launch nothing, on any device
+    if rivals.kernel_runs("blur_maxpool2d", input, kernel_size=kernel_size, stride=stride, padding=padding):
         return _blur_maxpool2d_op(input, kernel_size, stride, padding)[0]
     return _blurpool2d_eager(F.max_pool2d(input, kernel_size, stride=1, padding=padding), stride)
