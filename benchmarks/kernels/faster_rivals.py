@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -74,24 +73,12 @@ def updated(table: dict, rows: list[dict], kernels: list[str]) -> tuple[dict, li
     return {kernel: devices for kernel, devices in kept.items() if devices}, lines
 
 
-def _write(table: dict, out: Path) -> None:
-    """``table`` at ``out``, whole or not at all: written beside it, checked as the kernels read it, then moved."""
-    from fastcore_ops.kernels.rivals import load_faster_rivals
-
-    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
-    try:
-        partial.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        load_faster_rivals(partial)
-        partial.replace(out)
-    finally:
-        partial.unlink(missing_ok=True)
-
-
 @cli.command(build_parser)
 def main(args: argparse.Namespace) -> int:
     from fastcore_ops.kernels.rivals import load_faster_rivals
 
     from .registry import KERNELS  # imports every kernel: after the command line is parsed
+    from .tuning import write_table
 
     try:
         if args.out.is_dir() or not args.out.parent.is_dir():
@@ -100,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
         table, lines = updated(table, read_rows(args.rows), [spec.name for spec in KERNELS])
     except ValueError as error:
         return cli.refuse(error)
-    _write(table, args.out)
+    write_table(table, args.out)
     print("\n".join(lines + [f"Wrote {args.out}"]))
     return 0
 

@@ -365,8 +365,9 @@ def binomial_filter(channels: int, dtype: torch.dtype, device) -> torch.Tensor:
         taps = torch.tensor([1.0, 2.0, 1.0], dtype=dtype, device=device)
         kernel = torch.outer(taps, taps) / 16
         # Only a plain tensor is kept: not a tracer's fake one, nor one made in inference mode,
-        # which a later training step could not save for backward.
-        if type(kernel) is torch.Tensor and not kernel.is_inference() and not torch.compiler.is_compiling():
+        # which a later training step could not save for backward. Compiling is asked first:
+        # torch.compile cannot trace is_inference() (fullgraph refused the reference).
+        if type(kernel) is torch.Tensor and not torch.compiler.is_compiling() and not kernel.is_inference():
             _FILTERS[key] = kernel
     return kernel.expand(channels, 1, 3, 3)
 

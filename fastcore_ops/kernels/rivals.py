@@ -26,7 +26,6 @@ The kernel stays an option: inside :func:`kernels_always` (the benchmarks time i
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import os
 from pathlib import Path
@@ -138,11 +137,11 @@ def runs_rival(kernel: str, tensor: torch.Tensor, **arguments) -> bool:
     return cells is not None and cell(tensor, **arguments) in cells
 
 
-@functools.cache
 def device_name(device: torch.device) -> str | None:
     """The GPU's name, as the table and the benchmark rows hold it (``torch.cuda.get_device_name``); None where
-    no GPU is there (fake CUDA tensors on a CPU, as the launch checks make them)."""
-    return torch.cuda.get_device_name(device) if torch.cuda.is_available() else None
+    no GPU is there (fake CUDA tensors on a CPU, as the launch checks make them). Both calls are ones that
+    torch.compile folds into constants, so a traced call neither breaks its graph nor asks at run time."""
+    return torch.cuda.get_device_properties(device).name if torch.cuda.is_available() else None
 
 
 @contextlib.contextmanager

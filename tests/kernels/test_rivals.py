@@ -15,7 +15,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from benchmarks.kernels import faster_rivals
 from benchmarks.kernels.registry import KERNELS
 from benchmarks.kernels.runner import all_cases, call_cell
-from fastcore_ops.kernels import rivals
+from fastcore_ops.kernels import blurpool2d, rivals
 from fastcore_ops.kernels.launches import LaunchRecorder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +53,36 @@ def test_the_kernel_stays_an_option_where_its_rival_was_faster(spec, monkeypatch
     with rivals.kernels_always():
         _, phase = _forward_on_fake_gpu(spec, {kernel: {GPU: {cell: MEASURED}}}, monkeypatch)
     assert phase.triton_launches
+
+
+def _graphs(fn, *inputs) -> list[str]:
+    """The FX graphs torch.compile makes of ``fn(*inputs)`` in one graph (fullgraph: a break fails)."""
+    graphs = []
+
+    def capture(graph_module, example_inputs):
+        graphs.append(str(graph_module.graph))
+        return graph_module.forward
+
+    torch._dynamo.reset()
+    torch.compile(fn, backend=capture, fullgraph=True)(*inputs)
+    return graphs
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_the_rival_path_compiles_in_one_graph(spec, monkeypatch):
+    """What a call that runs its rival traces (on a CPU without the interpreter, the reference too)."""
+    monkeypatch.setattr(rivals, "kernel_runs", lambda kernel, tensor, **arguments: False)
+    [graph] = _graphs(spec.ours, *spec.inputs("cpu", torch.float32, True))
+    assert "ops.fastcore_ops" not in graph  # none of our custom ops (its cached filter may be named after us)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the table is consulted for CUDA tensors only")
+def test_a_compiled_call_takes_the_rival_at_a_measured_cell_in_one_graph(monkeypatch):
+    x = torch.randn(2, 8, 16, 16, device="cuda", dtype=torch.float16)
+    monkeypatch.setattr(rivals, "FASTER_RIVALS", {
+        "blurpool2d": {rivals.device_name(x.device): {rivals.cell(x, stride=1): MEASURED}}})
+    [graph] = _graphs(blurpool2d, x, 1)
+    assert "conv2d" in graph and "ops.fastcore_ops" not in graph
 
 
 def test_cpu_tensors_never_consult_the_table(monkeypatch):
