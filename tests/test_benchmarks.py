@@ -276,6 +276,15 @@ def test_retune_refuses_without_cuda_and_leaves_the_table(monkeypatch, tmp_path,
     assert table.read_text() == '{"kept": {}}\n' and sorted(p.name for p in tmp_path.iterdir()) == [table.name]
 
 
+def test_retune_refuses_to_list_and_tune_at_once(tmp_path, capsys):
+    from benchmarks.kernels import retune
+
+    assert retune.main(["--out", str(tmp_path / "table.json"), "--missing", "--only-new"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --missing lists") and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_retune_refuses_an_unknown_dtype_and_writes_nothing(tmp_path, capsys):
     from benchmarks.kernels import retune
 
@@ -307,6 +316,61 @@ def test_retune_replaces_the_keys_it_meets_and_keeps_the_others(monkeypatch, tmp
     assert backend.load_tuned_configs(table) == {
         "_bce_forward_kernel": {"(1024, True)": entry, "(2048, True)": chosen}, "_scale_kernel": {"(4,)": chosen}}
     assert "2 keys of 2 autotuned kernels tuned on a stand-in GPU" in capsys.readouterr().out
+
+
+def test_retune_only_new_times_the_keys_the_table_lacks_and_writes_those(monkeypatch, tmp_path, capsys):
+    from benchmarks.kernels import retune, tuning
+    from fastcore_ops.kernels import backend
+
+    entry = {"kwargs": {"BLOCK_C": 1024}, "num_warps": 4, "num_stages": 3}
+    table = tmp_path / "tuned_configs.json"
+    table.write_text(json.dumps({"_bce_forward_kernel": {"(1024, True)": entry}}))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda: "a stand-in GPU")
+    monkeypatch.setattr(backend, "INTERPRETING", False)
+    monkeypatch.setattr(backend, "AUTOTUNE_MODE", "table")
+    monkeypatch.setattr(tuning, "kept_configs", lambda table, path: {"_bce_forward_kernel": {(1024, True): "kept"}})
+    given = []
+    new = {**entry, "num_warps": 8}
+    monkeypatch.setattr(tuning, "tune_kernels", lambda names, batch, dtypes, device, kept: given.append(kept) or {
+        "_bce_forward_kernel": {"(1024, True)": entry, "(2048, True)": new}})
+    assert retune.main(["--out", str(table), "--kernels", "bce_with_logits", "--only-new"]) == 0
+    assert given == [{"_bce_forward_kernel": {(1024, True): "kept"}}]
+    assert backend.load_tuned_configs(table) == {"_bce_forward_kernel": {"(1024, True)": entry, "(2048, True)": new}}
+    assert "1 keys of 1 autotuned kernels tuned on a stand-in GPU (batch 256, float16,bfloat16; only keys the table " \
+           "lacked)" in capsys.readouterr().out
+
+
+def test_retune_keeps_each_key_of_the_table_as_its_autotuner_files_it(tmp_path):
+    """kept_configs, compiled (the interpreter's kernels have one config each): every key of the committed table
+    becomes the tuple its autotuner's cache holds, with the config the table names; a key that is no tuple is
+    refused, naming the file."""
+    from fastcore_ops.kernels import backend
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRITON_INTERPRET", "FASTCORE_OPS_INTERPRET", backend.AUTOTUNE_VARIABLE)}
+    bad = tmp_path / "tuned_configs.json"
+    committed = backend.load_tuned_configs(backend.TUNED_CONFIGS)
+    name, entries = next(iter(committed.items()))
+    bad.write_text(json.dumps({name: {"__import__('os')": next(iter(entries.values()))}}))
+    code = f"""
+import json
+from pathlib import Path
+from benchmarks.kernels.tuning import kept_configs
+from fastcore_ops.kernels import backend
+kept = kept_configs(backend.load_tuned_configs(backend.TUNED_CONFIGS), backend.TUNED_CONFIGS)
+print(json.dumps({{name: {{str(key): backend.config_entry(config) for key, config in configs.items()}}
+                  for name, configs in kept.items() if configs}}))
+try:
+    kept_configs(backend.load_tuned_configs(Path({str(bad)!r})), Path({str(bad)!r}))
+except ValueError as error:
+    print(error)
+"""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-4000:]
+    kept, refusal = result.stdout.splitlines()
+    assert json.loads(kept) == committed
+    assert refusal.startswith(f"{bad}: {name}: key") and "is not a tuning key's tuple" in refusal
 
 
 def test_retune_lists_without_a_gpu_the_keys_the_table_lacks_and_changes_nothing(tmp_path):

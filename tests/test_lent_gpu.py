@@ -185,6 +185,8 @@ def test_run_refuses_an_out_folder_with_files_and_bad_kernel_lists(checkout: Pat
              "RETUNE_KERNELS=blurpool2d;rm: kernel names and commas alone")
     _refused(_run(checkout, "run", str(tmp_path / "new"), env={"TIME_KERNELS": "ghost_batch_norm,"}),
              "TIME_KERNELS=ghost_batch_norm,: kernel names and commas alone")
+    _refused(_run(checkout, "run", str(tmp_path / "new"), env={"RETUNE_ALL": "yes"}),
+             "RETUNE_ALL=yes: 1 (tune every key met) or 0")
     assert not (tmp_path / "new").exists()
 
 
@@ -369,6 +371,8 @@ def test_run_follows_its_plan_and_writes_only_out_and_the_compile_cache(checkout
     assert calls == ["pip", "benchmarks.gpu_check.part",
                      "benchmarks.kernels.retune blurpool2d", "benchmarks.kernels.retune bce_with_logits",
                      "benchmarks.kernels blurpool2d", "benchmarks.kernels bce_with_logits", "pytest"]
+    retunes = [line for line in (tmp_path / "calls.log").read_text().splitlines() if "kernels.retune" in line]
+    assert all("--only-new" in line for line in retunes)  # the keys the table lacks (RETUNE_ALL=1: every key)
     table = json.loads((out / "tuned_configs.json").read_text())
     assert table == {"retuned": {"bce_with_logits": {}}}  # the stub's retune writes its kernel's alone
     assert (tmp_path / "calls.log").read_text().count(f"table in use: {json.dumps(table)}") == 2

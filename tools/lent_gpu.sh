@@ -17,7 +17,9 @@
 # RUN_SECONDS (default 585, at least 120) of its start: give the device tool a timeout_s 10 s above it.
 #
 # RETUNE_KERNELS=a,b (default: every kernel, in benchmarks/kernels/registry.py's order) retunes those kernels
-# alone, in that order: the table's other entries stay, so leases can share the retuning. Here, `python -m
+# alone, in that order: the table's other entries stay, so leases can share the retuning. Only the keys the table
+# lacks are tuned (retune --only-new); RETUNE_ALL=1 tunes every key met, for a kernel whose code changed under keys
+# the table holds. Here, `python -m
 # benchmarks.kernels.retune --missing --out fastcore_ops/kernels/tuned_configs.json` names the kernels whose
 # benchmark keys the table lacks. TIME_KERNELS=a,b times
 # those alone, each then with a larger share of the timing step (the goals command merges rows across runs).
@@ -84,7 +86,7 @@ for name in run.log steps.jsonl correctness.json tuned_configs.json kernels.json
 done
 what=([setup]="the machine, the carried wheels and test images, the carried compile cache unpacked"
       [correctness]="the GPU check's correctness part: every kernel against its reference (fp32, fp16, bf16)"
-      [retune]="python -m benchmarks.kernels.retune, one kernel at a time (the table written after each)"
+      [retune]="python -m benchmarks.kernels.retune --only-new, one kernel at a time (the table written after each)"
       [timing]="python -m benchmarks.kernels with the retuned table, kernel by kernel (device-time columns)"
       [pytest]="pytest -m gpu, in the budget and whatever the steps before it left"
       [cache]="Triton's and Inductor's compile caches for the next lease (prepare --cache)")
@@ -309,6 +311,11 @@ run)
         [[ -z ${!variable:-} || ${!variable} =~ ^[a-z0-9_]+(,[a-z0-9_]+)*$ ]] \
             || refuse "$variable=${!variable}: kernel names and commas alone, e.g. blurpool2d,alibi_attention"
     done
+    case ${RETUNE_ALL:-0} in
+        0) only_new=--only-new ;;
+        1) only_new="" ;;
+        *) refuse "RETUNE_ALL=$RETUNE_ALL: 1 (tune every key met) or 0 (only the keys the table lacks; the default)" ;;
+    esac
     out=$2
     [ -n "$out" ] || refuse "run '': name the folder for the results"
     [[ $out != -* ]] || out=./$out  # not an option to the commands below
@@ -381,7 +388,8 @@ print(",".join(spec.name for spec in KERNELS))' 2>> "$out/run.log") || kernels="
     tuned=""
     for kernel in "${chosen[@]}"; do
         attempt retune "${kernel:-every kernel}" "$((deadline - SECONDS))" "$out/run.log" \
-            python3 -m benchmarks.kernels.retune ${kernel:+--kernels "$kernel"} --out "$work/tuned_configs.json"
+            python3 -m benchmarks.kernels.retune ${kernel:+--kernels "$kernel"} $only_new \
+            --out "$work/tuned_configs.json"
         if [ "$ended" = ok ]; then
             install "$work/tuned_configs.json" tuned_configs.json || say "the table could not be copied to $out"
             tuned=yes

@@ -7,7 +7,9 @@ run reads instead of tuning (``fastcore_ops/kernels/tuned_configs.json``, see
 ``fastcore_ops.kernels.backend``). The keys this run meets replace the table's; the others stay,
 so that a GPU session's time can be spent a few kernels at a time (``--kernels``). Needs CUDA.
 
-``--missing`` needs no GPU and writes nothing: it lists the keys the kernels' benchmark cases meet that the table
+``--only-new`` tunes only the keys the table at ``--out`` lacks: its other keys keep their configs, untimed, so a
+GPU lease spends its time where the table has nothing (a kernel whose code changed under the same keys needs a
+full retune). ``--missing`` needs no GPU and writes nothing: it lists the keys the kernels' benchmark cases meet that the table
 at ``--out`` lacks (where a run meets one, the kernel runs an untuned config), and the ``--kernels`` a retune
 would need to fill them (``RETUNE_KERNELS`` for tools/lent_gpu.sh).
 """
@@ -37,12 +39,16 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--missing", action="store_true",
                         help="without a GPU, list the keys the benchmark cases meet that the table at --out lacks, "
                              "and the kernels to retune; change nothing")
+    parser.add_argument("--only-new", action="store_true",
+                        help="tune only the keys the table at --out lacks; its other keys keep their configs, untimed")
     return parser
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """``--dtypes`` becomes the list of dtype names."""
+    """``--dtypes`` becomes the list of dtype names; ``--missing`` (no GPU, nothing tuned) refuses ``--only-new``."""
     args.dtypes = cli.check_names("--dtypes", args.dtypes, DTYPES, "dtype")
+    if args.missing and args.only_new:
+        raise ValueError("--missing lists the keys without a GPU and --only-new tunes them on one: pass one of them")
 
 
 @cli.command(build_parser, check_args)

@@ -5,6 +5,7 @@ line is parsed.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import sys
@@ -38,12 +39,14 @@ def check_can_tune(out: Path) -> dict:
     return backend.load_tuned_configs(out) if out.exists() else {}
 
 
-def tune_kernels(names: list[str], batch: int, dtypes: list[torch.dtype],
-                 device: torch.device) -> dict[str, dict[str, dict]]:
+def tune_kernels(names: list[str], batch: int, dtypes: list[torch.dtype], device: torch.device,
+                 kept: dict[str, dict[tuple, object]]) -> dict[str, dict[str, dict]]:
     """The benchmark cases of the kernels ``names`` run once forward and backward with tuning forced on; the
-    configs chosen, by autotuner and key."""
-    for tuner in backend.TUNERS.values():
+    configs chosen, by autotuner and key. ``kept`` (:func:`kept_configs`): configs each autotuner starts with, at
+    keys it then does not time."""
+    for name, tuner in backend.TUNERS.items():
         tuner.cache.clear()
+        tuner.cache.update(kept.get(name, {}))
         tuner.cache_results = False  # measure here, not read back what Triton's cache folder kept
     cases = [case for spec in KERNELS if spec.name in names for dtype in dtypes
              for case in spec.benchmark_cases(batch, dtype, device, False)]
@@ -55,6 +58,24 @@ def tune_kernels(names: list[str], batch: int, dtypes: list[torch.dtype],
                 print(f"skipped {case.kernel} {case.size}: out of memory", file=sys.stderr)
             torch.cuda.empty_cache()
     return backend.chosen_configs()
+
+
+def kept_configs(table: dict, path: Path) -> dict[str, dict[tuple, object]]:
+    """The configs ``table`` (read from ``path``) holds, by autotuner and by the key its cache files them under: the
+    tuple the table holds as text. Raises ValueError, naming the file, for a key that is not such a tuple."""
+    kept = {}
+    for name, tuner in backend.TUNERS.items():
+        kept[name] = {}
+        for key, config in backend.frozen_choices(name, tuner.configs, table, path).items():
+            try:
+                values = ast.literal_eval(key)  # literals only: a key is text from an untrusted file
+            except (ValueError, SyntaxError, RecursionError, MemoryError):
+                values = None
+            if not isinstance(values, tuple):
+                raise ValueError(f"{path}: {name}: key {cli.shown(key)} is not a tuning key's tuple; rewrite the "
+                                 "table with python -m benchmarks.kernels.retune, or restore it with git")
+            kept[name][values] = config
+    return kept
 
 
 def keys_met(names: list[str], batch: int, dtypes: list[torch.dtype]) -> dict[str, dict[str, list[str]]]:
@@ -132,12 +153,20 @@ def run(args: argparse.Namespace) -> int:
     if args.missing:
         print("\n".join(list_missing(table, keys_met(names, args.batch_size, dtypes))))
         return 0
-    chosen = tune_kernels(names, args.batch_size, dtypes, torch.device("cuda"))
+    try:
+        kept = kept_configs(table, args.out) if args.only_new else {}
+    except ValueError as error:
+        return cli.refuse(error)
+    chosen = tune_kernels(names, args.batch_size, dtypes, torch.device("cuda"), kept)
+    if args.only_new:  # the kept keys came back as they went in
+        chosen = {name: {key: entry for key, entry in entries.items() if key not in table.get(name, {})}
+                  for name, entries in chosen.items()}
+        chosen = {name: entries for name, entries in chosen.items() if entries}
     for tuner_name, entries in chosen.items():
         table.setdefault(tuner_name, {}).update(entries)
     write_table(table, args.out)
     keys = sum(len(entries) for entries in chosen.values())
     print(f"Wrote {args.out}: {keys} keys of {len(chosen)} autotuned kernels tuned on {torch.cuda.get_device_name()} "
-          f"(batch {args.batch_size}, {','.join(args.dtypes)})")
+          f"(batch {args.batch_size}, {','.join(args.dtypes)}{'; only keys the table lacked' if args.only_new else ''})")
     return 0
 
