@@ -229,8 +229,9 @@ def test_a_built_wheel_holds_the_library_and_its_trainer(tmp_path):
     entry_points.read_string(zipfile.ZipFile(wheel).read(f"{metadata}/entry_points.txt").decode())
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert dict(entry_points["console_scripts"]) == declared and "fastcore-train" in declared
-    # The tuned configs the kernels read at import, and the mark that tells type checkers to read the annotations.
-    assert {"fastcore_ops/kernels/tuned_configs.json", "fastcore_ops/py.typed"} <= set(names)
+    # The tables the kernels read at import, and the mark that tells type checkers to read the annotations.
+    assert {"fastcore_ops/kernels/tuned_configs.json", "fastcore_ops/kernels/faster_rivals.json",
+            "fastcore_ops/py.typed"} <= set(names)
     # A licence anyone adopting the code can read: the file itself, and named in the metadata.
     metadata_text = zipfile.ZipFile(wheel).read(f"{metadata}/METADATA").decode()
     assert any(line in ("License: MIT", "License-Expression: MIT") for line in metadata_text.splitlines())

@@ -52,8 +52,9 @@ def updated(table: dict, rows: list[dict], kernels: list[str]) -> tuple[dict, li
             raise ValueError(f"{where}: not a declared kernel ({', '.join(kernels)}); pass the kernels.jsonl a GPU "
                              "run wrote")
         if not isinstance(row.get("cell"), str) or not isinstance(row.get("device"), str):
-            raise ValueError(f"{where}: no cell or device (a row written before the table of faster rivals); "
-                             "time the kernel again with python -m benchmarks.kernels --jsonl")
+            raise ValueError(f"{where}: no cell or device (the kernel was not timed in it, as on a CPU, or it was "
+                             "written before the table of faster rivals); time the kernel on a GPU with python -m "
+                             "benchmarks.kernels --jsonl")
         kernel_ms, rival_ms = device_time_ms(row, "ours"), device_time_ms(row, "ref")
         if kernel_ms is None or rival_ms is None:
             raise ValueError(f"{where}: no device time for the kernel and its rival (a row from a CPU?); pass the "
