@@ -9,7 +9,9 @@ so that a GPU session's time can be spent a few kernels at a time (``--kernels``
 
 ``--only-new`` tunes only the keys the table at ``--out`` lacks: its other keys keep their configs, untimed, so a
 GPU lease spends its time where the table has nothing (a kernel whose code changed under the same keys needs a
-full retune). ``--missing`` needs no GPU and writes nothing: it lists the keys the kernels' benchmark cases meet that the table
+full retune).
+
+``--missing`` needs no GPU and writes nothing: it lists the keys the kernels' benchmark cases meet that the table
 at ``--out`` lacks (where a run meets one, the kernel runs an untuned config), and the ``--kernels`` a retune
 would need to fill them (``RETUNE_KERNELS`` for tools/lent_gpu.sh).
 """

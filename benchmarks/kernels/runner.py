@@ -111,8 +111,9 @@ def measure(case: Case, device: torch.device, time_ours: bool, cpu_budget_s: flo
     forward+backward also has the device's own time (``_graph_ms``: CUDA-graph replay, ``_l2_warm_ms`` and
     ``_l2_cold_ms``, ``_kernels_ms`` and ``_kernels``: the profiler's kernel durations and count; None off CUDA,
     and the graph's three where ``_graph_error`` says capture failed), the host's own time (``_host_ms``: the
-    process's CPU time for one call, None off CUDA) and its ``_launches`` (LaunchRecorder's count). No timed call is a path's first: compiling and tuning stay out of every timed region.
-    ``cell``: where ours' calls fall in the table of faster rivals (``fastcore_ops.kernels.rivals``)."""
+    process's CPU time for one call, None off CUDA) and its ``_launches`` (LaunchRecorder's count). No timed call is
+    a path's first: compiling and tuning stay out of every timed region. ``cell``: where ours' calls fall in the
+    table of faster rivals (``fastcore_ops.kernels.rivals``)."""
     inputs = case.make_inputs()
     row = {"kernel": case.kernel, "size": case.size}
     if time_ours:

@@ -166,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
         table.setdefault(tuner_name, {}).update(entries)
     write_table(table, args.out)
     keys = sum(len(entries) for entries in chosen.values())
+    only = "; only keys the table lacked" if args.only_new else ""
     print(f"Wrote {args.out}: {keys} keys of {len(chosen)} autotuned kernels tuned on {torch.cuda.get_device_name()} "
-          f"(batch {args.batch_size}, {','.join(args.dtypes)}{'; only keys the table lacked' if args.only_new else ''})")
+          f"(batch {args.batch_size}, {','.join(args.dtypes)}{only})")
     return 0
 
