@@ -12,7 +12,7 @@ HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
 comma := ,
 EXTRAS := gpt,text,optim,tensorboard$(if $(HAS_GPU),$(comma)data)
 
-.PHONY: demo data test peers gpu-check clean FORCE
+.PHONY: demo data test test-lent-stack peers gpu-check clean FORCE
 
 $(INSTALLED): pyproject.toml setup.py fastcore_ops/data/backends/workers/_jpeg_region.c
 	test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -67,6 +67,22 @@ demo: $(INSTALLED)
 test: $(TEST_INSTALLED) $(PEERS)
 	$(PYTHON) -m pytest -q --numprocesses=auto --maxprocesses=2 --dist=loadfile --durations=15
 
+# The suite on the lent GPU machines' torch and Triton (torch 2.11, Triton 3.6: docs/benchmarks.md), in .venv-lent/
+# (about 6 GB), before a lease that runs changed kernel code: what the pinned torch has and 2.11 lacks fails here,
+# not in the lease's minutes. NumPy below 2.4, which Triton 3.6's interpreter needs (triton-lang/triton#9171); the
+# recipe fingerprints left out, as they hold bit for bit on the pinned torch alone.
+LENT_VENV := .venv-lent
+LENT_STACK := torch==2.11.0 torchvision==0.26.0 "numpy<2.4" "setuptools>=77" wheel
+$(LENT_VENV)/.installed: pyproject.toml setup.py fastcore_ops/data/backends/workers/_jpeg_region.c
+	test -x $(LENT_VENV)/bin/python || python3 -m venv $(LENT_VENV)
+	$(LENT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LENT_VENV)/bin/python -m pip install --quiet $(LENT_STACK) -e ".[dev,data,$(EXTRAS)]"
+	$(LENT_VENV)/bin/python tools/install_pillow_simd.py
+	touch $@
+test-lent-stack: $(LENT_VENV)/.installed $(PEERS)
+	$(LENT_VENV)/bin/python -m pytest -q --numprocesses=auto --maxprocesses=2 --dist=loadfile \
+		--ignore=tests/training/test_recipe_fingerprints.py
+
 # A GPU user's first command: checks and times everything GPU-specific (benchmarks/gpu_check) in at most
 # a few minutes, with whatever Python holds torch and Triton (nothing is installed); without CUDA it
 # runs its small mode. It writes gpu_check.md, .json and kernels.png into a new run folder.
@@ -74,4 +90,4 @@ gpu-check:
 	PYTHONPATH=. $(or $(wildcard $(PYTHON)),python3) -m benchmarks.gpu_check --out runs/gpu-check/$$(date +%Y%m%d-%H%M%S)
 
 clean:
-	rm -rf $(VENV) .peers *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LENT_VENV) .peers *.egg-info .pytest_cache .hypothesis
