@@ -149,8 +149,8 @@ _LAUNCH_IMAGES = {"_blurpool_forward_kernel": (128, 56), "_blurpool_backward_ker
 _LAUNCH_STRIDES = {
     "_blurpool_forward_kernel": {"stride": "input", "out_stride": "output"},
     "_blurpool_backward_kernel": {"stride": "output", "in_stride": "input"},
-    "_blur_maxpool_forward_kernel": {"stride": "input", "out_stride": "output", "arg_stride": "pooled"},
-    "_max_pool_backward_kernel": {"stride": "pooled", "arg_stride": "pooled", "in_stride": "input"},
+    "_blur_maxpool_forward_kernel": {"stride": "input", "out_stride": "output", "arg_stride": "argmax"},
+    "_max_pool_backward_kernel": {"stride": "pooled", "arg_stride": "argmax", "in_stride": "input"},
 }
 
 
@@ -162,12 +162,14 @@ def _launch(case: KernelCase) -> dict[str, int]:
     sides = {"input": size, "pooled": pooled, "output": (pooled - 1) // case.constexprs.get("STRIDE", 1) + 1}
     values = {"C": channels, "H": size, "W": size, "Hp": pooled, "Wp": pooled, "Ho": sides["output"],
               "Wo": sides["output"]}
+    memory_format = torch.channels_last if case.layout() == "NHWC" else torch.contiguous_format
     for prefix, image in _LAUNCH_STRIDES[name].items():
-        side = sides[image]
-        if case.layout() == "NHWC":
-            strides = (side * side * channels, 1, side * channels, channels)
+        if image == "argmax":  # the op's own buffer, its rows padded to whole words channels-first
+            input_image = torch.empty((1, channels, size, size), device="meta", memory_format=memory_format)
+            strides = pool_kernels._argmax_buffer(input_image, (1, channels, pooled, pooled)).stride()
         else:
-            strides = (channels * side * side, side * side, side, 1)
+            side = sides[image]
+            strides = torch.empty((1, channels, side, side), device="meta", memory_format=memory_format).stride()
         values.update({f"{prefix}_{dim}": stride for dim, stride in zip("nchw", strides)})
     return {name: value for name, value in values.items() if name in case.jit_function().arg_names}
 
@@ -199,7 +201,7 @@ def _grouping(name: str, launch: dict[str, int], stride: int) -> dict[str, int |
         return {"GROUP": blur_kernels._blur_backward_group(strides("stride"), 0, launch["Wo"], strides("in_stride"),
                                                            0, launch["W"], stride, 2)}
     if name == "_blur_maxpool_forward_kernel":
-        return {"GROUP": pool_kernels._forward_group(strides("stride"), 0, launch["W"], launch["Wp"], stride)}
+        return pool_kernels._forward_group(strides("stride"), 0, launch["W"], launch["Wp"], stride)
     tensors = (strides("stride"), strides("arg_stride"), strides("in_stride"))
     return {"GROUP": pool_kernels._max_pool_backward_group(tensors, (0, 0, 0), launch["W"], launch["Wp"], 2)}
 
@@ -245,14 +247,16 @@ def _blurpool_compile_cases():
 
 def _blur_maxpool_compile_cases():
     """Its forward and its max pool's backward (its blur's backward is blurpool2d's). The forward's other paths
-    (stride 1, from 3, from 4 the rows no output reads, kernels too large to keep input rows) and a 5 x 5 max
-    pool's backward in one config each, not every config (some take 30 s)."""
+    (stride 1, a pooled width that is not a multiple of 4, from stride 3, from 4 the rows no output reads, kernels
+    too large to keep input rows) and a 5 x 5 max pool's backward in one config each, not every config (some take
+    30 s)."""
     forward, backward = pool_kernels._blur_maxpool_forward, pool_kernels._max_pool_backward_kernel
     images, gradients = ("x_ptr", "out_ptr"), ("grad_pooled_ptr", "grad_in_ptr")
     return _compile_cases(
         [(forward, images, {"KERNEL": 3, "STRIDE": 2, "PADDING": 1}),
          (backward, gradients, {"KERNEL": 3, "STRIDE": 2, "PADDING": 1})],
         [(forward, images, {"KERNEL": 3, "STRIDE": 1, "PADDING": 1}),
+         (forward, images, {"KERNEL": 2, "STRIDE": 2, "PADDING": 0}),  # VGG's: argmax rows padded to words
          (forward, images, {"KERNEL": 3, "STRIDE": 3, "PADDING": 0}),
          (forward, images, {"KERNEL": 2, "STRIDE": 4, "PADDING": 1}),
          (forward, images, {"KERNEL": 7, "STRIDE": 2, "PADDING": 3}),

@@ -73,9 +73,9 @@ class KernelCase:
 
     def name(self) -> str:
         """The kernel, its layout and the constexprs that pick its code path (not its tile, nor ACC, nor the
-        blur max pool's GROUP, which follows from the layout's strides)."""
+        blur max pool's GROUP and WHOLE_WORDS, which follow from the launch's strides and widths)."""
         picks = [f"{k}={v}" for k, v in self.constexprs.items()
-                 if k not in ("ACC", "PLANES", "FLAT", "GROUP") and not k.startswith("BLOCK")]
+                 if k not in ("ACC", "PLANES", "FLAT", "GROUP", "WHOLE_WORDS") and not k.startswith("BLOCK")]
         return " ".join([self.jit_function().__name__, *picks, self.layout()]).strip()
 
 

@@ -21,7 +21,7 @@ from .blurpool import (_INTERPRETER_ROWS, _TILE_KEY, _TILED, _address, _band_gri
                        _blurpool2d_eager, _lane, _rows_of_words, _store_outputs, _strided_size, _tuning_key,
                        blurpool2d_reference)
 from .custom_op import kernel_op
-from .layout import empty_like_layout
+from .layout import empty_like_layout, is_channels_last
 
 # Row-major window offsets are stored in uint8, which bounds the max-pool window.
 _MAX_POOL_KERNEL = 15
@@ -162,13 +162,15 @@ def _rows_max(first, count: tl.constexpr, image, KERNEL: tl.constexpr, PADDING: 
 
 @triton.jit
 def _blur_pooled(pooled, ph, pooled_image, store, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
-                 PADDING: tl.constexpr, GROUP: tl.constexpr, ARG_WORD: tl.constexpr, TAP1: tl.constexpr):
+                 PADDING: tl.constexpr, GROUP: tl.constexpr, ARG_WORD: tl.constexpr, WHOLE_WORDS: tl.constexpr,
+                 TAP1: tl.constexpr):
     """Pooled row ``ph`` at the group's windows, ``pooled`` = (max0, at0, max1, at1, ...): stores the argmax
     where this program owns it, and returns the row's horizontal blur, [1, 2, 1] / 4, 0 off the pooled image,
     for each of the group's GROUP outputs (output i's taps read windows i * STRIDE .. i * STRIDE + 2).
     ``pooled_image`` = (Hp, pooled_ok, arg_pointers, arg_stride_h). With ARG_WORD > 1 the owned offsets, of
-    windows 1 .. ARG_WORD, are stored as one aligned word. TAP1: ``ph`` is the row under an output row's blur
-    tap 1, o * STRIDE, which is on the pooled image for every output row."""
+    windows 1 .. ARG_WORD, are stored as one aligned word, into the argmax rows' padding past Wp unless
+    WHOLE_WORDS (Wp a multiple of the word). TAP1: ``ph`` is the row under an output row's blur tap 1, o * STRIDE,
+    which is on the pooled image for every output row."""
     Hp, pooled_ok, arg_pointers, arg_stride_h = pooled_image
     row_ok = True if TAP1 else (ph >= 0) & (ph < Hp)
     # Positions are row * KERNEL + strip column, and window j starts at strip column j: this makes them
@@ -199,12 +201,15 @@ def _blur_pooled(pooled, ph, pooled_image, store, KERNEL: tl.constexpr, STRIDE: 
                     tl.store(arg_pointers[i * STRIDE + kw] + ph * arg_stride_h,
                              (pooled[2 * (i * STRIDE + kw) + 1] - (origin + i * STRIDE + kw)).to(tl.uint8),
                              mask=pooled_ok[i * STRIDE + kw] & row_ok & store)
-    # 0 * inf would be NaN: positions off the pooled image are selected away, not multiplied by 0. Windows 1 ..
-    # ARG_WORD are on it wherever the group is: tap 1's column, o * STRIDE, for every output, and the others in
-    # the argmax word, which Wp, a multiple of its size, does not cut.
+    # 0 * inf would be NaN: positions off the pooled image are selected away, not multiplied by 0. Each output's
+    # tap 1 window, o * STRIDE, is on it for every output there is, and from stride 2 on no other output reads it;
+    # the windows of the argmax word are on it where WHOLE_WORDS: Wp, a multiple of its size, does not cut it.
     taps = ()
     for j in tl.static_range(len(pooled) // 2):
-        taps += (pooled[2 * j] if j >= 1 and j <= ARG_WORD else tl.where(pooled_ok[j], pooled[2 * j], 0.0),)
+        if j == 1 or (STRIDE >= 2 and j % STRIDE == 1) or (WHOLE_WORDS and j >= 1 and j <= ARG_WORD):
+            taps += (pooled[2 * j],)
+        else:
+            taps += (tl.where(pooled_ok[j], pooled[2 * j], 0.0),)
     blurred = ()
     for i in tl.static_range(GROUP):
         # Weighted before summed, so no sum overflows.
@@ -216,7 +221,7 @@ def _blur_pooled(pooled, ph, pooled_image, store, KERNEL: tl.constexpr, STRIDE: 
 @triton.jit
 def _one_pooled_row(window, ph, image, pooled_image, store, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
                     PADDING: tl.constexpr, ACC: tl.constexpr, KEEP: tl.constexpr, GROUP: tl.constexpr,
-                    WORD: tl.constexpr, ARG_WORD: tl.constexpr, TAP1: tl.constexpr):
+                    WORD: tl.constexpr, ARG_WORD: tl.constexpr, WHOLE_WORDS: tl.constexpr, TAP1: tl.constexpr):
     """Pooled row ``ph``'s _blur_pooled, and the ``window`` for pooled row ph + 1.
 
     With KEEP, ``window`` holds the row maxes of input rows ph - PADDING .. ph - PADDING + KERNEL - 2 and only
@@ -228,13 +233,15 @@ def _one_pooled_row(window, ph, image, pooled_image, store, KERNEL: tl.constexpr
         window = rows[1:]
     else:
         pooled = _rows_max(ph - PADDING, KERNEL, image, KERNEL, PADDING, WORD, ACC)
-    return _blur_pooled(pooled, ph, pooled_image, store, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD, TAP1), window
+    blurred = _blur_pooled(pooled, ph, pooled_image, store, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD, WHOLE_WORDS,
+                           TAP1)
+    return blurred, window
 
 
 @triton.jit
 def _two_pooled_rows(window, ph, image, pooled_image, store0, store1, KERNEL: tl.constexpr, STRIDE: tl.constexpr,
                      PADDING: tl.constexpr, ACC: tl.constexpr, KEEP: tl.constexpr, GROUP: tl.constexpr,
-                     WORD: tl.constexpr, ARG_WORD: tl.constexpr, TAP1: tl.constexpr):
+                     WORD: tl.constexpr, ARG_WORD: tl.constexpr, WHOLE_WORDS: tl.constexpr, TAP1: tl.constexpr):
     """_one_pooled_row for pooled rows ph and ph + 1 together: their windows share KERNEL - 1 input rows, whose
     vertical max is taken once (KERNEL merges a window for the two rows, not 2 (KERNEL - 1)). TAP1: which of the
     two is under tap 1 of an output row (0 or 1)."""
@@ -253,9 +260,10 @@ def _two_pooled_rows(window, ph, image, pooled_image, store0, store1, KERNEL: tl
         shared = _rows_max(ph + 1 - PADDING, KERNEL - 1, image, KERNEL, PADDING, WORD, ACC)
         first = _take_maxes(_row_maxes(ph - PADDING, image, KERNEL, PADDING, WORD, ACC), shared)
         second = _take_maxes(shared, _row_maxes(ph - PADDING + KERNEL, image, KERNEL, PADDING, WORD, ACC))
-    blurred0 = _blur_pooled(first, ph, pooled_image, store0, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD, TAP1 == 0)
+    blurred0 = _blur_pooled(first, ph, pooled_image, store0, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD, WHOLE_WORDS,
+                            TAP1 == 0)
     blurred1 = _blur_pooled(second, ph + 1, pooled_image, store1, KERNEL, STRIDE, PADDING, GROUP, ARG_WORD,
-                            TAP1 == 1)
+                            WHOLE_WORDS, TAP1 == 1)
     return blurred0, blurred1, window
 
 
@@ -296,7 +304,7 @@ def _blur_maxpool_forward_kernel(
     out_stride_n, out_stride_c, out_stride_h, out_stride_w,
     arg_stride_n, arg_stride_c, arg_stride_h, arg_stride_w, C_BUCKET, P_BUCKET, CHANNELS_INNER,
     KERNEL: tl.constexpr, STRIDE: tl.constexpr, PADDING: tl.constexpr, GROUP: tl.constexpr,
-    ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_H: tl.constexpr,
+    WHOLE_WORDS: tl.constexpr, ACC: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
     # Each output blurs 3 x 3 pooled positions, each the max of a KERNEL x KERNEL window; the pooled image is
     # never stored, only the argmax offsets, one byte each, for backward. The max is separable: each input row's
@@ -311,7 +319,8 @@ def _blur_maxpool_forward_kernel(
     # pooled column: 5 windows over 7 input columns a row at stride 2, not 2 x 3 over 2 x 5, each pooled pixel's
     # max and argmax taken once; the rows are read in aligned words of up to 8 bytes (WORD elements), and the
     # argmax bytes the group owns in a pooled row written as one word. The tile is then BLOCK_C x GROUP channels
-    # by BLOCK_W / GROUP groups: as many elements, on as many threads.
+    # by BLOCK_W / GROUP groups: as many elements, on as many threads. The argmax rows are padded to whole words (see
+    # _argmax_buffer); WHOLE_WORDS says Wp needs no padding, so no window of an argmax word is off the image.
     KEEP: tl.constexpr = KERNEL <= _KEPT_ROWS_MAX_KERNEL
     BITS: tl.constexpr = x_ptr.dtype.element_ty.primitive_bitwidth
     WORD: tl.constexpr = 1 if GROUP == 1 else (4 if GROUP * STRIDE % 4 == 0 and BITS <= 16 else (
@@ -374,10 +383,10 @@ def _blur_maxpool_forward_kernel(
         middle += (tl.zeros((BLOCK_C * GROUP, BLOCK_W // GROUP), dtype=ACC),)
     if STRIDE == 1:
         above, middle, window = _two_pooled_rows(window, ph, image, pooled_image, False, True, KERNEL, STRIDE,
-                                                 PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, 1)
+                                                 PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, WHOLE_WORDS, 1)
     if STRIDE == 2:
         above, window = _one_pooled_row(window, ph, image, pooled_image, False, KERNEL, STRIDE, PADDING, ACC, KEEP,
-                                        GROUP, WORD, ARG_WORD, False)
+                                        GROUP, WORD, ARG_WORD, WHOLE_WORDS, False)
     # Unrolled twice: the kept rows then move between registers every other output row, not every one.
     for oh in tl.range(first_row, last_row, loop_unroll_factor=2 if KEEP else 1):
         ph = oh * STRIDE - 1  # pooled rows ph, ph + 1, ph + 2 under blur taps 0, 1, 2
@@ -385,17 +394,17 @@ def _blur_maxpool_forward_kernel(
             # Tap 2's row is owned by the next output row's tap 1: this program's unless that row is past the
             # band (the next band's, which stores it before its loop).
             below, window = _one_pooled_row(window, ph + 2, image, pooled_image, oh + 1 < last_row, KERNEL, STRIDE,
-                                            PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, False)
+                                            PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, WHOLE_WORDS, False)
         elif STRIDE == 2:
             middle, below, window = _two_pooled_rows(window, ph + 1, image, pooled_image, True, True, KERNEL,
-                                                     STRIDE, PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, 0)
+                                                     STRIDE, PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, WHOLE_WORDS, 0)
         else:
             # Not told that ph + 1 is under tap 1: at stride 3 NHWC that left 8 bytes spilled on sm_90 (176
             # registers without, 168 with).
             above, middle, window = _two_pooled_rows(window, ph, image, pooled_image, True, True, KERNEL, STRIDE,
-                                                     PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, -1)
+                                                     PADDING, ACC, KEEP, GROUP, WORD, ARG_WORD, WHOLE_WORDS, -1)
             below, window = _one_pooled_row(window, ph + 2, image, pooled_image, True, KERNEL, STRIDE, PADDING, ACC,
-                                            KEEP, GROUP, WORD, ARG_WORD, False)
+                                            KEEP, GROUP, WORD, ARG_WORD, WHOLE_WORDS, False)
         _store_outputs(outputs, outputs_ok, oh * out_stride_h, _blurs(above, middle, below), GROUP > 1)
         if STRIDE == 1:
             above = middle
@@ -617,20 +626,42 @@ def _pooled_size(size: int, kernel_size: int, padding: int) -> int:
     return size + 2 * padding - kernel_size + 1
 
 
-def _forward_group(strides: tuple[int, ...], offset: int, width: int, pooled_width: int, stride: int) -> int:
-    """The outputs each element of the blur max pool forward's tile computes (its GROUP): 2 where neighbouring
-    outputs share pooled columns (stride 1 or 2) and the kernel may read the input, of these ``strides``,
-    ``offset`` (its data's address in elements, :func:`_address`) and ``width``, in aligned words of up to 4
-    elements a row and write its argmax, ``pooled_width`` bytes a row in its layout, in words of up to 4 bytes:
-    rows of unit column stride, every other stride, the offset and both widths multiples of 4 (the outputs are
-    the op's own allocations, which PyTorch aligns), so that a word is all on a row or all off it. 1 otherwise.
+def _forward_group(strides: tuple[int, ...], offset: int, width: int, pooled_width: int,
+                   stride: int) -> dict[str, int | bool]:
+    """How each element of the blur max pool forward's tile works: its GROUP of outputs, 2 where neighbouring
+    outputs share pooled columns (stride 1 or 2), the kernel may read the input, of these ``strides``, ``offset``
+    (its data's address in elements, :func:`_address`) and ``width``, in aligned words of up to 4 elements a row
+    (rows of unit column stride, every other stride, the offset and the width multiples of 4, so that a word is
+    all on a row or all off it), and the output rows hold whole pairs, which are stored as one word; 1 otherwise.
+    A group's argmax bytes are written as one word (the argmax rows padded to whole words: :func:`_argmax_buffer`),
+    and WHOLE_WORDS says that the ``pooled_width`` needs no padding, so that no window of a word is off the pooled
+    image.
 
         >>> resnet_stem = (64 * 112 * 112, 112 * 112, 112, 1)
         >>> _forward_group(resnet_stem, 0, 112, 112, 2), _forward_group(resnet_stem, 0, 112, 112, 3)
-        (2, 1)
+        ({'GROUP': 2, 'WHOLE_WORDS': True}, {'GROUP': 1, 'WHOLE_WORDS': True})
+        >>> _forward_group(resnet_stem, 0, 112, 111, 2)  # VGG's 2 x 2 pool: the words' last windows are checked
+        {'GROUP': 2, 'WHOLE_WORDS': False}
+        >>> _forward_group(resnet_stem, 0, 112, 110, 2)["GROUP"]  # 3 x 3 unpadded: 55 outputs a row, no pairs
+        1
     """
-    words = _rows_of_words(strides, offset, 4) and width % 4 == 0 and pooled_width % 4 == 0
-    return 2 if words and stride <= 2 else 1
+    words = _rows_of_words(strides, offset, 4) and width % 4 == 0
+    pairs = _strided_size(pooled_width, stride) % 2 == 0
+    return {"GROUP": 2 if words and pairs and stride <= 2 else 1, "WHOLE_WORDS": pooled_width % 4 == 0}
+
+
+def _argmax_buffer(x: torch.Tensor, shape: tuple[int, int, int, int]) -> torch.Tensor:
+    """The forward's argmax offsets, one byte a pooled pixel of ``shape``, in ``x``'s layout; channels-first,
+    each row padded to whole 4-byte words (a view of its first ``shape[3]`` bytes), so that the forward may write
+    a group's offsets as one word whatever the pooled width.
+
+        >>> _argmax_buffer(torch.empty(1, 2, 8, 8), (1, 2, 7, 7)).stride()
+        (112, 56, 8, 1)
+    """
+    if is_channels_last(x):
+        return empty_like_layout(x, shape, dtype=torch.uint8)
+    N, C, Hp, Wp = shape
+    return torch.empty((N, C, Hp, -(-Wp // 4) * 4), dtype=torch.uint8, device=x.device)[..., :Wp]
 
 
 def _max_pool_backward_group(strides: tuple[tuple[int, ...], ...], offsets: tuple[int, ...], width: int,
@@ -661,12 +692,12 @@ def _blur_maxpool2d_op(
     Hp, Wp = _pooled_size(H, kernel_size, padding), _pooled_size(W, kernel_size, padding)
     Ho, Wo = _strided_size(Hp, stride), _strided_size(Wp, stride)
     out = empty_like_layout(x, (N, C, Ho, Wo))
-    argmax = empty_like_layout(x, (N, C, Hp, Wp), dtype=torch.uint8)
+    argmax = _argmax_buffer(x, (N, C, Hp, Wp))
     if out.numel():
-        group = _forward_group(x.stride(), _address(x), W, Wp, stride)
-        _blur_maxpool_forward[x.stride(1) == 1][_band_grid(N, C, Ho, Wo, group)](
+        grouping = _forward_group(x.stride(), _address(x), W, Wp, stride)
+        _blur_maxpool_forward[x.stride(1) == 1][_band_grid(N, C, Ho, Wo, grouping["GROUP"])](
             x, out, argmax, C, H, W, Hp, Wp, Ho, Wo, *x.stride(), *out.stride(), *argmax.stride(),
-            **_tuning_key(C, Ho * Wo, x.stride(1)), KERNEL=kernel_size, STRIDE=stride, PADDING=padding, GROUP=group,
+            **_tuning_key(C, Ho * Wo, x.stride(1)), KERNEL=kernel_size, STRIDE=stride, PADDING=padding, **grouping,
             ACC=backend.accumulator(x.dtype))
     return out, argmax
 
@@ -676,7 +707,7 @@ def _(x, kernel_size, stride, padding):
     N, C, H, W = x.shape
     Hp, Wp = _pooled_size(H, kernel_size, padding), _pooled_size(W, kernel_size, padding)
     out = empty_like_layout(x, (N, C, _strided_size(Hp, stride), _strided_size(Wp, stride)))
-    return out, empty_like_layout(x, (N, C, Hp, Wp), dtype=torch.uint8)
+    return out, _argmax_buffer(x, (N, C, Hp, Wp))
 
 
 @kernel_op("fastcore_ops::blur_maxpool2d_backward")

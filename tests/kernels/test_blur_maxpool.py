@@ -116,9 +116,12 @@ def test_blur_maxpool2d_takes_nan_and_minus_inf_like_max_pool2d(kernel_size, str
     torch.testing.assert_close(x.grad, x_ref.grad)
 
 
-# NCHW rows whose width, strides and pooled width are multiples of 4 take the forward's grouped path: two outputs
-# an element, rows read in aligned words, -inf for the columns off the image, the argmax bytes written as words.
-@pytest.mark.parametrize("kernel_size,stride,padding", [(3, 2, 1), (3, 1, 1), (5, 2, 2), (5, 1, 2), (1, 2, 0)])
+# NCHW rows whose width and strides are multiples of 4 take the forward's grouped path: two outputs an element,
+# rows read in aligned words, -inf for the columns off the image, the argmax bytes written as words. Where the
+# pooled width is not a multiple of 4 (VGG's 2 x 2 pool: 11 of 12 here; 10, 7), the argmax rows are padded to
+# whole words and the words' windows past it are kept out of the blur.
+@pytest.mark.parametrize("kernel_size,stride,padding", [(3, 2, 1), (3, 1, 1), (5, 2, 2), (5, 1, 2), (1, 2, 0),
+                                                        (2, 2, 0), (3, 1, 0), (5, 1, 1), (6, 2, 0)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
 def test_blur_maxpool2d_grouped_rows_take_ties_nan_and_minus_inf_like_max_pool2d(kernel_size, stride, padding, dtype,
                                                                                  device):
@@ -131,7 +134,8 @@ def test_blur_maxpool2d_grouped_rows_take_ties_nan_and_minus_inf_like_max_pool2d
     x[1, 1] = -inf
     x = x.to(device=device, dtype=dtype).requires_grad_()
     pooled_width = 12 + 2 * padding - kernel_size + 1
-    assert blur_maxpool_module._forward_group(x.stride(), blurpool_module._address(x), 12, pooled_width, stride) == 2
+    grouping = blur_maxpool_module._forward_group(x.stride(), blurpool_module._address(x), 12, pooled_width, stride)
+    assert grouping == {"GROUP": 2, "WHOLE_WORDS": pooled_width % 4 == 0}
     _check_argmax(x, kernel_size, stride, padding)
     out = blur_maxpool2d(x, kernel_size, stride, padding)
     grad_out = torch.randn(out.shape, generator=g).to(device, dtype)

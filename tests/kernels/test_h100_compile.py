@@ -123,6 +123,7 @@ KNOWN_LOW_OCCUPANCY = {
     # The kept input rows: 3 windows' maxes and argmax offsets an output and row, beside the blur's rows.
     "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=2 PADDING=1 NHWC": "126 registers (4 CTAs) for the kept rows' maxes",
     "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=1 PADDING=1 NHWC": "88 registers (5 CTAs) for the kept rows' maxes",
+    "_blur_maxpool_forward_kernel KERNEL=2 STRIDE=2 PADDING=0 NHWC": "96 registers (5 CTAs) for the kept row's maxes",
     "_blur_maxpool_forward_kernel KERNEL=3 STRIDE=3 PADDING=0 NHWC": "176 registers (2 CTAs) for the kept rows' maxes",
     "_blur_maxpool_forward_kernel KERNEL=2 STRIDE=4 PADDING=1 NHWC": "109 registers (4 CTAs) for the kept rows' maxes",
     "_blur_maxpool_forward_kernel KERNEL=7 STRIDE=2 PADDING=3 NCHW":
