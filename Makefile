@@ -83,6 +83,18 @@ test-lent-stack: $(LENT_VENV)/.installed $(PEERS)
 	$(LENT_VENV)/bin/python -m pytest -q --numprocesses=auto --maxprocesses=2 --dist=loadfile \
 		--ignore=tests/training/test_recipe_fingerprints.py
 
+# The lent machines' Python with their torch and Triton, for tools/lent_gpu.sh prepare --compile: Triton files a
+# compiled kernel under its own build, which differs from one Python version to the next, so the kernels carried to
+# a lease must be compiled by the lease's build (the kernels and their tests alone: no data extras, no Pillow-SIMD).
+LENT_PYTHON ?= $(firstword $(shell python3.12 -c 'import sys; print(sys.executable)' 2> /dev/null) \
+	$(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12))
+.venv-lent-compile/.installed: pyproject.toml setup.py fastcore_ops/data/backends/workers/_jpeg_region.c
+	@test -n "$(LENT_PYTHON)" || { echo "error: no python3.12 found; name one with LENT_PYTHON=PATH" >&2; exit 2; }
+	test -x .venv-lent-compile/bin/python || $(LENT_PYTHON) -m venv .venv-lent-compile
+	.venv-lent-compile/bin/python -m pip install --quiet --upgrade pip
+	.venv-lent-compile/bin/python -m pip install --quiet $(LENT_STACK) -e ".[dev]"
+	touch $@
+
 # A GPU user's first command: checks and times everything GPU-specific (benchmarks/gpu_check) in at most
 # a few minutes, with whatever Python holds torch and Triton (nothing is installed); without CUDA it
 # runs its small mode. It writes gpu_check.md, .json and kernels.png into a new run folder.
@@ -90,4 +102,4 @@ gpu-check:
 	PYTHONPATH=. $(or $(wildcard $(PYTHON)),python3) -m benchmarks.gpu_check --out runs/gpu-check/$$(date +%Y%m%d-%H%M%S)
 
 clean:
-	rm -rf $(VENV) $(LENT_VENV) .peers *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LENT_VENV) .venv-lent-compile .peers *.egg-info .pytest_cache .hypothesis

@@ -25,7 +25,7 @@ COMMANDS = [
     "fastcore_ops.training.recipes.__main__",
     "fastcore_ops.data.prepare", "fastcore_ops.data.datasets", "benchmarks.kernels.__main__", "benchmarks.kernels.retune",
     "benchmarks.kernels.host_side", "benchmarks.kernels.declarations", "benchmarks.kernels.goals",
-    "benchmarks.kernels.faster_rivals", "benchmarks.surgery",
+    "benchmarks.kernels.faster_rivals", "benchmarks.kernels.precompile", "benchmarks.surgery",
     "benchmarks.dataloader", "benchmarks.peers", "benchmarks.step_floor", "benchmarks.composer_job", "benchmarks.airbench_job",
     "benchmarks.gpu_check.__main__", "tools/method_cards", "tools/readme_tables",
 ]

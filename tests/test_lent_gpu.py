@@ -30,11 +30,13 @@ case "$1 ${2:-}" in
     case "$2" in
     *xdist*) exit 1 ;;
     *KERNELS*) echo "python 3.12 torch stub triton stub" >&2; echo "$STUB_KERNELS" ;;
+    *triton_key*) echo "$STUB_TRITON_KEY" ;;
     esac ;;
 "-m pip")
     [ "$3" != download ] || touch "$(value -d "$@")/stub-1.0-py3-none-any.whl" ;;
 "-m benchmarks.gpu_check.part")
     touch "$TRITON_CACHE_DIR/compiled-by-correctness"
+    mkdir "$TRITON_CACHE_DIR/new" && echo "{}" > "$TRITON_CACHE_DIR/new/__grp__kernel.json"
     echo "binary only: $TRITON_STORE_BINARY_ONLY" >> "$STUB_LOG"
     echo '{"rows": [{"kernel": "stub", "passed": true}], "notes": []}' > "$4" ;;
 "-m benchmarks.kernels.retune")
@@ -44,6 +46,20 @@ case "$1 ${2:-}" in
     echo "{\"kernel\": \"$(value --kernels "$@")\"}" >> "$(value --jsonl "$@")" ;;
 "-m pytest")
     echo "1 passed" ;;
+esac
+"""
+
+# The lease's Python for prepare --compile (LENT_GPU_PYTHON): its versions, the compiled kernel, the Triton key.
+STUB_COMPILE_PYTHON = r"""#!/usr/bin/env bash
+echo "compile $*" >> "$STUB_LOG"
+case "$1 ${2:-}" in
+"-c "*)
+    case "$2" in
+    *version_info*) echo "$STUB_VERSIONS" ;;
+    *triton_key*) echo "$STUB_TRITON_KEY" ;;
+    esac ;;
+"-m benchmarks.kernels.precompile")
+    mkdir -p "$4/k" && echo "{}" > "$4/k/__grp__kernel.json" ;;
 esac
 """
 
@@ -117,12 +133,14 @@ def stubs(tmp_path: Path) -> dict[str, str]:
     bin_folder.mkdir()
     (bin_folder / "python3").write_text(STUB_PYTHON)
     (bin_folder / "nvidia-smi").write_text("#!/bin/sh\necho 'Stub GPU, 1.0, 1 MiB'\n")
+    (bin_folder / "python3.12").write_text(STUB_COMPILE_PYTHON)
     for stub in bin_folder.iterdir():
         stub.chmod(0o755)
     (tmp_path / "tmp").mkdir()
     return {"PATH": f"{bin_folder}:{os.environ['PATH']}", "STUB_LOG": str(tmp_path / "calls.log"),
             "STUB_KERNELS": "blurpool2d,bce_with_logits", "LENT_GPU_CACHE": str(tmp_path / "cache"),
-            "TMPDIR": str(tmp_path / "tmp"), "RUN_SECONDS": "585"}
+            "TMPDIR": str(tmp_path / "tmp"), "RUN_SECONDS": "585", "LENT_GPU_PYTHON": str(bin_folder / "python3.12"),
+            "STUB_VERSIONS": "3 12 3.6.0", "STUB_TRITON_KEY": "stubkey"}
 
 
 def _plan(result: subprocess.CompletedProcess) -> list[tuple[str, int, str]]:
@@ -244,13 +262,13 @@ def test_prepare_carries_the_cache_beside_the_wheels_and_images(checkout: Path, 
         str(path.relative_to(carry)) for path in carry.rglob("*") if path.name != ".written-by-lent_gpu")
 
 
-def _prepared(checkout: Path, tmp_path: Path, stubs: dict) -> Path:
-    """The .gpu-carry a prepare wrote, from a ../shared/datasets of one image a split and class."""
+def _prepared(checkout: Path, tmp_path: Path, stubs: dict, *args: str) -> Path:
+    """The .gpu-carry a prepare (with ``args``) wrote, from a ../shared/datasets of one image a split and class."""
     datasets = tmp_path / "shared" / "datasets"
     for folder in ("cifar10-jpeg/train/cat", "cifar10-jpeg/test/cat", "imagenet-sample/n01"):
-        (datasets / folder).mkdir(parents=True)
+        (datasets / folder).mkdir(parents=True, exist_ok=True)
         (datasets / folder / "1.jpg").write_bytes(b"jpeg")
-    result = _run(checkout, "prepare", env=stubs)
+    result = _run(checkout, "prepare", *args, env=stubs)
     assert result.returncode == 0, result.stderr
     return checkout / ".gpu-carry"
 
@@ -292,6 +310,38 @@ def test_prepare_replaces_only_a_carry_holding_nothing_but_what_it_wrote(checkou
     _refused(result, "error: .gpu-carry")
     assert "move it away and run prepare again" in result.stderr
     assert _tree(tmp_path) == before
+
+
+def test_prepare_compile_carries_this_checkouts_kernels_and_the_triton_build_that_made_them(
+        checkout: Path, tmp_path: Path, stubs: dict):
+    for _ in range(2):  # the second time, the compile cache's folder is the one the first made
+        carry = _prepared(checkout, tmp_path, stubs, "--compile")
+        with tarfile.open(carry / "compile-cache.tar") as tar:
+            assert tar.getnames() == ["triton", "triton/k", "triton/k/__grp__kernel.json"]
+        assert (carry / "triton-key").read_text() == "stubkey\n"
+        listed = (carry / ".written-by-lent_gpu").read_text()
+        assert "  compile-cache.tar\n" in listed and "  triton-key\n" in listed
+    assert f"compile -m benchmarks.kernels.precompile --cache {tmp_path}/cache/triton" in (
+        tmp_path / "calls.log").read_text()
+
+
+@pytest.mark.parametrize("how, message", [
+    ("another-python", "runs Python and Triton 3 11 3.6.0, the lease 3.12 and 3.6.0"),
+    ("no-python", "no Python with Triton at"),
+    ("their-cache-folder", "cache exists and was not made by tools/lent_gpu.sh prepare --compile"),
+])
+def test_prepare_compile_refuses_another_python_and_a_cache_folder_it_did_not_make(
+        checkout: Path, tmp_path: Path, stubs: dict, how: str, message: str):
+    if how == "another-python":
+        stubs = stubs | {"STUB_VERSIONS": "3 11 3.6.0"}
+    elif how == "no-python":
+        stubs = stubs | {"LENT_GPU_PYTHON": str(tmp_path / "none")}
+    else:
+        (tmp_path / "cache").mkdir()
+        (tmp_path / "cache" / "notes.txt").write_text("someone's")
+    before = _tree(tmp_path)
+    _refused(_run(checkout, "prepare", "--compile", env=stubs), message)
+    assert {**_tree(tmp_path), "calls.log": ANY_BYTES} == {**before, "calls.log": ANY_BYTES}  # the stub's log aside
 
 
 def test_prepare_takes_an_empty_carry_folder(checkout: Path, tmp_path: Path, stubs: dict):
@@ -359,7 +409,9 @@ def test_run_follows_its_plan_and_writes_only_out_and_the_compile_cache(checkout
     carry = checkout / ".gpu-carry"
     (carry / "wheels").mkdir(parents=True)
     (carry / ".written-by-lent_gpu").touch()
-    _cache_tarball(carry / "compile-cache.tar", {"triton/carried": b"from the last lease"})  # gzipped
+    _cache_tarball(carry / "compile-cache.tar", {"triton/carried": b"from the last lease",  # gzipped
+                                                 "triton/old/__grp__kernel.json": b"{}"})
+    (carry / "triton-key").write_text("stubkey\n")
     before = _snapshot(tmp_path, leave_out=("cache", "tmp"))
     out = tmp_path / "out"
     result = _run(checkout, "run", str(out), env=stubs)
@@ -391,6 +443,8 @@ def test_run_follows_its_plan_and_writes_only_out_and_the_compile_cache(checkout
         "blurpool2d", "bce_with_logits"]
     assert json.loads((out / "correctness.json").read_text())["rows"][0]["passed"] is True
     assert "1 passed" in (out / "pytest.log").read_text()
+    log = (out / "run.log").read_text()
+    assert "compiled by this Triton build (stubkey)" in log and "kernels: 1 carried, 1 compiled by this run" in log
     with tarfile.open(out / CACHE) as tar:  # the carried cache, and what this run compiled
         assert {"triton/carried", "triton/compiled-by-correctness"} <= set(tar.getnames())
 

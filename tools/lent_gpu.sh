@@ -2,9 +2,11 @@
 # The GPU work for a lent GPU machine (Python 3.12, torch and Triton installed, no network, no dataset, nothing of
 # this project installed), prepared here and run there in one call of the device tool.
 #
-#   tools/lent_gpu.sh prepare [--cache FILE]  # here: .gpu-carry/ with the wheels the suite needs beyond that
+#   tools/lent_gpu.sh prepare [--cache FILE | --compile]
+#                                             # here: .gpu-carry/ with the wheels the suite needs beyond that
 #                                             # machine's packages, a subset of ../shared/datasets and, with
-#                                             # --cache, the compile cache the last run brought back
+#                                             # --cache, the compile cache the last run brought back; with
+#                                             # --compile, the kernels of this checkout compiled here for it
 #   tools/lent_gpu.sh plan                    # anywhere: the steps of `run`, their budgets and output files
 #   tools/lent_gpu.sh run OUT                 # there, from the repository root, with .gpu-carry carried
 #
@@ -31,13 +33,18 @@
 #
 # Between leases: the compile cache comes back as OUT/compile-cache.tar.xz (.tar.gz where there is no xz);
 # `prepare --cache PATH/compile-cache.tar.xz` puts it in .gpu-carry, and `run` unpacks it where Triton and
-# Inductor look, so the next lease starts warm.
+# Inductor look, so the next lease starts warm. Triton finds a kernel there only if its source is unchanged:
+# `prepare --compile` instead compiles this checkout's kernels here, with the lease's Python and Triton
+# (`make .venv-lent-compile/.installed`; LENT_GPU_PYTHON names another), for every call the run makes
+# (`python -m benchmarks.kernels.precompile`, about half an hour on 2 cores), and carries that. `run` says whether the
+# carried cache was made by its Triton build and how many kernels it still compiled.
 #
 # What it may replace (a refusal is one `error:` line and exit 2, before anything is changed): `run` takes an OUT
 # that is new, empty, or taken by an earlier `run` (an empty folder .fastcore_ops-lent_gpu in it marks it), and in
 # that one replaces only the files a run writes. `prepare` replaces a .gpu-carry only when it is empty or holds
 # nothing but what an earlier prepare wrote, unchanged, as its .written-by-lent_gpu lists it (each file by path and
-# SHA-256, each folder by path).
+# SHA-256, each folder by path). `prepare --compile` replaces the compile folder ($cache_root below) only when it
+# is absent or holds the .written-by-lent_gpu an earlier prepare --compile left in it.
 set -euo pipefail
 carry=.gpu-carry
 # The list of what prepare wrote in .gpu-carry: this line, then `sha256sum`'s line for each file and
@@ -57,12 +64,21 @@ fi
 carried_cache=$carry/compile-cache.tar
 # The device tool brings back files of at most 16 MiB; 1 MiB spare.
 cache_limit=$((15 * 1024 * 1024))
+# And carries 64 MiB, this checkout's tracked files (14 MiB) and the images (11 MiB) with it.
+compiled_limit=$((32 * 1024 * 1024))
+# The lease's Python and Triton (docs/benchmarks.md): Triton keys a compiled kernel on its own build, which differs
+# from one Python version to the next, so prepare --compile refuses any other.
+lease_python=3.12 lease_triton=3.6.0
+compile_python=${LENT_GPU_PYTHON:-.venv-lent-compile/bin/python}
+# A digest of the Triton build's own key, part of every compiled kernel's: carried with them, and compared by run.
+triton_key='import hashlib, triton.runtime.cache as c; print(hashlib.sha256(c.triton_key().encode()).hexdigest())'
+carried_key=$carry/triton-key
 # Where Triton and Inductor keep what they compile during `run`. A fixed path, not a temporary folder: Triton's
 # cache entries name their files by absolute path, so a carried cache is found only where it was made.
 # LENT_GPU_CACHE moves it (the tests do).
 cache_root=${LENT_GPU_CACHE:-/tmp/fastcore_ops-lent_gpu-cache}
 table=fastcore_ops/kernels/tuned_configs.json
-usage="usage: tools/lent_gpu.sh prepare [--cache FILE] | plan | run OUT"
+usage="usage: tools/lent_gpu.sh prepare [--cache FILE | --compile] | plan | run OUT"
 
 refuse() {
     echo "error: $*" >&2
@@ -157,6 +173,11 @@ install() {  # install FILE NAME
     cp "$1" "$out/.$2.tmp" && mv -f "$out/.$2.tmp" "$out/$2"
 }
 
+# How many kernels Triton's cache folder holds: one group file each.
+kernels_cached() {
+    find "$TRITON_CACHE_DIR" -name '__grp__*' 2> /dev/null | wc -l
+}
+
 # A name for the refusals: one line, odd characters shown as '?'.
 shown() {
     echo "${1//[^[:print:]]/?}"
@@ -243,11 +264,13 @@ check_out() {
 
 case "${1:-}" in
 prepare)
-    cache=""
+    cache="" compile=""
     if [ $# -eq 3 ] && [ "$2" = --cache ]; then
         cache=$3
+    elif [ $# -eq 2 ] && [ "$2" = --compile ]; then
+        compile=yes
     elif [ $# -ne 1 ]; then
-        refuse "usage: tools/lent_gpu.sh prepare [--cache FILE]"
+        refuse "usage: tools/lent_gpu.sh prepare [--cache FILE | --compile]"
     fi
     # Everything is checked before anything changes: a refused prepare leaves the checkout as it was.
     exclude=$(git rev-parse --git-path info/exclude 2> /dev/null) && [ -f "$table" ] \
@@ -266,6 +289,17 @@ prepare)
         # run unpacks it into the compile cache's folder: nothing else may come in with it.
         if grep -qvE '^(triton|inductor)(/|$)' <<< "$listing" || grep -qE '(^|/)\.\.(/|$)' <<< "$listing"; then
             refuse "--cache $cache: holds more than triton/ and inductor/; pass the $cache_name a run brought back"
+        fi
+    fi
+    if [ -n "$compile" ]; then
+        versions=$("$compile_python" -c 'import sys, triton; print(*sys.version_info[:2], triton.__version__)' \
+                   2> /dev/null) \
+            || refuse "no Python with Triton at $compile_python; make .venv-lent-compile/.installed"
+        [ "$versions" = "${lease_python/./ } $lease_triton" ] || refuse "$compile_python runs Python and Triton" \
+            "$versions, the lease $lease_python and $lease_triton: its kernels would not be found there"
+        # The folder the run unpacks into, here: replaced only where an earlier prepare --compile made it.
+        if [ -e "$cache_root" ] && [ ! -f "$cache_root/$marker_name" ]; then
+            refuse "$cache_root exists and was not made by tools/lent_gpu.sh prepare --compile; move it away"
         fi
     fi
     # Replace only a folder this script wrote, never one of the same name made otherwise or added to since.
@@ -295,6 +329,19 @@ prepare)
     cp -r -t "$carry/datasets/imagenet-sample" "${classes[@]:0:60}"
     if [ -n "$cache" ]; then
         cp "$cache" "$carried_cache"
+    fi
+    if [ -n "$compile" ]; then
+        rm -rf "$cache_root" && mkdir -p "$cache_root" && touch "$cache_root/$marker_name"
+        "$compile_python" -m benchmarks.kernels.precompile --cache "$cache_root/triton"
+        tar "$compress" -cf "$carried_cache" -C "$cache_root" triton
+        size=$(stat -c %s "$carried_cache")
+        if ((size > compiled_limit)); then
+            rm "$carried_cache"
+            echo "error: the compiled kernels take $size bytes, over the $compiled_limit the device tool may carry" \
+                "beside the rest; not carried" >&2
+            exit 1
+        fi
+        "$compile_python" -c "$triton_key" > "$carried_key"
     fi
     # The device tool carries at most 64 MiB: this folder and the working tree together.
     du -sh "$carry"
@@ -368,6 +415,15 @@ print(",".join(spec.name for spec in KERNELS))' 2>> "$out/run.log") || kernels="
     else
         say "compile cache: none carried; everything compiles afresh (prepare --cache carries the last run's)"
     fi
+    if [ -f "$carried_key" ]; then
+        key=$(timeout 60 python3 -c "$triton_key" 2>> "$out/run.log") || key="unknown"
+        if [ "$key" = "$(head -c 64 "$carried_key")" ]; then
+            say "compile cache: compiled by this Triton build ($key)"
+        else
+            say "compile cache: compiled by another Triton build than this one ($key): none of it will be found"
+        fi
+    fi
+    carried_kernels=$(kernels_cached)
     record setup "machine, wheels, images, cache" ok 0 "$((SECONDS - started))" "${budget[setup]}"
 
     # The part writes its rows to OUT/correctness.json after each one (benchmarks/gpu_check/parts.py's Recorder).
@@ -444,7 +500,8 @@ print(",".join(spec.name for spec in KERNELS))' 2>> "$out/run.log") || kernels="
         fi
         install "$work/$cache_name" "$cache_name" && packed="$parts, $size bytes"
     done
-    say "compile cache: ${packed:-not brought back}"
+    say "compile cache: ${packed:-not brought back}; kernels: $carried_kernels carried," \
+        "$(($(kernels_cached) - carried_kernels)) compiled by this run"
 
     # A command stopped mid-write can leave its temporary file (a part's .partial, ours .tmp): not a result.
     for name in "${out_files[@]}"; do

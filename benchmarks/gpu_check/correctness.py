@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from benchmarks.gpu_check.parts import Mode, Recorder
-from benchmarks.kernels import CorrectnessCase
+from benchmarks.kernels import CorrectnessCase, KernelSpec
 from benchmarks.kernels.registry import KERNELS
 from fastcore_ops.kernels import rivals
 
@@ -19,9 +19,9 @@ from fastcore_ops.kernels import rivals
 TOLERANCES = {torch.float32: 1e-4, torch.float16: 5e-3, torch.bfloat16: 4e-2}
 
 
-def all_cases(small: bool) -> list[CorrectnessCase]:
-    """Every kernel's cases (its declaration's): tiny ones for Triton's interpreter when ``small``."""
-    return [case for spec in KERNELS for case in spec.correctness_cases(small)]
+def all_cases(small: bool, specs: tuple[KernelSpec, ...] = KERNELS) -> list[CorrectnessCase]:
+    """Every kernel's cases (its declaration's, of ``specs``): tiny ones for Triton's interpreter when ``small``."""
+    return [case for spec in specs for case in spec.correctness_cases(small)]
 
 
 @rivals.kernels_always()  # the kernel's values, wherever the table of faster rivals would send its call

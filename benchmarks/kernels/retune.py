@@ -25,6 +25,7 @@ from pathlib import Path
 from fastcore_ops import cli
 
 DTYPES = ("float16", "bfloat16", "float32")
+TUNED_DTYPES = "float16,bfloat16"  # --dtypes' default
 
 
 def build_parser() -> cli.ArgumentParser:
@@ -36,7 +37,7 @@ def build_parser() -> cli.ArgumentParser:
     parser.add_argument("--kernels", default=None,
                         help="comma-separated subset, e.g. blurpool2d,bce_with_logits (default: every kernel)")
     parser.add_argument("--batch-size", type=cli.positive_int, default=256, help="batch size of the CNN kernels")
-    parser.add_argument("--dtypes", default="float16,bfloat16",
+    parser.add_argument("--dtypes", default=TUNED_DTYPES,
                         help=f"comma-separated dtypes to tune in, of {', '.join(DTYPES)}")
     parser.add_argument("--missing", action="store_true",
                         help="without a GPU, list the keys the benchmark cases meet that the table at --out lacks, "

@@ -251,14 +251,18 @@ def plot_speedups(rows: list[dict], on_gpu: bool, path: Path) -> None:
     save_figure(fig, path)
 
 
+# What a GPU run times by default (benchmarks.kernels.precompile compiles its launches ahead).
+GPU_DEFAULT_BATCH, GPU_DEFAULT_DTYPE = 256, "float16"
+
+
 def run(args: argparse.Namespace) -> int:
     """Measure the kernels ``args`` (``python -m benchmarks.kernels``'s) names, print the tables, write them to
     ``--out``; the command's exit status (2 for a kernel name it does not know)."""
     try:
         device = torch.device(args.device)
         on_gpu = device.type == "cuda"
-        batch = args.batch_size or (256 if on_gpu else 16)
-        dtype = getattr(torch, args.dtype or ("float16" if on_gpu else "float32"))
+        batch = args.batch_size or (GPU_DEFAULT_BATCH if on_gpu else 16)
+        dtype = getattr(torch, args.dtype or (GPU_DEFAULT_DTYPE if on_gpu else "float32"))
         cases = all_cases(batch, dtype, device, set(args.kernels.split(",")) if args.kernels else None)
     except cli.REFUSALS as error:
         return cli.refuse(error)
