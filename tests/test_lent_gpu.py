@@ -405,13 +405,16 @@ def test_run_again_in_its_own_out_replaces_its_files_alone(checkout: Path, tmp_p
         "bce_with_logits"]
 
 
-def test_run_follows_its_plan_and_writes_only_out_and_the_compile_cache(checkout: Path, tmp_path: Path, stubs: dict):
+@pytest.mark.parametrize("compiled_here", [False, True], ids=["cache-from-the-last-lease", "prepare-compile"])
+def test_run_follows_its_plan_and_writes_only_out_and_the_compile_cache(checkout: Path, tmp_path: Path, stubs: dict,
+                                                                         compiled_here: bool):
     carry = checkout / ".gpu-carry"
     (carry / "wheels").mkdir(parents=True)
     (carry / ".written-by-lent_gpu").touch()
     _cache_tarball(carry / "compile-cache.tar", {"triton/carried": b"from the last lease",  # gzipped
                                                  "triton/old/__grp__kernel.json": b"{}"})
-    (carry / "triton-key").write_text("stubkey\n")
+    if compiled_here:
+        (carry / "triton-key").write_text("stubkey\n")
     before = _snapshot(tmp_path, leave_out=("cache", "tmp"))
     out = tmp_path / "out"
     result = _run(checkout, "run", str(out), env=stubs)
@@ -444,9 +447,13 @@ def test_run_follows_its_plan_and_writes_only_out_and_the_compile_cache(checkout
     assert json.loads((out / "correctness.json").read_text())["rows"][0]["passed"] is True
     assert "1 passed" in (out / "pytest.log").read_text()
     log = (out / "run.log").read_text()
-    assert "compiled by this Triton build (stubkey)" in log and "kernels: 1 carried, 1 compiled by this run" in log
-    with tarfile.open(out / CACHE) as tar:  # the carried cache, and what this run compiled
-        assert {"triton/carried", "triton/compiled-by-correctness"} <= set(tar.getnames())
+    assert ("compiled by this Triton build (stubkey)" in log) == compiled_here
+    assert "kernels: 1 carried, 1 compiled by this run" in log
+    with tarfile.open(out / CACHE) as tar:  # what this run compiled, and the carried cache unless made here
+        names = set(tar.getnames())
+    carried = {"triton/carried", "triton/old", "triton/old/__grp__kernel.json"}
+    assert {"triton/compiled-by-correctness", "triton/new/__grp__kernel.json"} <= names
+    assert names & carried == (set() if compiled_here else carried)
 
     # The committed table is back, .gpu-carry untouched, the temporary folder gone; only OUT and the cache are new.
     assert _snapshot(tmp_path, leave_out=("cache", "tmp", "out")) == {**before, "calls.log": ANY_BYTES}

@@ -37,7 +37,8 @@
 # `prepare --compile` instead compiles this checkout's kernels here, with the lease's Python and Triton
 # (`make .venv-lent-compile/.installed`; LENT_GPU_PYTHON names another), for every call the run makes
 # (`python -m benchmarks.kernels.precompile`, about half an hour on 2 cores), and carries that. `run` says whether the
-# carried cache was made by its Triton build and how many kernels it still compiled.
+# carried cache was made by its Triton build and how many kernels it still compiled, and brings back those alone
+# (with Inductor's cache), as the carried ones are made again here.
 #
 # What it may replace (a refusal is one `error:` line and exit 2, before anything is changed): `run` takes an OUT
 # that is new, empty, or taken by an earlier `run` (an empty folder .fastcore_ops-lent_gpu in it marks it), and in
@@ -415,7 +416,11 @@ print(",".join(spec.name for spec in KERNELS))' 2>> "$out/run.log") || kernels="
     else
         say "compile cache: none carried; everything compiles afresh (prepare --cache carries the last run's)"
     fi
+    # What prepare --compile carried is made again for the next lease: the cache step leaves it out.
+    carried_here=$work/carried-by-prepare-compile
+    : > "$carried_here"
     if [ -f "$carried_key" ]; then
+        (cd "$cache_root" && find triton -mindepth 1 -maxdepth 1 2> /dev/null || true) > "$carried_here"
         key=$(timeout 60 python3 -c "$triton_key" 2>> "$out/run.log") || key="unknown"
         if [ "$key" = "$(head -c 64 "$carried_key")" ]; then
             say "compile cache: compiled by this Triton build ($key)"
@@ -481,8 +486,9 @@ print(",".join(spec.name for spec in KERNELS))' 2>> "$out/run.log") || kernels="
         python3 -m pytest -m gpu $workers -v -p no:cacheprovider --durations=20
 
     # Compressed, one file: the device tool brings back 8 files at most, of 16 MiB each. Triton's part first, the
-    # kernels' own; then, in the time left, with Inductor's (the compiled rivals') if the two still fit. (Packing
-    # both first once took 17 of the 20 s left and came to 20.5 MB, and then nothing came back.)
+    # kernels' own (less those prepare --compile carried); then, in the time left, with Inductor's (the compiled
+    # rivals') if the two still fit. (Packing both first once took 17 of the 20 s left and came to 20.5 MB, and then
+    # nothing came back.)
     # 5 s short of the end: the kill that follows a TERM unheeded comes 5 s after it.
     limit=$((total - SECONDS - 5 < budget[cache] ? total - SECONDS - 5 : budget[cache]))
     say "== 6. cache: at most $limit s"
@@ -491,7 +497,7 @@ print(",".join(spec.name for spec in KERNELS))' 2>> "$out/run.log") || kernels="
     for parts in "triton" "triton inductor"; do
         # shellcheck disable=SC2086  # $parts: the folders to pack
         attempt cache "$parts" "$((deadline - SECONDS))" "$out/run.log" \
-            tar "$compress" -cf "$work/$cache_name" -C "$cache_root" $parts
+            tar "$compress" -cf "$work/$cache_name" -C "$cache_root" --exclude-from "$carried_here" $parts
         [ "$ended" = ok ] || break
         size=$(stat -c %s "$work/$cache_name")
         if ((size > cache_limit)); then
