@@ -36,9 +36,9 @@
 # Inductor look, so the next lease starts warm. Triton finds a kernel there only if its source is unchanged:
 # `prepare --compile` instead compiles this checkout's kernels here, with the lease's Python and Triton
 # (`make .venv-lent-compile/.installed`; LENT_GPU_PYTHON names another), for every call the run makes
-# (`python -m benchmarks.kernels.precompile`, about half an hour on 2 cores), and carries that. `run` says whether the
-# carried cache was made by its Triton build and how many kernels it still compiled, and brings back those alone
-# (with Inductor's cache), as the carried ones are made again here.
+# (`python -m benchmarks.kernels.precompile`, about half an hour on 2 cores), and carries that. `run` says whether
+# the carried cache was made by its Triton build and ptxas and how many kernels it still compiled, and brings back
+# those alone (with Inductor's cache), as the carried ones are made again here.
 #
 # What it may replace (a refusal is one `error:` line and exit 2, before anything is changed): `run` takes an OUT
 # that is new, empty, or taken by an earlier `run` (an empty folder .fastcore_ops-lent_gpu in it marks it), and in
@@ -71,8 +71,10 @@ compiled_limit=$((32 * 1024 * 1024))
 # from one Python version to the next, so prepare --compile refuses any other.
 lease_python=3.12 lease_triton=3.6.0
 compile_python=${LENT_GPU_PYTHON:-.venv-lent-compile/bin/python}
-# A digest of the Triton build's own key, part of every compiled kernel's: carried with them, and compared by run.
-triton_key='import hashlib, triton.runtime.cache as c; print(hashlib.sha256(c.triton_key().encode()).hexdigest())'
+# A digest of the Triton build's own key and of the version of the ptxas it compiles sm_90 with, both part of every
+# compiled kernel's: carried with them, and compared by run.
+triton_key='import hashlib, triton.runtime.cache as c, triton.backends.nvidia.compiler as n
+print(hashlib.sha256((c.triton_key() + n.get_ptxas_version(90)).encode()).hexdigest())'
 carried_key=$carry/triton-key
 # Where Triton and Inductor keep what they compile during `run`. A fixed path, not a temporary folder: Triton's
 # cache entries name their files by absolute path, so a carried cache is found only where it was made.
@@ -423,9 +425,9 @@ print(",".join(spec.name for spec in KERNELS))' 2>> "$out/run.log") || kernels="
         (cd "$cache_root" && find triton -mindepth 1 -maxdepth 1 2> /dev/null || true) > "$carried_here"
         key=$(timeout 60 python3 -c "$triton_key" 2>> "$out/run.log") || key="unknown"
         if [ "$key" = "$(head -c 64 "$carried_key")" ]; then
-            say "compile cache: compiled by this Triton build ($key)"
+            say "compile cache: compiled by this Triton build and ptxas ($key)"
         else
-            say "compile cache: compiled by another Triton build than this one ($key): none of it will be found"
+            say "compile cache: compiled by another Triton build or ptxas than this ($key): none of it will be found"
         fi
     fi
     carried_kernels=$(kernels_cached)
