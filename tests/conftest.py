@@ -36,8 +36,10 @@ def device():
 
 
 def pytest_collection_modifyitems(items):
-    """Mark ``gpu`` the tests that run on CUDA where there is a GPU: those of the kernels and those taking the
-    ``device`` fixture. ``pytest -m gpu`` runs them alone, the first thing to run on a GPU machine."""
+    """Mark ``gpu`` the tests that run on CUDA where there is a GPU: those of the kernels (but the modules marked
+    ``cpu_alone``) and those taking the ``device`` fixture. ``pytest -m gpu`` runs them alone, the first thing to
+    run on a GPU machine."""
     for item in items:
-        if item.nodeid.startswith("tests/kernels/") or "device" in getattr(item, "fixturenames", ()):
+        kernel_test = item.nodeid.startswith("tests/kernels/") and not item.get_closest_marker("cpu_alone")
+        if kernel_test or "device" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.gpu)

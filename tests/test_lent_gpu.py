@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -533,3 +534,13 @@ def test_failures_print_their_traceback_as_they_happen_when_asked():
     plugin.pytest_runtest_logreport(SimpleNamespace(failed=False, nodeid="t.py::y", when="call", longreprtext=""))
     assert lines == ["--- t.py::x failed (call):\nE boom"]
     assert "FASTCORE_OPS_TRACEBACKS_AT_ONCE=1 attempt pytest" in SCRIPT.read_text()
+
+
+def test_the_lease_s_pytest_m_gpu_leaves_out_the_kernel_tests_that_run_on_the_cpu_alone():
+    """Its minutes go to the tests a GPU runs: the modules marked cpu_alone (fake GPUs and targets, host costs) are
+    not marked gpu (tests/conftest.py), while the kernels' own tests are."""
+    modules = ["tests/kernels/test_signatures.py", "tests/kernels/test_launches.py", "tests/kernels/test_bce.py"]
+    result = subprocess.run([sys.executable, "-m", "pytest", "-m", "gpu", "--collect-only", "-q", "-p",
+                             "no:cacheprovider", *modules], cwd=SCRIPT.parents[1], capture_output=True, text=True)
+    collected = {line.split("::")[0] for line in result.stdout.splitlines() if "::" in line}
+    assert collected == {"tests/kernels/test_bce.py"}, result.stdout[-2000:]

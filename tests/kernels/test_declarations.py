@@ -4,6 +4,7 @@ compile check: tests/kernels/test_h100_compile.py)."""
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from benchmarks.gpu_check.correctness import TOLERANCES, largest_errors
@@ -11,6 +12,8 @@ from benchmarks.kernels import declarations, host_costs
 from benchmarks.kernels.registry import KERNELS
 from benchmarks.kernels.runner import measure
 from tests.kernels import toy_kernel
+
+pytestmark = pytest.mark.cpu_alone  # the declarations read, and the toy kernel run, on the CPU
 
 
 def test_every_kernel_is_declared_once_under_its_public_name():

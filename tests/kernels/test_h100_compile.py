@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.cpu_alone  # sm_90 compiled here through a fake driver: nothing runs on a GPU
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # An H100 SXM issues 132 SMs x 4 schedulers x 1.7 GHz = 8.98e11 warp-instructions a second and streams 3.35 TB/s

@@ -14,6 +14,8 @@ import pytest
 from benchmarks.kernels import host_costs
 from benchmarks.kernels.registry import KERNELS
 
+pytestmark = pytest.mark.cpu_alone  # fake CUDA tensors and the host's time: nothing runs on a GPU
+
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = [pytest.param(spec, id=spec.name) for spec in KERNELS]
 

@@ -7,6 +7,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from fastcore_ops.kernels import backend, blurpool2d
 from fastcore_ops.kernels.launches import HostWaitError, LaunchRecorder
 
+pytestmark = pytest.mark.cpu_alone  # fake CUDA tensors: nothing runs on a GPU
+
 
 def _record(work):
     with FakeTensorMode():

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.cpu_alone  # sm_90 compiled here through a fake driver: nothing runs on a GPU
+
 ROOT = Path(__file__).resolve().parents[2]
 # Interpreter off, in the table's mode, as a lease's run; Triton's cache in the test's folder.
 _INTERPRETER = ("TRITON_INTERPRET", "FASTCORE_OPS_INTERPRET", "FASTCORE_OPS_AUTOTUNE")

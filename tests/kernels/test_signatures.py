@@ -12,6 +12,8 @@ import torch.nn.functional as F
 
 from fastcore_ops.kernels import alibi_attention, bce_with_logits, blur_maxpool2d, blurpool2d, ghost_batch_norm
 
+pytestmark = pytest.mark.cpu_alone  # the functions' signatures alone
+
 
 def _documented_signature(function, name: str) -> inspect.Signature:
     """The signature PyTorch's docstring gives a function that ``inspect`` cannot read (a builtin, a dispatcher)."""
