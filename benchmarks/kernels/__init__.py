@@ -150,6 +150,23 @@ class KernelSpec:
     launches_text: str
 
 
+def forward_backward(function: Callable[..., torch.Tensor], inputs: tuple,
+                     grad_like: Callable[[torch.Tensor], torch.Tensor] | None = None) -> tuple[torch.Tensor, ...]:
+    """One call of ``function`` on ``inputs`` and its backward: the gradients of the tensors among ``inputs`` that
+    require grad, for an output gradient of ``grad_like(output)`` (default ``torch.ones_like``). Nothing
+    accumulates into ``.grad``, so every call costs what the first does.
+
+        >>> import torch
+        >>> forward_backward(torch.pow, (torch.tensor([1.0, 3.0], requires_grad=True), 2))
+        (tensor([2., 6.]),)
+    """
+    import torch
+
+    output = function(*inputs)
+    differentiable = [value for value in inputs if isinstance(value, torch.Tensor) and value.requires_grad]
+    return torch.autograd.grad(output, differentiable, (grad_like or torch.ones_like)(output))
+
+
 def channels_last_image(shape, device, dtype) -> torch.Tensor:
     """A random channels-last image batch that requires grad."""
     import torch

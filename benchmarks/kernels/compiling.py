@@ -22,7 +22,7 @@ from benchmarks.gpu_check import correctness
 from benchmarks.gpu_check.parts import Mode
 from fastcore_ops.kernels import backend
 
-from . import KernelSpec
+from . import KernelSpec, forward_backward
 from .fake_driver import launching_nothing
 from .host_costs import triton_path
 from .registry import KERNELS
@@ -54,12 +54,6 @@ def compiling_only():
     """Within the block, kernels called on CPU tensors compile for sm_90 into Triton's cache and launch nothing."""
     with triton_path(), launching_nothing(record=False):
         yield
-
-
-def _forward_backward(function, inputs) -> None:
-    out = function(*inputs)  # its values are whatever memory held: nothing ran
-    differentiable = [tensor for tensor in inputs if isinstance(tensor, torch.Tensor) and tensor.requires_grad]
-    torch.autograd.grad(out, differentiable, torch.ones_like(out))
 
 
 def _benchmark_calls(specs: tuple[KernelSpec, ...], dtypes: list[torch.dtype]) -> list[tuple]:
@@ -114,7 +108,7 @@ def compile_calls(part: str, calls: list[tuple], tuning: bool = False) -> None:
         for function, make_inputs in tqdm(calls, desc=part, leave=False):
             with CudaOnTheCpu():
                 inputs = make_inputs()
-            _forward_backward(function, inputs)
+            forward_backward(function, inputs)  # the values are whatever memory held: nothing ran
 
 
 def compile_tests() -> bool:

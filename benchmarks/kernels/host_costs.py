@@ -21,7 +21,7 @@ from fastcore_ops.owned_folder import claim_folder
 from fastcore_ops.training.compute_threads import torch_threads
 from fastcore_ops.training.precision import cpu_model
 
-from . import KernelSpec
+from . import KernelSpec, forward_backward
 from .fake_driver import Launch, launching_nothing
 from .registry import KERNELS
 
@@ -61,11 +61,6 @@ def zero_fills_through_autograd(spec: KernelSpec) -> dict[str, Phase]:
     return recorder.phases
 
 
-def _forward_backward(function, inputs: tuple) -> None:
-    out = function(*inputs)
-    out.backward(torch.ones_like(out))
-
-
 def _least_host_times_us(inputs: tuple, sides: dict, rounds: int, calls: int) -> dict[str, float]:
     """The least host time of one forward+backward of each side, in microseconds: ``sides`` maps a name to the
     function to call and the context it is timed in (entered outside the timed calls)."""
@@ -76,7 +71,7 @@ def _least_host_times_us(inputs: tuple, sides: dict, rounds: int, calls: int) ->
         for function, context in sides.values():  # warm: first calls build caches (and compile, on a fake GPU)
             with context():
                 for _ in range(calls):
-                    _forward_backward(function, inputs)
+                    forward_backward(function, inputs)
         for _ in range(rounds):  # in turn, so that a busy spell hits every side
             for name, (function, context) in sides.items():
                 with context():
@@ -84,7 +79,7 @@ def _least_host_times_us(inputs: tuple, sides: dict, rounds: int, calls: int) ->
                     # count on no side, so a busy machine measures what an idle one does.
                     start = time.thread_time()
                     for _ in range(calls):
-                        _forward_backward(function, inputs)
+                        forward_backward(function, inputs)
                     best[name] = min(best[name], (time.thread_time() - start) / calls * 1e6)
     return best
 
@@ -120,14 +115,14 @@ def launch_paths(spec: KernelSpec) -> dict:
 
     inputs = spec.inputs("cpu", torch.float32, True)
     with triton_path(), launching_nothing() as launches:
-        _forward_backward(spec.ours, inputs)  # the first call meets the keys
+        forward_backward(spec.ours, inputs)  # the first call meets the keys
         launches.clear()
         with mock.patch.object(Autotuner, "run", autospec=True, side_effect=Autotuner.run) as autotuner_run:
-            _forward_backward(spec.ours, inputs)
+            forward_backward(spec.ours, inputs)
         known_keys = [_as_compared(launch) for launch in launches]
         launches.clear()
         with _through_the_autotuner():
-            _forward_backward(spec.ours, inputs)
+            forward_backward(spec.ours, inputs)
         through_autotuner = [_as_compared(launch) for launch in launches]
     return {"same_launches": known_keys == through_autotuner and bool(known_keys),
             "autotuner_runs": autotuner_run.call_count}

@@ -20,6 +20,7 @@ from fastcore_ops import cli
 from fastcore_ops.kernels import backend, rivals
 from fastcore_ops.kernels.launches import LaunchRecorder, run_backward_node
 
+from . import forward_backward
 from .registry import KERNELS
 
 
@@ -53,7 +54,8 @@ def tune_kernels(names: list[str], batch: int, dtypes: list[torch.dtype], device
     with backend.tuning(), rivals.kernels_always():
         for case in tqdm(cases, desc="tuning", leave=False):
             try:
-                _forward_backward(case.ours, case.make_inputs())
+                forward_backward(case.ours, case.make_inputs(), torch.randn_like)
+                torch.cuda.synchronize()
             except torch.OutOfMemoryError:  # its keys stay out of the table, which then runs their first config
                 print(f"skipped {case.kernel} {case.size}: out of memory", file=sys.stderr)
             torch.cuda.empty_cache()
@@ -125,12 +127,6 @@ def list_missing(table: dict, met: dict[str, dict[str, list[str]]]) -> list[str]
                 retune.append(kernel)
     lines.append(f"RETUNE_KERNELS={','.join(retune)}" if retune else "every key met is in the table")
     return lines
-
-
-def _forward_backward(fn, inputs: tuple) -> None:
-    out = fn(*inputs)
-    torch.autograd.grad(out, [t for t in inputs if t.requires_grad], torch.randn_like(out))
-    torch.cuda.synchronize()
 
 
 def write_table(table: dict, out: Path) -> None:
