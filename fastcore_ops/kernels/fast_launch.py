@@ -1,9 +1,9 @@
 """Launch an autotuned kernel, at a key its autotuner has met, without the autotuner's Python.
 
 Triton's ``Autotuner.run`` rebuilds, at every launch, a dict of every argument, a filtered copy of it, the
-key and the dtype names, before it finds the key's config in its cache: 3 to 12 µs a launch of our kernels on
-a 2-core Zen 4 EPYC, beside the 15 to 20 µs of ``JITFunction.run`` and the launcher (Triton's launch path run
-on the CPU up to the driver: ``python -m benchmarks.kernels.host_side``, reports/kernels-host-side-20261205).
+key and the dtype names, before it finds the key's config in its cache: 3 to 13 µs a launch of our kernels on
+a 2-core Zen 4 EPYC, beside the 15 to 21 µs of ``JITFunction.run`` and the launcher (Triton's launch path run
+on the CPU up to the driver: ``python -m benchmarks.kernels.host_side``, reports/kernels-host-side-20261206).
 On a GPU's host that is what eager launches of small inputs wait on. :class:`KnownKeyLaunch` wraps an
 autotuner: at a key in its cache it launches the JIT function with the cached config directly, as
 ``Autotuner.run`` would after its lookup; at a new key (a retune empties the cache first) it hands the call to
