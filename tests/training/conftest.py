@@ -8,8 +8,9 @@ from tests.data.conftest import DATASETS
 CIFAR = DATASETS / "cifar10-jpeg"
 
 # toy_recipe.py registers a recipe as it loads: only the pytest runs that test_toy_recipe.py starts import it (-p),
-# so that the registry of the process running the suite keeps the project's own recipes.
-collect_ignore = ["toy_recipe.py"]
+# so that the registry of the process running the suite keeps the project's own recipes. stop_gate.py changes the
+# trainer as it loads: only the runs the stop tests start import it (--import).
+collect_ignore = ["toy_recipe.py", "stop_gate.py"]
 
 
 @pytest.fixture(scope="package", autouse=True)

@@ -25,7 +25,8 @@ from fastcore_ops.training.tasks.language import (build_language_modeling, keep_
                                                    tokens_record)
 from fastcore_ops.training.text.tokens import load_prepared
 from fastcore_ops.training.train import main
-from tests.training.test_train import _assert_same_run, _finish, _run, _summary, _wait_for_mid_epoch_checkpoint
+from tests.training.test_train import (HELD, _assert_same_run, _finish, _run, _summary,
+                                      _wait_for_mid_epoch_checkpoint)
 
 TINY = ["--set", "model.options={'n_layer': 1, 'n_head': 2, 'n_embd': 32}", "--set", "text.sequence_length=16",
         "--set", "text.eval_batch_tokens=256", "--set", "data.batch_size=8", "--set", "schedule.warmup_epochs=0.01",
@@ -72,7 +73,7 @@ def test_a_language_model_learns_and_reports_loss_at_each_length(alibi_reference
 def test_a_language_model_stopped_mid_epoch_resumes_bit_identical(alibi_reference, tiny_text, tmp_path):
     """Sequence-length warmup, ALiBi, AdamW, clipping and the token windows' order all resume exactly."""
     out = tmp_path / "terminated"
-    process = _run(*RESUMABLE, "--data", str(tiny_text), "--out", str(out))
+    process = _run(*RESUMABLE, *HELD, "--data", str(tiny_text), "--out", str(out))
     _wait_for_mid_epoch_checkpoint(out, process)
     process.send_signal(signal.SIGTERM)
     code, _, stderr = _finish(process)

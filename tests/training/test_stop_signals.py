@@ -16,7 +16,7 @@ from fastcore_ops.training import checkpoint
 from fastcore_ops.training.checkpoint import StopRequests
 from fastcore_ops.training.train import child_environment
 from tests.hang_guard import HANG_GUARD_S, descendants, processes
-from tests.training.test_train import _wait_for_mid_epoch_checkpoint
+from tests.training.test_train import HELD, _wait_for_mid_epoch_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: python -m fastcore_ops.training.train runs from here
 
@@ -75,7 +75,7 @@ SEND = {
 def _stop(start, to: str, number: int, data: Path, out: Path) -> None:
     """Start a run, send stop signal ``number`` ``to`` (SEND) after its first checkpoint: the run checkpoints,
     says so once, exits 128 + ``number`` and leaves no process behind."""
-    process = start(["-m", "fastcore_ops.training.train", *ONE_PROCESS, "--data", str(data), "--out", str(out)])
+    process = start(["-m", "fastcore_ops.training.train", *ONE_PROCESS, *HELD, "--data", str(data), "--out", str(out)])
     seen = _wait_for_mid_epoch_checkpoint(out, process, within_epoch=False)
     started = descendants(process.pid)
     assert len(_decoding_workers(process.pid)) == 2
@@ -112,7 +112,7 @@ def test_a_torchrun_job_stopped_by_sigterm_to_its_group_checkpoints_exits_143_an
     # torchrun starts each rank in a process group of its own and passes the signal on to each group
     # (the rank and its decoding workers): each rank hears it from torchrun and from both workers.
     out = tmp_path / "ddp"
-    process = start([*TORCHRUN, *TWO_PROCESSES, "--data", str(micro_cifar), "--out", str(out)])
+    process = start([*TORCHRUN, *TWO_PROCESSES, *HELD, "--data", str(micro_cifar), "--out", str(out)])
     _wait_for_mid_epoch_checkpoint(out, process, within_epoch=False)
     started = descendants(process.pid)
     assert sum(name == "pt_data_worker" for _, name in started.values()) == 4, started

@@ -112,9 +112,14 @@ def hot_reference(micro_cifar, tmp_path_factory):
     return out
 
 
+# For a run a test stops after its first checkpoint: it holds after that one until a stop signal arrives
+# (tests/training/stop_gate.py), so the run cannot end before the signal is sent.
+HELD = ["--import", "tests.training.stop_gate"]
+
+
 def _wait_for_mid_epoch_checkpoint(out: Path, process, timeout=HANG_GUARD_S, *, within_epoch=True) -> dict:
     """The first checkpoint written within an epoch (the process keeps running); any before the last
-    with ``within_epoch=False``."""
+    with ``within_epoch=False``. A run started with ``HELD`` holds after its first checkpoint."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()[1]
@@ -150,7 +155,7 @@ def _assert_same_run(out: Path, reference: Path) -> None:
 
 def test_a_run_killed_after_a_mid_epoch_checkpoint_resumes_bit_identical(hot_reference, micro_cifar, tmp_path):
     out = tmp_path / "killed"
-    process = _run(*HOT, "--data", str(micro_cifar), "--out", str(out))
+    process = _run(*HOT, *HELD, "--data", str(micro_cifar), "--out", str(out))
     _wait_for_mid_epoch_checkpoint(out, process)
     workers = list(descendants(process.pid))
     process.send_signal(signal.SIGKILL)
@@ -169,7 +174,7 @@ def test_a_run_killed_after_a_mid_epoch_checkpoint_resumes_bit_identical(hot_ref
 
 def test_sigterm_checkpoints_mid_epoch_and_the_resumed_run_is_bit_identical(hot_reference, micro_cifar, tmp_path):
     out = tmp_path / "terminated"
-    process = _run(*HOT, "--data", str(micro_cifar), "--out", str(out))
+    process = _run(*HOT, *HELD, "--data", str(micro_cifar), "--out", str(out))
     _wait_for_mid_epoch_checkpoint(out, process)
     process.send_signal(signal.SIGTERM)
     code, _, stderr = _finish(process)
