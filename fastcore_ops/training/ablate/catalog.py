@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from fastcore_ops.training.config import TrainConfig
-from fastcore_ops.training.methods.registry import RegisteredMethod, all_methods
+from fastcore_ops.training.methods.registry import RegisteredMethod, all_methods, on_registration
 from fastcore_ops.training.tasks.registry import task_named
 
 
@@ -46,5 +46,12 @@ class MethodSwitch:
         return "added", (f"{self.field}={dataclasses.asdict(self.method.try_with)!r}",)
 
 
-METHODS: dict[str, MethodSwitch] = {method.name: MethodSwitch(method) for method in all_methods()
-                                    if method.stage != "evaluation"}
+def _add_switch(method: RegisteredMethod) -> None:
+    if method.stage != "evaluation":
+        METHODS[method.name] = MethodSwitch(method)
+
+
+METHODS: dict[str, MethodSwitch] = {}
+for _method in all_methods():
+    _add_switch(_method)
+on_registration(_add_switch)  # a method of the user's own, which --import registers later

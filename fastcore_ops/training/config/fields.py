@@ -28,6 +28,11 @@ import typing
 from fastcore_ops.cli import closest
 
 
+# Said where a name in the methods section is unknown: it may be a method of the user's own.
+_OWN_METHODS = ("; a method defined in your own package is registered by importing its module "
+                "(python -m fastcore_ops.training.train --import MODULE)")
+
+
 @functools.cache
 def field_types(cls) -> dict[str, object]:
     return typing.get_type_hints(cls)
@@ -75,7 +80,7 @@ def from_fields(path: str, kind, values: dict):
     unknown = sorted(set(values) - set(fields))
     if unknown:
         raise ValueError(f"unknown configuration field {_join(path, unknown[0])!r}; fields of "
-                         f"{path or 'a configuration'}: {', '.join(fields)}")
+                         f"{path or 'a configuration'}: {', '.join(fields)}{_OWN_METHODS if path == 'methods' else ''}")
     converted = {name: canonical(_join(path, name), value, fields[name]) for name, value in values.items()}
     return built(path, kind, **converted)
 
@@ -186,7 +191,8 @@ def _assign(target, names: list[str], path: str, leaf):
         raise ValueError(f"no section {here!r}; {closest(name, _sections(type(target)), listing)}")
     if name not in kinds:
         settable = [field_name for field_name, kind in kinds.items() if not _is_section(kind)]
-        raise ValueError(f"unknown field {name!r}; {closest(name, settable, 'fields here')}")
+        raise ValueError(f"unknown field {name!r}; {closest(name, settable, 'fields here')}"
+                         f"{_OWN_METHODS if path == 'methods' else ''}")
     kind, current = kinds[name], getattr(target, name)
     if rest:
         group = _optional_of(kind)

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from fastcore_ops.training.config.fields import canonical, field_types
-from fastcore_ops.training.methods.registry import all_methods
+from fastcore_ops.training.methods.registry import RegisteredMethod, all_methods, on_registration
 
 PRECISIONS = ("fp32", "amp", "amp_bf16", "amp_fp16")
 OPTIMIZERS = ("sgd", "adamw", "lamb", "lars")
@@ -94,6 +94,27 @@ def _methods_section() -> type:
 
 
 MethodsConfig = _methods_section()
+
+
+def _add_method_field(method: RegisteredMethod) -> None:
+    """Give ``MethodsConfig`` a field (off) for ``method``, registered after it was built (``--import``).
+
+    The class itself gains it, not a new class: the recipes already made hold instances of it, and modules
+    hold it by name. Those instances read the new field's default (None) from the class. Its generated
+    methods are dropped first, as the dataclass decorator writes only those a class lacks.
+    """
+    if method.name in MethodsConfig.__dataclass_fields__:  # the same options, registered again
+        return
+    MethodsConfig.__annotations__[method.name] = method.options | None
+    setattr(MethodsConfig, method.name, field(default=None))
+    for generated in ("__init__", "__repr__", "__eq__", "__match_args__"):
+        if generated in MethodsConfig.__dict__:
+            delattr(MethodsConfig, generated)
+    dataclass(MethodsConfig)
+    field_types.cache_clear()
+
+
+on_registration(_add_method_field)
 
 
 @dataclass

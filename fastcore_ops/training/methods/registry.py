@@ -103,6 +103,13 @@ class RegisteredMethod:
 
 
 _REGISTRY: dict[str, RegisteredMethod] = {}
+_LISTENERS: list[Callable[[RegisteredMethod], None]] = []
+
+
+def on_registration(listener: Callable[[RegisteredMethod], None]) -> None:
+    """Call ``listener(method)`` for each method registered from now on: a user's own, from a module that
+    ``--import`` loads once the configuration's methods section exists (which adds the method's field)."""
+    _LISTENERS.append(listener)
 
 
 def register_method(name: str, *, stage: str, order: int, tasks: frozenset[str] = frozenset(), ddp: bool = True,
@@ -153,6 +160,8 @@ def register_method(name: str, *, stage: str, order: int, tasks: frozenset[str] 
             try_with=options(**(try_with or {})), check=check, module=module or options.__module__)
         if augmentation:
             register_augmentation(name, order=order, runs_in="step")(options)
+        for listener in _LISTENERS:
+            listener(_REGISTRY[name])
         return options
 
     return register

@@ -1,5 +1,6 @@
 """A third task, defined in the tests only (toy_task.py), goes through the unchanged commands: it trains, resumes,
-sweeps, is priced by the cost pass, ablated, and timed by the step-floor benchmark.
+sweeps, is priced by the cost pass, ablated, and timed by the step-floor benchmark. A method defined there too
+(toy_method.py) is turned on, resumed and ablated.
 
 Each command is a child process that imports the task's module with ``--import``, as a user's
 own package is loaded: this process never imports it, so its registries stay the project's.
@@ -18,6 +19,7 @@ from fastcore_ops.training.train import child_environment
 from tests.hang_guard import run_guarded
 
 IMPORT = ["--import", "tests.training.tasks.toy_task"]
+OWN_METHOD = ["--import", "tests.training.tasks.toy_method"]
 
 
 def _command(module: str, *args: str) -> subprocess.CompletedProcess:
@@ -34,25 +36,46 @@ def _weights(out):
     return checkpoint.load(out / checkpoint.CHECKPOINT_NAME)["model"]
 
 
+def _resumes_as_the_uninterrupted_run(whole, stopped, *imports: str) -> None:
+    """Resume (with ``imports`` too) a copy of the finished run ``whole`` (``--keep-checkpoints 3``) made as a run
+    stopped after its second epoch's checkpoint (step 8 of 16) leaves its folder: it ends with ``whole``'s weights."""
+    shutil.copytree(whole, stopped)
+    for name in ("summary.json", "checkpoint.pt", "checkpoint.1.pt"):
+        (stopped / name).unlink()
+    (stopped / "checkpoint.2.pt").rename(stopped / "checkpoint.pt")
+    assert checkpoint.load(stopped / checkpoint.CHECKPOINT_NAME)["step"] == 8
+    _train(*IMPORT, *imports, "--resume", "--out", str(stopped))
+    for name, tensor in _weights(whole).items():
+        assert torch.equal(tensor, _weights(stopped)[name]), name
+
+
 def test_the_toy_task_trains_and_a_resumed_run_ends_as_the_uninterrupted_one(tmp_path):
     whole, stopped = tmp_path / "whole", tmp_path / "stopped"
     _train(*IMPORT, "--recipe", "toy_regression", "--out", str(whole), "--keep-checkpoints", "3")
     summary = json.loads((whole / "summary.json").read_text())
     assert (summary["metric"], summary["sample_unit"], summary["steps"]) == ("mse", "samples", 16)
     assert summary["metrics"]["mse"] < 5.0, "4 epochs of SGD fit most of y's variance (30)"
-    # As a run stopped after its second epoch's checkpoint (step 8 of 16) leaves its folder.
-    shutil.copytree(whole, stopped)
-    for name in ("summary.json", "checkpoint.pt", "checkpoint.1.pt"):
-        (stopped / name).unlink()
-    (stopped / "checkpoint.2.pt").rename(stopped / "checkpoint.pt")
-    assert checkpoint.load(stopped / checkpoint.CHECKPOINT_NAME)["step"] == 8
-    _train(*IMPORT, "--resume", "--out", str(stopped))
-    for name, tensor in _weights(whole).items():
-        assert torch.equal(tensor, _weights(stopped)[name]), name
+    _resumes_as_the_uninterrupted_run(whole, stopped)
     # Without the import the saved run's task is unknown, and the refusal says how to load it.
     error = _train("--resume", "--out", str(stopped), expect=2)
     assert "task must be one of 'image_classification', 'language_model', got 'toy_regression'" in error
     assert "--import MODULE" in error
+
+
+def test_a_method_of_the_user_s_own_is_turned_on_saved_resumed_and_ablated_and_refused_without_its_module(
+        tmp_path):
+    # The methods section was built before --import registered the method: --set refused it as an unknown field.
+    whole, stopped, ablation = tmp_path / "whole", tmp_path / "stopped", tmp_path / "ablation"
+    _train(*IMPORT, *OWN_METHOD, "--recipe", "toy_regression", "--set", "methods.weight_clamp={'limit': 1.5}",
+           "--out", str(whole), "--keep-checkpoints", "3")
+    assert json.loads((whole / "config.json").read_text())["methods"]["weight_clamp"] == {"limit": 1.5}
+    assert _weights(whole)["weight"].abs().max() == 1.5, "the fitted coefficients (1, 2, 3, 4) clamped at 1.5"
+    _resumes_as_the_uninterrupted_run(whole, stopped, *OWN_METHOD)
+    error = _train(*IMPORT, "--resume", "--out", str(stopped), expect=2)
+    assert "unknown configuration field 'methods.weight_clamp'" in error and "--import MODULE" in error
+    _succeeds("fastcore_ops.training.ablate", *OWN_METHOD, "--recipe", "toy_regression", "--methods", "weight_clamp",
+              "--seeds", "1", "--no-progress", "--out", str(ablation))
+    assert _effect(ablation)["variant"] == "toy_regression+weight_clamp"
 
 
 def _succeeds(module: str, *args: str) -> None:
