@@ -20,6 +20,7 @@ methods run in all come from here.
 from __future__ import annotations
 
 import dataclasses
+import keyword
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -131,6 +132,9 @@ def register_method(name: str, *, stage: str, order: int, tasks: frozenset[str] 
             alpha: float = 0.2
             def attach(self, config) -> Method: ...
     """
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise ValueError(f"a method's name must be a Python identifier (it is the configuration's field "
+                         f"methods.<name>), got {name!r}")
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
     if not isinstance(tasks, frozenset):

@@ -102,6 +102,9 @@ def test_a_registration_that_cannot_work_is_refused():
             register_method("no_hooks", stage=stage, order=1)(NoHooks)
     with pytest.raises(ValueError, match="stage must be one of"):
         register_method("no_hooks", stage="lunch", order=1)
+    for name in ("no-hooks", "class", ""):  # the field methods.<name> could not be made
+        with pytest.raises(ValueError, match=f"a method's name must be a Python identifier .*, got {name!r}"):
+            register_method(name, stage="step", order=200)
     with pytest.raises(ValueError, match="registered twice"):
         register_method("mixup", stage="surgery", order=1)(NoHooks)
     with pytest.raises(ValueError, match="unknown method 'spicy'; methods: alibi, alternating_flip, augmix"):
